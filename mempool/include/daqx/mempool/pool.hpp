@@ -1,0 +1,128 @@
+// Pools of fixed-size blocks in size classes, carved from chunks, with O(1) lock-free allocate and release.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "daqx/mempool/allocator.hpp"
+#include "daqx/mempool/block.hpp"
+#include "daqx/mempool/ref.hpp"
+#include "daqx/mempool/registrar.hpp"
+#include "daqx/mempool/stats.hpp"
+
+namespace daqx::mem {
+
+struct SizeClassConfig {
+  std::size_t block_size = 0;        // bytes in each block
+  std::size_t blocks_per_chunk = 0;  // blocks carved from one chunk
+  std::size_t initial_chunks = 1;    // created with the pool, so the hot path never grows at first
+  std::size_t max_chunks = 1;        // growth stops here: then allocation fails softly
+};
+
+struct PoolConfig {
+  std::string name;                     // hierarchical, e.g. "evb/ru/0/pool"
+  std::vector<SizeClassConfig> classes;  // any order; sorted by block size when the pool is made
+
+  // Power-of-two classes from min_block to max_block; each chunk holds chunk_bytes (at least one block)
+  // and each class may grow to max_bytes_per_class.
+  static PoolConfig geometric(std::string name, std::size_t min_block, std::size_t max_block,
+                              std::size_t chunk_bytes, std::size_t max_bytes_per_class,
+                              std::size_t initial_chunks = 1);
+};
+
+class Pool;
+
+// The blocks of one size: a lock-free free list (index + tag in one word, so no ABA) over descriptors
+// made once for the maximum size, and chunks added by growth under the pool's mutex, off the hot path.
+class SizeClass {
+ public:
+  SizeClass(Pool& pool, const SizeClassConfig& config);
+  ~SizeClass();
+  SizeClass(const SizeClass&) = delete;
+  SizeClass& operator=(const SizeClass&) = delete;
+
+  std::size_t block_size() const noexcept { return config_.block_size; }
+  Pool& pool() const noexcept { return pool_; }
+
+  // One block with window (0, bytes), or an empty Ref when the class is exhausted (counted).
+  Ref allocate(std::size_t bytes) noexcept;
+  void free(Block* block) noexcept;
+
+  SizeClassStats stats() const noexcept;
+
+ private:
+  friend class Pool;
+  Block* pop() noexcept;
+  void push(Block* block) noexcept;
+  bool grow() noexcept;  // adds one chunk; false at the limit or when the system or a registrar refuses
+  void register_chunks(std::size_t slot, Registrar& registrar);
+  void deregister_chunks(std::size_t slot, Registrar& registrar) noexcept;
+
+  Pool& pool_;
+  SizeClassConfig config_;
+  std::unique_ptr<Block[]> blocks_;  // descriptors for max_chunks * blocks_per_chunk blocks
+  std::unique_ptr<Chunk[]> chunks_;
+  std::atomic<std::size_t> chunk_count_{0};
+  alignas(64) std::atomic<std::uint64_t> free_head_{0};  // (tag << 32) | (index + 1)
+  alignas(64) std::atomic<std::size_t> used_{0};
+  std::atomic<std::size_t> high_water_{0};
+  std::atomic<std::uint64_t> failed_{0};
+  std::atomic<std::uint64_t> double_releases_{0};
+};
+
+class Pool {
+ public:
+  // Creates the initial chunks of every class. Throws std::invalid_argument for a bad configuration and
+  // std::runtime_error when the initial chunks cannot be had.
+  Pool(PoolConfig config, std::shared_ptr<Allocator> allocator);
+  ~Pool();
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+
+  const std::string& name() const noexcept { return config_.name; }
+  Allocator& allocator() const noexcept { return *allocator_; }
+  std::size_t max_block_size() const noexcept { return classes_.back()->block_size(); }
+
+  // A block of the smallest class that holds bytes, window (0, bytes). Empty when that class is
+  // exhausted or bytes exceeds the largest class: the caller backs off and waits for on_available.
+  Ref allocate(std::size_t bytes) noexcept;
+  // A chain of blocks holding bytes in total (largest class for all but the last piece). All or nothing.
+  Ref allocate_chain(std::size_t bytes) noexcept;
+
+  // Registers every existing and future chunk with registrar; returns its slot for Block::key().
+  // Throws std::runtime_error when an existing chunk cannot be registered (nothing is left registered).
+  std::size_t add_registrar(Registrar& registrar);
+  void remove_registrar(std::size_t slot) noexcept;
+
+  // Called (on the releasing thread) when a block is freed after an allocation failed; once per episode.
+  void on_available(std::function<void()> callback);
+
+  PoolStats stats() const;
+  std::size_t blocks_in_use() const noexcept;
+
+ private:
+  friend class SizeClass;
+  SizeClass* class_for(std::size_t bytes) const noexcept;
+  void note_exhausted() noexcept { exhausted_.store(true, std::memory_order_release); }
+  void note_freed() noexcept {
+    if (exhausted_.load(std::memory_order_relaxed) && exhausted_.exchange(false, std::memory_order_acq_rel)) notify();
+  }
+  void notify() noexcept;
+
+  PoolConfig config_;
+  std::shared_ptr<Allocator> allocator_;
+  std::vector<std::unique_ptr<SizeClass>> classes_;
+  // Serialises growth and registrar changes: both are rare and off the hot path.
+  mutable std::mutex config_mutex_;
+  std::array<Registrar*, kMaxRegistrars> registrars_{};
+  std::atomic<bool> exhausted_{false};
+  std::function<void()> on_available_;
+};
+
+}  // namespace daqx::mem

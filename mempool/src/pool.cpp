@@ -1,0 +1,354 @@
+// Pools and size classes: lock-free free lists over preallocated descriptors, growth by whole chunks.
+#include "daqx/mempool/pool.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "daqx/mempool/log.hpp"
+#include "daqx/mempool/misuse.hpp"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+// A free block is poisoned so that a raw pointer kept after release is reported by AddressSanitizer.
+#define DAQX_POISON(address, bytes) ASAN_POISON_MEMORY_REGION(address, bytes)
+#define DAQX_UNPOISON(address, bytes) ASAN_UNPOISON_MEMORY_REGION(address, bytes)
+#else
+#define DAQX_POISON(address, bytes) ((void)(address), (void)(bytes))
+#define DAQX_UNPOISON(address, bytes) ((void)(address), (void)(bytes))
+#endif
+
+namespace daqx::mem {
+namespace {
+
+constexpr std::uint64_t kIndexMask = 0xffffffffULL;
+
+constexpr std::uint64_t pack_head(std::uint64_t tag, std::uint32_t index_plus_one) {
+  return (tag << 32) | index_plus_one;
+}
+
+}  // namespace
+
+// ---- PoolConfig -------------------------------------------------------------------------------------
+
+PoolConfig PoolConfig::geometric(std::string name, std::size_t min_block, std::size_t max_block,
+                                 std::size_t chunk_bytes, std::size_t max_bytes_per_class,
+                                 std::size_t initial_chunks) {
+  PoolConfig config;
+  config.name = std::move(name);
+  for (std::size_t block = min_block; block <= max_block && block > 0; block *= 2) {
+    SizeClassConfig size_class;
+    size_class.block_size = block;
+    size_class.blocks_per_chunk = std::max<std::size_t>(1, chunk_bytes / block);
+    size_class.max_chunks = std::max<std::size_t>(1, max_bytes_per_class / (block * size_class.blocks_per_chunk));
+    size_class.initial_chunks = std::min(initial_chunks, size_class.max_chunks);
+    config.classes.push_back(size_class);
+  }
+  return config;
+}
+
+// ---- SizeClass --------------------------------------------------------------------------------------
+
+SizeClass::SizeClass(Pool& pool, const SizeClassConfig& config)
+    : pool_(pool),
+      config_(config),
+      blocks_(new Block[config.blocks_per_chunk * config.max_chunks]),
+      chunks_(new Chunk[config.max_chunks]) {}
+
+SizeClass::~SizeClass() {
+  std::size_t chunks = chunk_count_.load(std::memory_order_acquire);
+  for (std::size_t c = 0; c < chunks; ++c) {
+    Chunk& chunk = chunks_[c];
+    DAQX_UNPOISON(chunk.base, chunk.bytes);
+    pool_.allocator_->deallocate({chunk.base, chunk.bytes});
+  }
+}
+
+Block* SizeClass::pop() noexcept {
+  std::uint64_t head = free_head_.load(std::memory_order_acquire);
+  for (;;) {
+    auto index_plus_one = static_cast<std::uint32_t>(head & kIndexMask);
+    if (index_plus_one == 0) return nullptr;
+    Block* block = &blocks_[index_plus_one - 1];
+    // A stale read here is harmless: the tag makes the exchange fail if the head moved meanwhile.
+    std::uint32_t next = block->next_free_.load(std::memory_order_relaxed);
+    if (free_head_.compare_exchange_weak(head, pack_head((head >> 32) + 1, next), std::memory_order_acquire,
+                                         std::memory_order_acquire))
+      return block;
+  }
+}
+
+void SizeClass::push(Block* block) noexcept {
+  std::uint64_t head = free_head_.load(std::memory_order_relaxed);
+  for (;;) {
+    block->next_free_.store(static_cast<std::uint32_t>(head & kIndexMask), std::memory_order_relaxed);
+    // seq_cst pairs with the exhaustion flag (see Pool::note_freed): either the allocator that failed sees
+    // this block on its retry, or this thread sees the flag and notifies.
+    if (free_head_.compare_exchange_weak(head, pack_head((head >> 32) + 1, block->index_ + 1),
+                                         std::memory_order_seq_cst, std::memory_order_relaxed))
+      return;
+  }
+}
+
+Ref SizeClass::allocate(std::size_t bytes) noexcept {
+  Block* block = pop();
+  if (block == nullptr && chunk_count_.load(std::memory_order_relaxed) < config_.max_chunks) {
+    if (grow()) block = pop();
+  }
+  if (block == nullptr) {
+    // Raise the flag first, then look once more: a release that raced with the failure is not lost.
+    pool_.note_exhausted();
+    block = pop();
+    if (block == nullptr) {
+      failed_.fetch_add(1, std::memory_order_relaxed);
+      return {};
+    }
+  }
+  block->state_.store(Block::in_use_state, std::memory_order_relaxed);
+  block->owners_.store(1, std::memory_order_relaxed);
+  block->offset_ = 0;
+  block->size_ = bytes;
+  block->next_ = nullptr;
+  DAQX_UNPOISON(block->memory_, block->capacity_);
+  std::size_t used = used_.fetch_add(1, std::memory_order_relaxed) + 1;
+  std::size_t high = high_water_.load(std::memory_order_relaxed);
+  while (used > high && !high_water_.compare_exchange_weak(high, used, std::memory_order_relaxed)) {
+  }
+  return Ref(block);
+}
+
+void SizeClass::free(Block* block) noexcept {
+  // Load and store, not an exchange: it finds every sequential double release (the bug that happens) and
+  // saves a locked instruction on each release; two threads releasing one block at once is already a race.
+  if (block->state_.load(std::memory_order_relaxed) != Block::in_use_state) {
+    double_releases_.fetch_add(1, std::memory_order_relaxed);
+    report_misuse(Misuse::double_release, "block " + std::to_string(block->index_) + " of " +
+                                              std::to_string(config_.block_size) + " B in pool '" + pool_.name() +
+                                              "' was released twice");
+    return;
+  }
+  block->state_.store(Block::free_state, std::memory_order_relaxed);
+  DAQX_POISON(block->memory_, block->capacity_);
+  used_.fetch_sub(1, std::memory_order_relaxed);
+  push(block);
+  pool_.note_freed();
+}
+
+bool SizeClass::grow() noexcept {
+  std::lock_guard lock(pool_.config_mutex_);
+  // Another thread may have grown this class while we waited for the lock.
+  if ((free_head_.load(std::memory_order_acquire) & kIndexMask) != 0) return true;
+  std::size_t index = chunk_count_.load(std::memory_order_relaxed);
+  if (index >= config_.max_chunks) return false;
+  ChunkMemory memory = pool_.allocator_->allocate(config_.block_size * config_.blocks_per_chunk);
+  if (!memory) return false;
+  Chunk& chunk = chunks_[index];
+  chunk.base = memory.base;
+  chunk.bytes = memory.bytes;
+  for (std::size_t slot = 0; slot < kMaxRegistrars; ++slot) {
+    Registrar* registrar = pool_.registrars_[slot];
+    if (registrar == nullptr) continue;
+    std::string error = registrar->register_chunk(chunk.base, chunk.bytes, chunk.keys[slot]);
+    if (!error.empty()) {
+      log(LogLevel::warning, "mempool", "pool '" + pool_.name() + "': " + std::string(registrar->name()) +
+                                            " refused a chunk of " + std::to_string(chunk.bytes) + " B: " + error);
+      for (std::size_t undo = 0; undo < slot; ++undo)
+        if (pool_.registrars_[undo] != nullptr)
+          pool_.registrars_[undo]->deregister_chunk(chunk.base, chunk.bytes, chunk.keys[undo]);
+      pool_.allocator_->deallocate(memory);
+      chunk = Chunk{};
+      return false;
+    }
+  }
+  std::size_t first = index * config_.blocks_per_chunk;
+  for (std::size_t i = 0; i < config_.blocks_per_chunk; ++i) {
+    Block& block = blocks_[first + i];
+    block.memory_ = chunk.base + i * config_.block_size;
+    block.owner_ = this;
+    block.chunk_ = &chunk;
+    block.capacity_ = config_.block_size;
+    block.index_ = static_cast<std::uint32_t>(first + i);
+  }
+  DAQX_POISON(chunk.base, chunk.bytes);
+  chunk_count_.store(index + 1, std::memory_order_release);
+  // Pushed in reverse so the lowest addresses are handed out first.
+  for (std::size_t i = config_.blocks_per_chunk; i-- > 0;) push(&blocks_[first + i]);
+  return true;
+}
+
+void SizeClass::register_chunks(std::size_t slot, Registrar& registrar) {
+  std::size_t chunks = chunk_count_.load(std::memory_order_acquire);
+  for (std::size_t c = 0; c < chunks; ++c) {
+    std::string error = registrar.register_chunk(chunks_[c].base, chunks_[c].bytes, chunks_[c].keys[slot]);
+    if (!error.empty()) {
+      for (std::size_t undo = 0; undo < c; ++undo)
+        registrar.deregister_chunk(chunks_[undo].base, chunks_[undo].bytes, chunks_[undo].keys[slot]);
+      throw std::runtime_error("pool '" + pool_.name() + "': " + std::string(registrar.name()) +
+                               " cannot register a chunk of " + std::to_string(chunks_[c].bytes) + " B: " + error);
+    }
+  }
+}
+
+void SizeClass::deregister_chunks(std::size_t slot, Registrar& registrar) noexcept {
+  std::size_t chunks = chunk_count_.load(std::memory_order_acquire);
+  for (std::size_t c = 0; c < chunks; ++c) {
+    registrar.deregister_chunk(chunks_[c].base, chunks_[c].bytes, chunks_[c].keys[slot]);
+    chunks_[c].keys[slot] = RegistrationKey{};
+  }
+}
+
+SizeClassStats SizeClass::stats() const noexcept {
+  SizeClassStats stats;
+  stats.block_size = config_.block_size;
+  stats.chunks = chunk_count_.load(std::memory_order_relaxed);
+  stats.max_chunks = config_.max_chunks;
+  stats.blocks_total = stats.chunks * config_.blocks_per_chunk;
+  stats.blocks_used = std::min(used_.load(std::memory_order_relaxed), stats.blocks_total);
+  stats.blocks_free = stats.blocks_total - stats.blocks_used;
+  stats.high_water = high_water_.load(std::memory_order_relaxed);
+  stats.failed_allocations = failed_.load(std::memory_order_relaxed);
+  stats.double_releases = double_releases_.load(std::memory_order_relaxed);
+  return stats;
+}
+
+// ---- Pool -------------------------------------------------------------------------------------------
+
+Pool::Pool(PoolConfig config, std::shared_ptr<Allocator> allocator)
+    : config_(std::move(config)), allocator_(std::move(allocator)) {
+  if (!allocator_) throw std::invalid_argument("pool '" + config_.name + "': no allocator");
+  if (config_.classes.empty()) throw std::invalid_argument("pool '" + config_.name + "': no size classes");
+  std::sort(config_.classes.begin(), config_.classes.end(),
+            [](const SizeClassConfig& a, const SizeClassConfig& b) { return a.block_size < b.block_size; });
+  for (std::size_t i = 0; i < config_.classes.size(); ++i) {
+    const SizeClassConfig& c = config_.classes[i];
+    std::string where = "pool '" + config_.name + "', class of " + std::to_string(c.block_size) + " B: ";
+    if (c.block_size < 64 || c.block_size % 64 != 0)
+      throw std::invalid_argument(where + "block size must be a positive multiple of 64 (cache line)");
+    if (i > 0 && config_.classes[i - 1].block_size == c.block_size)
+      throw std::invalid_argument(where + "two classes with the same block size");
+    if (c.blocks_per_chunk == 0) throw std::invalid_argument(where + "blocks_per_chunk must be at least 1");
+    if (c.max_chunks == 0 || c.initial_chunks > c.max_chunks)
+      throw std::invalid_argument(where + "need 1 <= max_chunks and initial_chunks <= max_chunks");
+    if (c.blocks_per_chunk * c.max_chunks >= kIndexMask)
+      throw std::invalid_argument(where + "more than 2^32-2 blocks in one class");
+  }
+  for (const SizeClassConfig& c : config_.classes) classes_.push_back(std::make_unique<SizeClass>(*this, c));
+  for (auto& size_class : classes_) {
+    for (std::size_t i = 0; i < size_class->config_.initial_chunks; ++i) {
+      if (!size_class->grow())
+        throw std::runtime_error("pool '" + config_.name + "': cannot create the initial chunks of the " +
+                                 std::to_string(size_class->block_size()) + " B class from " + allocator_->describe());
+    }
+  }
+}
+
+Pool::~Pool() {
+  for (auto& size_class : classes_) {
+    std::size_t used = size_class->used_.load(std::memory_order_acquire);
+    if (used != 0)
+      report_misuse(Misuse::leak, "pool '" + config_.name + "' destroyed with " + std::to_string(used) + " blocks of " +
+                                      std::to_string(size_class->block_size()) + " B still in use");
+  }
+  for (std::size_t slot = 0; slot < kMaxRegistrars; ++slot) remove_registrar(slot);
+}
+
+SizeClass* Pool::class_for(std::size_t bytes) const noexcept {
+  // A handful of classes: a short scan costs less than anything cleverer.
+  for (const auto& size_class : classes_)
+    if (bytes <= size_class->block_size()) return size_class.get();
+  return nullptr;
+}
+
+Ref Pool::allocate(std::size_t bytes) noexcept {
+  SizeClass* size_class = class_for(bytes);
+  if (size_class == nullptr) return {};
+  return size_class->allocate(bytes);
+}
+
+Ref Pool::allocate_chain(std::size_t bytes) noexcept {
+  if (bytes <= max_block_size()) return allocate(bytes);
+  SizeClass& largest = *classes_.back();
+  Ref head;
+  Block* tail = nullptr;
+  std::size_t remaining = bytes;
+  while (remaining > 0) {
+    std::size_t piece = std::min(remaining, largest.block_size());
+    Ref next = allocate(piece);
+    if (!next) return {};  // head's destructor gives back what was taken
+    Block* block = std::move(next).into_raw();
+    if (tail == nullptr) {
+      head = Ref::from_raw(block);
+    } else {
+      tail->next_ = block;
+    }
+    tail = block;
+    remaining -= piece;
+  }
+  return head;
+}
+
+std::size_t Pool::add_registrar(Registrar& registrar) {
+  std::lock_guard lock(config_mutex_);
+  std::size_t slot = 0;
+  while (slot < kMaxRegistrars && registrars_[slot] != nullptr) ++slot;
+  if (slot == kMaxRegistrars)
+    throw std::runtime_error("pool '" + config_.name + "': more than " + std::to_string(kMaxRegistrars) + " registrars");
+  for (std::size_t c = 0; c < classes_.size(); ++c) {
+    try {
+      classes_[c]->register_chunks(slot, registrar);
+    } catch (...) {
+      for (std::size_t undo = 0; undo < c; ++undo) classes_[undo]->deregister_chunks(slot, registrar);
+      throw;
+    }
+  }
+  registrars_[slot] = &registrar;
+  return slot;
+}
+
+void Pool::remove_registrar(std::size_t slot) noexcept {
+  std::lock_guard lock(config_mutex_);
+  if (slot >= kMaxRegistrars || registrars_[slot] == nullptr) return;
+  for (auto& size_class : classes_) size_class->deregister_chunks(slot, *registrars_[slot]);
+  registrars_[slot] = nullptr;
+}
+
+void Pool::on_available(std::function<void()> callback) {
+  std::lock_guard lock(config_mutex_);
+  on_available_ = std::move(callback);
+}
+
+void Pool::notify() noexcept {
+  // The callback is set at configuration time, before blocks circulate, so reading it here needs no lock.
+  if (on_available_) on_available_();
+}
+
+PoolStats Pool::stats() const {
+  PoolStats stats;
+  stats.name = config_.name;
+  stats.allocator = allocator_->describe();
+  for (const auto& size_class : classes_) {
+    stats.classes.push_back(size_class->stats());
+    stats.bytes_reserved += stats.classes.back().chunks * size_class->config_.blocks_per_chunk * size_class->block_size();
+  }
+  return stats;
+}
+
+std::size_t Pool::blocks_in_use() const noexcept {
+  std::size_t used = 0;
+  for (const auto& size_class : classes_) used += size_class->used_.load(std::memory_order_relaxed);
+  return used;
+}
+
+std::size_t PoolStats::blocks_used() const noexcept {
+  std::size_t used = 0;
+  for (const auto& c : classes) used += c.blocks_used;
+  return used;
+}
+
+std::uint64_t PoolStats::failed_allocations() const noexcept {
+  std::uint64_t failed = 0;
+  for (const auto& c : classes) failed += c.failed_allocations;
+  return failed;
+}
+
+}  // namespace daqx::mem

@@ -1,0 +1,87 @@
+// Chunk allocators: heap, huge pages with a logged fallback, and NUMA binding checked with the kernel.
+#include <catch2/catch.hpp>
+
+#include <numa.h>
+#include <numaif.h>
+
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "daqx/mempool/allocator.hpp"
+#include "daqx/mempool/log.hpp"
+#include "daqx/mempool/pool.hpp"
+
+using namespace daqx::mem;
+
+TEST_CASE("the heap allocator gives page-aligned writable memory", "[allocator]") {
+  HeapAllocator heap;
+  ChunkMemory memory = heap.allocate(10000);
+  REQUIRE(memory);
+  CHECK(memory.bytes >= 10000);
+  CHECK(reinterpret_cast<std::uintptr_t>(memory.base) % 4096 == 0);
+  std::memset(memory.base, 1, memory.bytes);
+  heap.deallocate(memory);
+}
+
+TEST_CASE("the huge page allocator says which pages it uses and logs why it fell back", "[allocator]") {
+  std::vector<std::string> lines;
+  std::mutex mutex;
+  daqx::set_log_sink([&](daqx::LogLevel, std::string_view component, std::string_view message) {
+    std::lock_guard lock(mutex);
+    lines.push_back(std::string(component) + ": " + std::string(message));
+  });
+  HugePageAllocator huge;
+  daqx::set_log_sink({});
+  INFO("allocator: " << huge.describe());
+  if (huge.pages() != PageKind::explicit_huge) {
+    // No reserved huge pages on this machine: the fallback must have said so, with the reason.
+    REQUIRE_FALSE(lines.empty());
+    CHECK_THAT(lines.front(), Catch::Contains("no reserved huge pages"));
+  }
+  ChunkMemory memory = huge.allocate(3u << 20);
+  REQUIRE(memory);
+  CHECK(memory.bytes % (2u << 20) == 0);
+  CHECK(reinterpret_cast<std::uintptr_t>(memory.base) % (2u << 20) == 0);
+  std::memset(memory.base, 7, memory.bytes);
+  huge.deallocate(memory);
+}
+
+TEST_CASE("a NUMA-bound pool has every page on its node, as the kernel reports it", "[allocator][numa]") {
+  if (numa_available() < 0) {
+    WARN("NUMA is not available here: binding cannot be checked");
+    return;
+  }
+  int nodes_checked = 0;
+  for (int node = 0; node <= max_numa_node(); ++node) {
+    if (numa_bitmask_isbitset(numa_all_nodes_ptr, static_cast<unsigned>(node)) == 0) continue;
+    auto allocator = std::make_shared<NumaAllocator>(node);
+    Pool pool(PoolConfig::geometric("test/numa", 4096, 65536, 1u << 20, 1u << 20), allocator);
+    Ref ref = pool.allocate(65536);
+    REQUIRE(ref);
+    // move_pages: where the pages really are.
+    std::vector<int> where = page_nodes(ref.data(), ref.size());
+    REQUIRE(where.size() == 16);
+    for (int page_node : where) CHECK(page_node == node);
+    // get_mempolicy: the policy on the address is a strict bind to that node.
+    int mode = -1;
+    unsigned long mask[16] = {};
+    REQUIRE(get_mempolicy(&mode, mask, sizeof(mask) * 8, ref.data(), MPOL_F_ADDR) == 0);
+    CHECK(mode == MPOL_BIND);
+    CHECK((mask[node / 64] >> (node % 64) & 1UL) == 1UL);
+    CHECK(allocator->numa_node() == node);
+    ++nodes_checked;
+  }
+  CHECK(nodes_checked >= 1);
+  if (max_numa_node() == 0) WARN("one NUMA node here: binding to node 1 is checked in the soft-RoCE guest");
+}
+
+TEST_CASE("a NUMA node that does not exist is refused with the reason", "[allocator][numa]") {
+  if (numa_available() < 0) return;
+  CHECK_THROWS_WITH(NumaAllocator(max_numa_node() + 1), Catch::Contains("does not exist"));
+  CHECK_THROWS_WITH(make_allocator("numa:x"), Catch::Contains("bad NUMA node"));
+  CHECK_THROWS_WITH(make_allocator("gpu"), Catch::Contains("unknown allocator 'gpu'"));
+  CHECK(make_allocator("numa:0")->numa_node() == 0);
+  CHECK(make_allocator("heap")->describe() == "heap");
+}

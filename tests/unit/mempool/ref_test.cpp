@@ -1,0 +1,162 @@
+// Buffer references: windows, chains, move-only ownership, shared copies, loans and misuse detection.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <type_traits>
+
+#include "daqx/mempool/pool.hpp"
+#include "misuse_capture.hpp"
+
+using namespace daqx::mem;
+using daqx::test::MisuseCapture;
+
+static_assert(!std::is_copy_constructible_v<Ref> && !std::is_copy_assignable_v<Ref>, "Ref is move-only");
+static_assert(std::is_nothrow_move_constructible_v<Ref> && std::is_nothrow_move_assignable_v<Ref>);
+
+namespace {
+
+Pool make_pool(std::size_t blocks = 8) {
+  PoolConfig config;
+  config.name = "test/ref";
+  config.classes = {{1024, blocks, 1, 1}, {64, blocks, 1, 1}};
+  return Pool(config, std::make_shared<HeapAllocator>());
+}
+
+}  // namespace
+
+TEST_CASE("moving a Ref moves ownership; destroying the owner returns the block", "[ref]") {
+  Pool pool = make_pool();
+  Ref a = pool.allocate(100);
+  std::byte* where = a.data();
+  Ref b = std::move(a);
+  CHECK_FALSE(a);  // NOLINT(bugprone-use-after-move): the moved-from state is the point
+  CHECK(b.data() == where);
+  CHECK(pool.blocks_in_use() == 1);
+  b = Ref();
+  CHECK(pool.blocks_in_use() == 0);
+}
+
+TEST_CASE("a data window can be moved inside its block and never outside", "[ref]") {
+  MisuseCapture misuse;
+  Pool pool = make_pool();
+  Ref ref = pool.allocate(64);
+  ref.set_window(16, 32);
+  CHECK(ref.offset() == 16);
+  CHECK(ref.size() == 32);
+  CHECK(ref.data() == ref.head()->memory() + 16);
+  ref.set_window(1000, 100);
+  CHECK(misuse.count(Misuse::bad_window) == 1);
+  CHECK(ref.offset() == 16);  // unchanged
+}
+
+TEST_CASE("a chain carries data larger than one block, all or nothing", "[ref]") {
+  Pool pool = make_pool();
+  Ref chain = pool.allocate_chain(3000);
+  REQUIRE(chain);
+  CHECK(chain.chain_length() == 3);
+  CHECK(chain.total_size() == 3000);
+  CHECK(pool.stats().classes[1].blocks_used == 3);
+  Ref too_long = pool.allocate_chain(9 * 1024);  // needs 9 blocks of 1 KiB, 5 remain
+  CHECK_FALSE(too_long);
+  CHECK(pool.stats().classes[1].blocks_used == 3);  // the partial chain went back
+  chain.reset();
+  CHECK(pool.blocks_in_use() == 0);
+}
+
+TEST_CASE("header plus payload: append links, detach_next cuts", "[ref]") {
+  Pool pool = make_pool();
+  Ref header = pool.allocate(32);
+  Ref payload = pool.allocate(1000);
+  std::byte* payload_data = payload.data();
+  header.append(std::move(payload));
+  CHECK_FALSE(payload);  // NOLINT(bugprone-use-after-move)
+  CHECK(header.chain_length() == 2);
+  CHECK(header.total_size() == 1032);
+  CHECK(header.head()->next()->data() == payload_data);
+  Ref rest = header.detach_next();
+  CHECK(header.chain_length() == 1);
+  CHECK(rest.data() == payload_data);
+}
+
+TEST_CASE("a shared copy is cheap and the block returns when the last owner lets go", "[ref]") {
+  Pool pool = make_pool();
+  Ref payload = pool.allocate(1000);
+  std::memset(payload.data(), 0xab, payload.size());
+  Ref header_a = pool.allocate(32);
+  Ref header_b = pool.allocate(32);
+  header_a.append(payload.share());
+  header_b.append(payload.share());
+  CHECK(payload.shared());
+  CHECK(header_a.head()->next()->data() == payload.data());  // same memory, no copy
+  payload.reset();
+  header_a.reset();
+  CHECK(pool.stats().classes[1].blocks_used == 1);  // header_b still holds the payload
+  CHECK(static_cast<unsigned char>(header_b.head()->next()->data()[999]) == 0xab);
+  header_b.reset();
+  CHECK(pool.blocks_in_use() == 0);
+}
+
+TEST_CASE("a shared block cannot be changed", "[ref]") {
+  MisuseCapture misuse;
+  Pool pool = make_pool();
+  Ref a = pool.allocate(100);
+  Ref b = a.share();
+  a.set_window(0, 10);
+  CHECK(misuse.count(Misuse::shared_mutation) == 1);
+  CHECK(b.size() == 100);
+  Ref tail = pool.allocate(10);
+  a.append(std::move(tail));
+  CHECK(misuse.count(Misuse::shared_mutation) == 2);
+}
+
+TEST_CASE("a loan to the network comes back as the same block", "[ref]") {
+  Pool pool = make_pool();
+  Ref frame = pool.allocate(500);
+  std::byte* where = frame.data();
+  Block* loaned = std::move(frame).into_raw();  // e.g. the work-request id of a posted send
+  CHECK(pool.blocks_in_use() == 1);
+  Ref completed = Ref::from_raw(loaned);
+  CHECK(completed.data() == where);
+  completed.reset();
+  CHECK(pool.blocks_in_use() == 0);
+}
+
+TEST_CASE("completing a loan twice is reported as a double release and does not corrupt the pool", "[ref]") {
+  MisuseCapture misuse;
+  Pool pool = make_pool(2);
+  Block* loaned = pool.allocate(10).into_raw();
+  Ref::from_raw(loaned).reset();
+  Ref::from_raw(loaned).reset();  // the bug under test
+  CHECK(misuse.count(Misuse::double_release) == 1);
+  CHECK(pool.stats().classes[0].double_releases == 1);
+  // The free list still holds each block once: two allocations give two distinct blocks, a third fails.
+  Ref a = pool.allocate(10);
+  Ref b = pool.allocate(10);
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK(a.data() != b.data());
+  CHECK_FALSE(pool.allocate(10));
+}
+
+TEST_CASE("destroying a pool with blocks still out is reported as a leak", "[ref]") {
+  MisuseCapture misuse;
+  Block* kept = nullptr;
+  {
+    Pool pool = make_pool();
+    kept = pool.allocate(10).into_raw();
+  }
+  CHECK(kept != nullptr);
+  CHECK(misuse.count(Misuse::leak) == 1);
+  CHECK_THAT(misuse.last_detail(), Catch::Contains("1 blocks of 64 B still in use"));
+}
+
+TEST_CASE("access through an empty Ref is reported in checked builds", "[ref]") {
+  if (!kChecks) {
+    WARN("not a DAQX_CHECKS build: the release build does not pay for this check");
+    return;
+  }
+  MisuseCapture misuse;
+  Ref empty;
+  (void)empty.share();
+  CHECK(misuse.count(Misuse::use_after_release) == 1);
+}
