@@ -1,0 +1,89 @@
+// What the HTTP control server needs from an executive: read-only views and the few commands.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daqx/executive/counters.hpp"
+#include "daqx/executive/frame.hpp"
+#include "daqx/executive/parameters.hpp"
+#include "daqx/executive/state.hpp"
+#include "daqx/executive/transport.hpp"
+#include "daqx/mempool/stats.hpp"
+
+namespace daqx {
+
+struct ParamView {
+  std::string name;
+  std::string type;
+  std::string value;
+  std::string default_value;
+  std::string unit;
+  std::string help;
+};
+
+struct ApplicationStatus {
+  Tid tid = kNoTid;
+  std::string class_name;
+  std::uint32_t instance = 0;
+  std::string name;  // hierarchical
+  State state = State::halted;
+  std::string reason;  // why it failed, when it did
+  std::vector<ParamView> params;
+  std::vector<Metric> metrics;
+};
+
+struct TransitionResult {
+  bool ok = false;
+  int http_status = 200;  // 200 done, 404 unknown application, 409 illegal transition, 500 hook failed
+  std::string message;
+  std::vector<std::pair<Tid, State>> states;  // the states after the command
+};
+
+struct ThreadStatus {
+  std::string name;        // hierarchical, e.g. "pt/tcp/recv-0"
+  int kernel_tid = 0;
+  std::vector<int> cores_wanted;  // from the policy; empty: not pinned
+  std::vector<int> cores;         // read back from the kernel
+};
+
+struct TransportStatus {
+  std::string protocol;
+  std::string endpoint;  // as listened on
+  std::vector<ParamView> params;
+  std::vector<Metric> metrics;
+  std::vector<ConnectionInfo> connections;
+};
+
+struct ChunkView {  // for tests that check placement with move_pages from outside
+  std::uintptr_t address = 0;
+  std::size_t bytes = 0;
+};
+
+struct PoolStatus {
+  mem::PoolStats stats;
+  int numa_node = -1;
+  std::vector<ChunkView> chunks;
+};
+
+class ControlModel {
+ public:
+  virtual ~ControlModel() = default;
+  virtual std::string context_url() const = 0;
+  virtual std::string partition_name() const = 0;
+  virtual std::vector<ApplicationStatus> applications() const = 0;
+  virtual std::optional<ApplicationStatus> application(Tid tid) const = 0;
+  // One application, or every application of the context when tid is nothing.
+  virtual TransitionResult transition(std::optional<Tid> tid, Command command) = 0;
+  // Only while Halted; returns the reason when refused (unknown name, bad value, wrong state).
+  virtual std::string set_parameter(Tid tid, const std::string& name, const std::string& value) = 0;
+  virtual std::vector<PoolStatus> pools() const = 0;
+  virtual std::vector<ThreadStatus> threads() const = 0;
+  virtual std::vector<TransportStatus> transports() const = 0;
+  // Executive-wide counters: frames dispatched locally, bad frames, uptime, ...
+  virtual std::vector<Metric> executive_metrics() const = 0;
+};
+
+}  // namespace daqx

@@ -1,0 +1,122 @@
+// The partition description as read from XML: contexts (executives), their endpoints, modules and
+// applications, and the policy that pins threads and binds pools. docs/configuration.md is its reference.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daqx/executive/parameters.hpp"
+
+namespace daqx::config {
+
+struct SourceLocation {
+  std::string file;
+  int line = 0;
+  std::string text() const { return file + ":" + std::to_string(line); }
+};
+
+struct Property {  // <Properties><name type="unsigned">value</name></Properties>
+  std::string name;
+  std::optional<ParamType> type;  // when the partition states it; must match the declaration
+  std::string value;
+  SourceLocation where;
+};
+
+struct EndpointConfig {
+  std::string protocol;  // tcp, ofi, ibv
+  std::string hostname;
+  std::uint16_t port = 0;
+  std::string network;
+  std::vector<Property> properties;  // transport parameters
+  SourceLocation where;
+};
+
+struct ModuleConfig {
+  std::string path;  // absolute, or relative to the partition file, or a bare name searched in the module path
+  SourceLocation where;
+};
+
+struct ApplicationConfig {
+  std::string class_name;
+  std::uint32_t id = 0;  // the TID, unique in the partition, > 0
+  std::uint32_t instance = 0;
+  std::string network;   // the network it sends and receives on (empty: local only)
+  std::vector<Property> properties;
+  SourceLocation where;
+};
+
+struct ContextConfig {
+  std::string url;  // http://host:port: the executive's identity and control address
+  std::string host;
+  std::uint16_t port = 0;
+  std::vector<EndpointConfig> endpoints;
+  std::vector<ModuleConfig> modules;
+  std::vector<ApplicationConfig> applications;
+  SourceLocation where;
+};
+
+struct PolicyRule {  // first matching rule wins, in file order
+  enum class Kind { thread, pool };
+  Kind kind = Kind::thread;
+  std::string pattern;        // glob over hierarchical names, e.g. "pt/tcp/*", "evb/ru/*/pool"
+  std::vector<int> cores;     // thread: CPUs to pin to ("0", "1-3", "0,2")
+  std::string allocator;      // pool: "heap", "hugepage", "numa:<node>"
+  std::string context;        // optional: applies only in the context with this URL
+  SourceLocation where;
+};
+
+struct Partition {
+  std::string name;
+  std::string file;  // as given
+  std::vector<ContextConfig> contexts;
+  std::vector<PolicyRule> policy;
+  SourceLocation where;
+
+  const ContextConfig* find_context(std::string_view url) const noexcept;
+  // The context holding an application, and the application, by TID.
+  const ContextConfig* context_of(std::uint32_t tid) const noexcept;
+  const ApplicationConfig* application(std::uint32_t tid) const noexcept;
+};
+
+// Every mistake found, each "file:line: reason", in file order. what() joins them with newlines.
+class ConfigError : public std::runtime_error {
+ public:
+  explicit ConfigError(std::vector<std::string> messages);
+  const std::vector<std::string>& messages() const noexcept { return messages_; }
+
+ private:
+  std::vector<std::string> messages_;
+};
+
+// Reads and checks a partition file: well-formed XML, known elements and attributes, required attributes,
+// numbers and ports, duplicate ids/URLs/endpoints/class+instance, networks served by an endpoint of the
+// context, policy rules. Throws ConfigError with every mistake found.
+Partition load_partition(const std::string& path);
+Partition parse_partition(std::string_view xml, const std::string& file_name);
+
+// What the loaded modules provide, for the second round of checks (classes, protocols, parameters).
+class Catalogue {
+ public:
+  virtual ~Catalogue() = default;
+  virtual const std::vector<ParamSpec>* application_params(std::string_view class_name) const = 0;  // null: unknown
+  virtual const std::vector<ParamSpec>* transport_params(std::string_view protocol) const = 0;      // null: unknown
+};
+
+// Second round, once the modules of a context are loaded: unknown application classes and protocols,
+// unknown or badly typed properties, and `applications` selectors that pick an application with which no
+// network is shared. Returns the messages (empty when all is well); only the given context is checked.
+std::vector<std::string> check_against_catalogue(const Partition& partition, const ContextConfig& context,
+                                                 const Catalogue& catalogue);
+
+// Resolves an `applications` selector ("class:NAME" or "3,4,5" or "*") to TIDs, in partition order.
+// Returns the reason in `error` for an unknown id or class.
+std::vector<std::uint32_t> resolve_selector(const Partition& partition, std::string_view selector, std::string& error);
+
+// Whether `from` can send to `to`: same context, or same network and `to`'s context has an endpoint on it.
+bool shares_network(const Partition& partition, std::uint32_t from, std::uint32_t to);
+
+}  // namespace daqx::config

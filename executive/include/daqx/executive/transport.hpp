@@ -1,0 +1,81 @@
+// The peer transport interface: one per endpoint protocol (tcp, ofi, ibv), loaded from a module.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "daqx/executive/counters.hpp"
+#include "daqx/executive/frame.hpp"
+#include "daqx/executive/parameters.hpp"
+#include "daqx/executive/status.hpp"
+#include "daqx/mempool/log.hpp"
+#include "daqx/mempool/pool.hpp"
+
+namespace daqx {
+
+using PeerId = std::uint32_t;
+
+struct EndpointAddress {
+  std::string protocol;
+  std::string hostname;
+  std::uint16_t port = 0;
+  std::string network;
+  std::string text() const { return protocol + "://" + hostname + ":" + std::to_string(port); }
+};
+
+enum class DeliverStatus {
+  accepted,  // the executive owns the frame now
+  busy,      // the target's queue is full: keep the frame, stop reading this peer, retry on resume
+  rejected   // bad frame (unknown target, ...): counted; the transport drops it and closes that connection
+};
+
+struct ConnectionInfo {
+  PeerId peer = 0;
+  std::string remote;  // host:port
+  bool up = false;
+  std::vector<Metric> metrics;  // frames, bytes, would-blocks, errors, reconnects
+};
+
+// What the executive gives a transport.
+class TransportHost {
+ public:
+  virtual ~TransportHost() = default;
+  virtual const ParamSet& params() const noexcept = 0;  // the transport's declared parameters
+  // The largest frame to accept; anything longer closes the connection that sent it.
+  virtual std::uint32_t max_frame_size() const noexcept = 0;
+  // A received frame whose header passed check_header(); the executive checks the target and queues it.
+  virtual DeliverStatus deliver(Frame&& frame, PeerId from) noexcept = 0;
+  // Registered once: the executive calls it when a target that said busy has room again.
+  virtual void on_deliver_ready(std::function<void()> callback) = 0;
+  // Tells senders that got would_block for this peer that they may retry.
+  virtual void send_ready(PeerId peer) noexcept = 0;
+  virtual void connection_changed(PeerId peer, bool up, const std::string& reason) = 0;
+  // A pool named "<name>" under the transport's prefix ("pt/tcp/..."), allocator chosen by the policy.
+  virtual mem::Pool& make_pool(const std::string& name, const mem::PoolConfig& config) = 0;
+  // A thread named e.g. "pt/tcp/recv-0", pinned as the policy says.
+  virtual std::jthread start_thread(const std::string& name, std::function<void(std::stop_token)> body) = 0;
+  virtual void log(LogLevel level, const std::string& message) = 0;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual std::string_view protocol() const noexcept = 0;
+  // Configure time: start listening on this context's endpoint.
+  virtual void listen(const EndpointAddress& local) = 0;
+  // Names a remote endpoint; whether it connects now or on first post is the transport's parameter.
+  virtual PeerId connect(const EndpointAddress& remote) = 0;
+  // Sends a frame (header already written). ok: the transport owns it and returns it to its pool when
+  // sent; would_block: the caller keeps it and waits for TransportHost::send_ready; error: released.
+  virtual SendStatus post(PeerId peer, mem::Ref& frame) noexcept = 0;
+  virtual void stop() = 0;  // close connections and end threads; every block goes back
+  virtual void report(MetricSink& sink) const = 0;
+  virtual std::vector<ConnectionInfo> connections() const = 0;
+};
+
+}  // namespace daqx
