@@ -46,7 +46,12 @@ run_tests() {  # run_tests <dir> <name>
 }
 
 main_job() {
-  echo "== main job: pool benchmark (the event builder replaces it when it lands)"
+  echo "== main job: local N-to-N partition (config/local-nton.xml) for 10 s, rates every second"
+  "$root/build/release/executive/daqx-launch" --config "$root/config/local-nton.xml" --drive --run 10 \
+    --log-dir "$root/build/logs"
+}
+
+bench() {
   mkdir -p "$root/build/bench-results"
   "$root/build/release/bench/daqx-bench-pool" "$root/build/bench-results/pool_bench.csv"
 }
@@ -63,6 +68,6 @@ case "${1:-}" in
       run_tests "$root/build/sanitize" "AddressSanitizer + UndefinedBehaviorSanitizer"
     ;;
   build) install_packages; build_release ;;
-  bench) install_packages; build_release; main_job ;;
+  bench) install_packages; build_release; bench ;;
   *) echo "usage: $0 main|test|build|bench" >&2; exit 2 ;;
 esac

@@ -333,6 +333,15 @@ PoolStats Pool::stats() const {
   return stats;
 }
 
+std::vector<Chunk> Pool::chunks() const {
+  std::vector<Chunk> list;
+  for (const auto& size_class : classes_) {
+    std::size_t count = size_class->chunk_count_.load(std::memory_order_acquire);
+    for (std::size_t c = 0; c < count; ++c) list.push_back(size_class->chunks_[c]);
+  }
+  return list;
+}
+
 std::size_t Pool::blocks_in_use() const noexcept {
   std::size_t used = 0;
   for (const auto& size_class : classes_) used += size_class->used_.load(std::memory_order_relaxed);

@@ -104,6 +104,10 @@ class Catalogue {
   virtual ~Catalogue() = default;
   virtual const std::vector<ParamSpec>* application_params(std::string_view class_name) const = 0;  // null: unknown
   virtual const std::vector<ParamSpec>* transport_params(std::string_view protocol) const = 0;      // null: unknown
+  // What is known, so that a message about an unknown class or protocol can list the alternatives;
+  // empty when the catalogue cannot tell (the message then lists nothing).
+  virtual std::vector<std::string> application_classes() const { return {}; }
+  virtual std::vector<std::string> transport_protocols() const { return {}; }
 };
 
 // Second round, once the modules of a context are loaded: unknown application classes and protocols,

@@ -105,6 +105,8 @@ class Pool {
 
   PoolStats stats() const;
   std::size_t blocks_in_use() const noexcept;
+  // Where the chunks are, for tools that check placement (move_pages) from outside the process.
+  std::vector<Chunk> chunks() const;
 
  private:
   friend class SizeClass;

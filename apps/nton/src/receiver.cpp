@@ -1,0 +1,178 @@
+// nton::Receiver: all of its work happens in the data handler on the dispatch thread, so its per-sender
+// state needs no synchronisation; report() reads only the atomics the handler publishes.
+#include "receiver.hpp"
+
+#include <array>
+#include <initializer_list>
+#include <stdexcept>
+#include <utility>
+
+#include "chain_logic.hpp"
+#include "pattern_logic.hpp"
+#include "text.hpp"
+
+namespace daqx::nton {
+namespace {
+
+constexpr std::uint32_t kErrorsLogged = 10;  // per run: enough to diagnose, few enough not to flood the log
+
+void add(std::atomic<std::uint64_t>& counter, std::uint64_t n) noexcept {  // one writer: no locked update
+  counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+std::vector<ParamSpec> Receiver::parameters() {
+  const ReceiverConfiguration d;
+  return {
+      param("ackEvery", ParamType::unsigned_integer, to_text(d.ack_every), "frames",
+            "acknowledge every this many frames when a frame does not say (senders say)", 1),
+      param("verify", ParamType::boolean, to_text(d.verify), "",
+            "verify the pattern of every frame that carries one (sequences are always checked)"),
+  };
+}
+
+Receiver::Receiver(ApplicationContext& context) : Application(context) {
+  context.bind(function::data, [this](Frame&& frame) { on_data(std::move(frame)); });
+  context.on_send_ready([this] { send_pending_acks(); });
+  context.on_pool_available([this] { send_pending_acks(); });
+}
+
+void Receiver::on_dispatch_thread(std::function<void()> fn) {
+  if (!context().post_task(fn)) fn();
+}
+
+void Receiver::configure() {
+  ReceiverConfiguration c;
+  c.ack_every = context().params().unsigned_integer("ackEvery");
+  c.verify = context().params().boolean("verify");
+  if (c.ack_every == 0) throw std::runtime_error("ackEvery must be at least 1");
+  // Every application of the partition could send to us: room for all, so no sender allocates on arrival.
+  const std::size_t capacity = context().applications().size();
+  on_dispatch_thread([this, c, capacity] {
+    config_ = c;
+    senders_.reset(capacity);
+    acks_pending_ = false;
+    failed_ = false;
+    senders_seen_.store(0, std::memory_order_relaxed);
+  });
+}
+
+void Receiver::enable() {
+  // Counters restart with each run; what we know of the senders' sequences stays (it follows their runs).
+  on_dispatch_thread([this] {
+    for (auto* counter : {&frames_received_, &bytes_received_, &pattern_errors_, &sequence_errors_,
+                          &malformed_frames_, &acks_sent_, &ack_delays_, &send_errors_})
+      counter->store(0, std::memory_order_relaxed);
+    errors_logged_ = 0;
+    receive_rate_.start(Clock::now(), 0, 0);
+  });
+}
+
+void Receiver::on_data(Frame&& frame) {
+  const Clock::time_point now = Clock::now();
+  const std::size_t payload = frame.payload_size();
+  const std::uint64_t frames = frames_received_.load(std::memory_order_relaxed) + 1;
+  const std::uint64_t bytes = bytes_received_.load(std::memory_order_relaxed) + payload;
+  frames_received_.store(frames, std::memory_order_relaxed);
+  bytes_received_.store(bytes, std::memory_order_relaxed);
+  receive_rate_.update(now, frames, bytes);
+
+  std::array<std::byte, kDataHeaderSize> encoded;
+  if (payload < kDataHeaderSize || !copy_from_chain(frame.data.head(), kFrameHeaderSize, encoded.data(), encoded.size())) {
+    note_error(malformed_frames_, "frame too short for a data header", DataHeader{});
+    return;
+  }
+  const DataHeader header = decode_data_header(encoded.data());
+  if (header.version != kProtocolVersion || header.payload_length != payload ||
+      header.sender != frame.header.initiator) {
+    note_error(malformed_frames_, "data header disagrees with the frame (version, length or sender)", header);
+    return;
+  }
+  if (config_.verify && (header.flags & data_flags::pattern) != 0 &&
+      !verify_pattern(frame.data.head(), kFrameHeaderSize + kDataHeaderSize, payload - kDataHeaderSize,
+                      pattern_seed(header.sender, header.sequence)))
+    note_error(pattern_errors_, "pattern differs", header);
+  frame.data.reset();  // checked: back to its pool before anything else
+
+  bool added = false;
+  SenderState& sender = senders_.find_or_add(header.sender, added);
+  if (added) senders_seen_.store(senders_.size(), std::memory_order_relaxed);
+  if (sender.sequence.accept(header.run, header.sequence) != SequenceCheck::in_order)
+    note_error(sequence_errors_, "sequence out of order", header);
+  const std::uint64_t ack_every = header.ack_every != 0 ? header.ack_every : config_.ack_every;
+  if (++sender.since_ack >= ack_every || (header.flags & data_flags::ack_request) != 0) {
+    sender.since_ack = 0;
+    acknowledge(sender);
+  }
+}
+
+// Acknowledgements are cumulative (the highest sequence received), so one that cannot go now is simply
+// sent later with whatever is highest then.
+void Receiver::acknowledge(SenderState& sender) {
+  mem::Ref frame = context().allocate_frame(kAckSize);
+  SendStatus status = SendStatus::would_block;
+  if (frame) {
+    std::array<std::byte, kAckSize> encoded;
+    const Ack ack{sender.sequence.highest(), sender.sequence.run()};
+    encode(ack, encoded.data());
+    copy_to_chain(frame.head(), kFrameHeaderSize, encoded.data(), encoded.size());
+    status = context().send(sender.tid, function::ack, ack.highest, frame);
+  }
+  sender.ack_pending = false;
+  switch (status) {
+    case SendStatus::ok:
+      add(acks_sent_, 1);
+      break;
+    case SendStatus::would_block:  // or no block for it: on_send_ready / on_pool_available send it
+      add(ack_delays_, 1);
+      sender.ack_pending = true;
+      acks_pending_ = true;
+      break;
+    case SendStatus::no_route:
+      if (!failed_) {
+        failed_ = true;
+        context().fail(concatenate({"no route to sender ", to_text(std::uint64_t{sender.tid}), " for its acknowledgements"}));
+      }
+      break;
+    case SendStatus::error:
+      add(send_errors_, 1);
+      break;
+  }
+}
+
+void Receiver::send_pending_acks() {
+  if (!acks_pending_) return;
+  acks_pending_ = false;
+  for (SenderState& sender : senders_.all())
+    if (sender.ack_pending) acknowledge(sender);
+}
+
+// The one place the data path builds strings: a bounded number of errors per run, for the log.
+void Receiver::note_error(std::atomic<std::uint64_t>& counter, const char* what, const DataHeader& header) {
+  add(counter, 1);
+  if (errors_logged_ >= kErrorsLogged) return;
+  ++errors_logged_;
+  context().log(LogLevel::warning,
+                concatenate({what, ": sender ", to_text(std::uint64_t{header.sender}), " run ",
+                             to_text(std::uint64_t{header.run}), " sequence ", to_text(header.sequence),
+                             errors_logged_ == kErrorsLogged ? " (no more errors logged this run)" : ""}));
+}
+
+void Receiver::report(MetricSink& sink) const {
+  const Rates rates = receive_rate_.read(Clock::now());
+  const auto value = [](const std::atomic<std::uint64_t>& a) { return static_cast<double>(a.load(std::memory_order_relaxed)); };
+  sink.counter("frames_received", value(frames_received_), "data frames received (end-of-run frames included)");
+  sink.counter("bytes_received", value(bytes_received_), "payload bytes received (data headers included)");
+  sink.counter("pattern_errors", value(pattern_errors_), "frames whose pattern differed from (sender, sequence)");
+  sink.counter("sequence_errors", value(sequence_errors_), "frames out of order per sender: gaps, duplicates, reorderings");
+  sink.counter("malformed_frames", value(malformed_frames_), "frames too short or whose data header disagreed with the frame");
+  sink.counter("acks_sent", value(acks_sent_), "acknowledgements sent");
+  sink.counter("ack_delays", value(ack_delays_), "acknowledgements that had to wait for a send or a pool block");
+  sink.counter("send_errors", value(send_errors_), "acknowledgements lost with their connection");
+  sink.gauge("senders", value(senders_seen_), "senders heard from since configure");
+  sink.gauge("receive_rate_frames", rates.frames_per_second, "frames per second over the last second");
+  sink.gauge("receive_rate_bytes", rates.bytes_per_second, "payload bytes per second over the last second");
+}
+
+}  // namespace daqx::nton

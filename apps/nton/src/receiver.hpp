@@ -1,0 +1,64 @@
+// nton::Receiver: takes the frames of any number of Senders, verifies pattern and order per sender, releases
+// each frame once checked and acknowledges every ackEvery frames (the CMS N-to-N test's receiving side).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "daqx/executive/application.hpp"
+#include "daqx/nton/protocol.hpp"
+#include "rate_logic.hpp"
+#include "sequence_logic.hpp"
+
+namespace daqx::nton {
+
+struct ReceiverConfiguration {
+  std::uint64_t ack_every = 16;  // acknowledge every this many frames when a frame does not say (senders do)
+  bool verify = true;            // check the pattern of every frame that carries one
+};
+
+class Receiver final : public Application {
+ public:
+  static std::vector<ParamSpec> parameters();
+
+  explicit Receiver(ApplicationContext& context);
+
+  void configure() override;
+  void enable() override;
+  void report(MetricSink& sink) const override;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  // Dispatch thread.
+  void on_data(Frame&& frame);
+  void acknowledge(SenderState& sender);
+  void send_pending_acks();
+  void note_error(std::atomic<std::uint64_t>& counter, const char* what, const DataHeader& header);
+  // Runs fn on the dispatch thread, where the state below lives (or here when there is no such thread).
+  void on_dispatch_thread(std::function<void()> fn);
+
+  // Owned by the dispatch thread; configure() and enable() reach it through tasks.
+  ReceiverConfiguration config_;
+  SenderTable senders_;
+  bool acks_pending_ = false;  // some sender has ack_pending set
+  bool failed_ = false;
+  std::uint32_t errors_logged_ = 0;
+  RateMeter receive_rate_;
+
+  // Written by the dispatch thread, read by report().
+  std::atomic<std::uint64_t> frames_received_{0};
+  std::atomic<std::uint64_t> bytes_received_{0};
+  std::atomic<std::uint64_t> pattern_errors_{0};
+  std::atomic<std::uint64_t> sequence_errors_{0};
+  std::atomic<std::uint64_t> malformed_frames_{0};
+  std::atomic<std::uint64_t> acks_sent_{0};
+  std::atomic<std::uint64_t> ack_delays_{0};
+  std::atomic<std::uint64_t> send_errors_{0};
+  std::atomic<std::uint64_t> senders_seen_{0};
+};
+
+}  // namespace daqx::nton

@@ -1,0 +1,95 @@
+// nton::Sender: sends frames round-robin to its receivers, at most `window` of them unacknowledged per
+// receiver, until frameCount or duration is reached or stop() (the CMS N-to-N test's sending side).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daqx/executive/application.hpp"
+#include "rate_logic.hpp"
+#include "wakeup.hpp"
+
+namespace daqx::nton {
+
+struct SenderConfiguration {
+  std::vector<Tid> receivers;       // resolved from the "receivers" selector; frames go to them in this order
+  std::uint64_t frame_size = 4096;  // payload bytes per frame, including the 32-byte data header
+  std::uint64_t frame_count = 0;    // frames to send in all, round-robin, then stop by itself; 0: no limit
+  double duration = 0;              // seconds to send for, then stop by itself; 0: no limit
+  std::uint64_t window = 64;        // frames outstanding per receiver without acknowledgement
+  std::uint64_t ack_every = 16;     // receivers acknowledge every this many frames (carried in each frame)
+  bool pattern = true;              // fill payloads with a pattern of (sender, sequence) that receivers verify
+};
+
+struct SenderRun;
+struct ReceiverProxy;
+
+class Sender final : public Application {
+ public:
+  static std::vector<ParamSpec> parameters();
+
+  explicit Sender(ApplicationContext& context);
+  ~Sender() override;
+
+  void configure() override;
+  void enable() override;
+  void stop() override;
+  void halt() override;
+  void report(MetricSink& sink) const override;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  // Worker thread.
+  void send_loop(SenderRun& run, std::stop_token stop);
+  void drain(SenderRun& run, std::stop_token stop);
+  bool send_end_of_run(SenderRun& run, ReceiverProxy& receiver, std::stop_token stop,
+                       Clock::time_point& stop_deadline, Clock::time_point patience);
+  void prepare_data(mem::Ref& frame, const SenderRun& run, const ReceiverProxy& receiver, std::size_t payload,
+                    std::uint8_t flags) noexcept;
+  void record_sent(ReceiverProxy& receiver, std::uint64_t sequence, std::size_t payload, bool asked) noexcept;
+  void lose_receiver(const SenderRun& run, ReceiverProxy& receiver);
+  void give_up(const std::string& reason);
+  std::size_t payload_size() const noexcept;
+
+  // Dispatch thread.
+  void on_ack(Frame&& frame);
+
+  // Control thread.
+  void stop_worker();
+  void retire(std::unique_ptr<SenderRun> run);
+
+  SenderConfiguration config_;  // written by configure(); read by the worker that enable() starts afterwards
+  std::uint32_t runs_ = 0;      // enables so far: each run numbers its frames from 1 again
+  std::unique_ptr<SenderRun> run_owner_;  // the current run, owned by the control thread
+  std::atomic<SenderRun*> run_{nullptr};  // the same, for the acknowledgement handler
+  std::atomic<std::uint32_t> current_run_{0};
+  std::jthread worker_;
+  Wakeup wakeup_;
+
+  // Written by the worker only.
+  std::atomic<std::uint64_t> frames_sent_{0};
+  std::atomic<std::uint64_t> bytes_sent_{0};
+  std::atomic<std::uint64_t> would_blocks_{0};
+  std::atomic<std::uint64_t> pool_exhausted_{0};
+  std::atomic<std::uint64_t> send_errors_{0};
+  std::atomic<Clock::rep> started_at_{0};   // steady-clock time the run started sending; 0: not yet
+  std::atomic<Clock::rep> finished_at_{0};  // ... and stopped sending (before draining); 0: still sending
+  std::atomic<bool> done_{false};
+  RateMeter send_rate_;
+
+  // Written by the dispatch thread only; they belong to run acks_run_, so a report during enable() shows
+  // no acknowledgements of the previous run.
+  std::atomic<std::uint64_t> acks_received_{0};
+  std::atomic<std::uint64_t> frames_acked_{0};
+  std::atomic<std::uint32_t> acks_run_{0};
+  std::atomic<std::uint64_t> stale_acks_{0};
+};
+
+}  // namespace daqx::nton

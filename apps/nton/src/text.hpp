@@ -1,0 +1,46 @@
+// Small helpers for parameter declarations (defaults written from the Configuration structs) and messages.
+#pragma once
+
+#include <charconv>
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "daqx/executive/parameters.hpp"
+
+namespace daqx::nton {
+
+inline std::string to_text(std::uint64_t value) { return std::to_string(value); }
+inline std::string to_text(bool value) { return value ? "true" : "false"; }
+inline std::string to_text(double value) {
+  char buffer[32];
+  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+  return std::string(buffer, result.ptr);
+}
+
+// One declared parameter; every field spelled out in one call (name, type, default, unit, help, bounds).
+inline ParamSpec param(std::string name, ParamType type, std::string default_value, std::string unit,
+                       std::string help, std::optional<double> min = std::nullopt,
+                       std::optional<double> max = std::nullopt) {
+  ParamSpec spec;
+  spec.name = std::move(name);
+  spec.type = type;
+  spec.default_value = std::move(default_value);
+  spec.unit = std::move(unit);
+  spec.help = std::move(help);
+  spec.min = min;
+  spec.max = max;
+  return spec;
+}
+
+// Joins parts into one message (chains of "literal" + std::string trip a false -Wrestrict in GCC 12).
+inline std::string concatenate(std::initializer_list<std::string_view> parts) {
+  std::string text;
+  for (std::string_view part : parts) text += part;
+  return text;
+}
+
+}  // namespace daqx::nton

@@ -1,0 +1,38 @@
+// The HTTP server of an executive: HTML status pages, the JSON control API and Prometheus /metrics over a ControlModel.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "daqx/executive/control.hpp"
+
+namespace daqx {
+
+// Serves the routes documented in docs/control-api.md. The model is borrowed and must outlive the server; it is
+// called from the server's threads concurrently, so it must be thread-safe.
+class ControlServer {
+ public:
+  // Binds and listens at once, so a busy port is reported here and not later: throws std::runtime_error
+  // "cannot listen on HOST:PORT: REASON". Host "0.0.0.0" (or "") listens on every interface; port 0 picks a free
+  // port.
+  // `threads` bounds the requests served at once; more wait in the listen queue.
+  ControlServer(ControlModel& model, const std::string& host, std::uint16_t port, unsigned threads = 2);
+  ~ControlServer();  // stops, as stop() does
+
+  ControlServer(const ControlServer&) = delete;
+  ControlServer& operator=(const ControlServer&) = delete;
+
+  void start();  // starts accepting connections; once
+  // Stops accepting, aborts requests in progress and waits for the server threads: after it returns the model is
+  // no longer called. Idempotent.
+  void stop();
+
+  std::uint16_t port() const noexcept;  // the port listened on, also when 0 was asked for
+
+ private:
+  struct Impl;  // keeps Poco out of the public headers: it is a private dependency of daqx::executive
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace daqx

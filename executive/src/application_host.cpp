@@ -1,0 +1,387 @@
+// The hosted application: dispatch loop, direct hand-over between local applications, state machine.
+#include "application_host.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <exception>
+
+#include "executive_core.hpp"
+
+namespace daqx::detail {
+namespace {
+
+// "nton::Sender" instance 0 -> "nton/sender/0": the hierarchical name matched by policy rules.
+std::string hierarchical_name(const std::string& class_name, std::uint32_t instance) {
+  std::string name;
+  for (std::size_t i = 0; i < class_name.size(); ++i) {
+    if (class_name.compare(i, 2, "::") == 0) {
+      name += '/';
+      ++i;
+    } else {
+      name += static_cast<char>(std::tolower(static_cast<unsigned char>(class_name[i])));
+    }
+  }
+  return name + "/" + std::to_string(instance);
+}
+
+// How long the dispatch thread polls before it sleeps: short, because the machine has few cores.
+constexpr int kIdleSpins = 64;
+constexpr std::size_t kFramesPerRound = 64;
+
+}  // namespace
+
+ApplicationHost::ApplicationHost(ExecutiveCore& core, const config::ApplicationConfig& config,
+                                 const ApplicationClass& cls, ParamSet params, std::size_t inbox_capacity)
+    : core_(core),
+      config_(config),
+      class_(cls),
+      name_(hierarchical_name(config.class_name, config.instance)),
+      params_(std::move(params)),
+      inbox_(inbox_capacity) {
+  // 256 B .. 1 MiB classes; 1 MiB chunks; up to 64 MiB per class. Larger frames are chained.
+  mem::Pool& pool = core_.make_pool(name_ + "/pool",
+                                    mem::PoolConfig::geometric(name_ + "/pool", 256, 1u << 20, 1u << 20, 64u << 20));
+  pool_ = &pool;
+  pool_->on_available([this] {
+    if (pool_available_callback_) post_task(pool_available_callback_);
+  });
+}
+
+ApplicationHost::~ApplicationHost() { finish(); }
+
+void ApplicationHost::start() {
+  application_ = class_.create(*this);
+  dispatcher_ = core_.threads().start(name_ + "/dispatch", [this](std::stop_token stop) { dispatch_loop(stop); });
+}
+
+void ApplicationHost::finish() {
+  if (dispatcher_.joinable()) {
+    dispatcher_.request_stop();
+    wake();
+    dispatcher_.join();
+  }
+  Frame leftover;
+  while (inbox_.try_pop(leftover)) leftover.data.reset();
+  {
+    std::lock_guard lock(tasks_mutex_);
+    tasks_.clear();
+  }
+  application_.reset();
+}
+
+// ---- ApplicationContext -------------------------------------------------------------------------------
+
+void ApplicationHost::bind(std::uint16_t function, FrameHandler handler) {
+  std::lock_guard lock(pending_mutex_);
+  pending_handlers_.emplace_back(function, std::move(handler));
+  handlers_changed_.store(true, std::memory_order_release);
+}
+
+mem::Ref ApplicationHost::allocate_frame(std::size_t payload_bytes) noexcept {
+  return pool_->allocate_chain(kFrameHeaderSize + payload_bytes);
+}
+
+SendStatus ApplicationHost::send(Tid target, std::uint16_t function, std::uint64_t transaction, mem::Ref& frame,
+                                 std::uint8_t flags) noexcept {
+  if (!frame || frame.size() < kFrameHeaderSize) {
+    frame.reset();
+    return SendStatus::error;
+  }
+  const Route* route = core_.route(target);
+  if (route == nullptr) return SendStatus::no_route;
+  std::size_t total = frame.total_size();
+  FrameHeader header;
+  header.flags = flags;
+  header.total_length = static_cast<std::uint32_t>(total);
+  header.target = target;
+  header.initiator = config_.id;
+  header.function = function;
+  header.transaction = transaction;
+  encode_header(header, frame.data());
+  if (route->local != nullptr) return route->local->enqueue(header, frame, this);
+  if (route->network != config_.network) return SendStatus::no_route;
+  SendStatus status = route->binding->transport().post(route->peer, frame);
+  if (status == SendStatus::would_block) {
+    sends_would_block_.fetch_add(1, std::memory_order_relaxed);
+    wait_for_peer(&route->binding->transport(), route->peer);
+  }
+  return status;
+}
+
+void ApplicationHost::on_send_ready(std::function<void()> callback) { send_ready_callback_ = std::move(callback); }
+void ApplicationHost::on_pool_available(std::function<void()> callback) {
+  pool_available_callback_ = std::move(callback);
+}
+
+bool ApplicationHost::post_task(std::function<void()> fn) {
+  {
+    std::lock_guard lock(tasks_mutex_);
+    tasks_.push_back(std::move(fn));
+    has_tasks_.store(true, std::memory_order_release);
+  }
+  wake();
+  return true;
+}
+
+std::jthread ApplicationHost::start_worker(const std::string& suffix, std::function<void(std::stop_token)> body) {
+  return core_.threads().start(name_ + "/" + suffix, std::move(body));
+}
+
+std::vector<ApplicationInfo> ApplicationHost::applications() const {
+  std::vector<ApplicationInfo> list;
+  for (const config::ContextConfig& c : core_.partition().contexts)
+    for (const config::ApplicationConfig& a : c.applications)
+      list.push_back(ApplicationInfo{a.id, a.class_name, a.instance, c.url, &c == &core_.context()});
+  return list;
+}
+
+void ApplicationHost::fail(const std::string& reason) {
+  {
+    std::lock_guard lock(state_mutex_);
+    state_ = State::failed;
+    reason_ = reason;
+  }
+  daqx::log(LogLevel::error, name_, "failed: " + reason);
+}
+
+void ApplicationHost::log(LogLevel level, const std::string& message) { daqx::log(level, name_, message); }
+
+// ---- Executive side -----------------------------------------------------------------------------------
+
+SendStatus ApplicationHost::enqueue(const FrameHeader& header, mem::Ref& data, ApplicationHost* waiting_sender) noexcept {
+  Frame frame{header, std::move(data)};
+  if (!inbox_.try_push(frame)) {
+    if (waiting_sender != nullptr) {
+      waiting_sender->sends_would_block_.fetch_add(1, std::memory_order_relaxed);
+      {
+        std::lock_guard lock(waiters_mutex_);
+        if (std::find(waiting_senders_.begin(), waiting_senders_.end(), waiting_sender) == waiting_senders_.end())
+          waiting_senders_.push_back(waiting_sender);
+        has_waiters_.store(true, std::memory_order_seq_cst);
+      }
+      // Once more after registering: if the queue drained meanwhile, nobody would wake us.
+      if (inbox_.try_push(frame)) {
+        wake();
+        return SendStatus::ok;
+      }
+    }
+    data = std::move(frame.data);
+    return SendStatus::would_block;
+  }
+  wake();
+  return SendStatus::ok;
+}
+
+void ApplicationHost::add_deliver_waiter(std::function<void()>* resume) {
+  std::lock_guard lock(waiters_mutex_);
+  if (std::find(waiting_deliveries_.begin(), waiting_deliveries_.end(), resume) == waiting_deliveries_.end())
+    waiting_deliveries_.push_back(resume);
+  has_waiters_.store(true, std::memory_order_seq_cst);
+}
+
+void ApplicationHost::notify_send_ready() noexcept {
+  // Coalesce: one pending callback is enough however many peers got ready.
+  if (send_ready_pending_.exchange(true, std::memory_order_acq_rel)) return;
+  post_task([this] {
+    send_ready_pending_.store(false, std::memory_order_release);
+    if (send_ready_callback_) send_ready_callback_();
+  });
+}
+
+void ApplicationHost::wait_for_peer(const void* transport, std::uint32_t peer) {
+  std::lock_guard lock(peer_wait_mutex_);
+  auto key = std::make_pair(transport, peer);
+  if (std::find(waiting_peers_.begin(), waiting_peers_.end(), key) == waiting_peers_.end())
+    waiting_peers_.push_back(key);
+}
+
+bool ApplicationHost::waiting_for_peer(const void* transport, std::uint32_t peer) noexcept {
+  std::lock_guard lock(peer_wait_mutex_);
+  auto found = std::find(waiting_peers_.begin(), waiting_peers_.end(), std::make_pair(transport, peer));
+  if (found == waiting_peers_.end()) return false;
+  waiting_peers_.erase(found);
+  return true;
+}
+
+void ApplicationHost::wake() noexcept {
+  // Pairs with the fence in dispatch_loop: either the dispatcher sees our work or we see it sleeping.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (sleeping_.load(std::memory_order_relaxed)) {
+    wake_sequence_.fetch_add(1, std::memory_order_release);
+    wake_sequence_.notify_one();
+  }
+}
+
+void ApplicationHost::release_waiters() {
+  std::vector<ApplicationHost*> senders;
+  std::vector<std::function<void()>*> deliveries;
+  {
+    std::lock_guard lock(waiters_mutex_);
+    senders.swap(waiting_senders_);
+    deliveries.swap(waiting_deliveries_);
+    has_waiters_.store(false, std::memory_order_relaxed);
+  }
+  for (ApplicationHost* sender : senders) sender->notify_send_ready();
+  for (std::function<void()>* resume : deliveries) (*resume)();
+}
+
+bool ApplicationHost::run_tasks() {
+  if (!has_tasks_.load(std::memory_order_acquire)) return false;
+  std::deque<std::function<void()>> batch;
+  {
+    std::lock_guard lock(tasks_mutex_);
+    batch.swap(tasks_);
+    has_tasks_.store(false, std::memory_order_relaxed);
+  }
+  for (auto& task : batch) {
+    try {
+      task();
+    } catch (const std::exception& e) {
+      handler_exceptions_.fetch_add(1, std::memory_order_relaxed);
+      fail(std::string("task threw: ") + e.what());
+    }
+  }
+  return !batch.empty();
+}
+
+void ApplicationHost::dispatch(Frame& frame) {
+  std::uint16_t function = frame.header.function;
+  if (function >= handlers_.size() || !handlers_[function]) {
+    frames_unhandled_.fetch_add(1, std::memory_order_relaxed);
+    frame.data.reset();
+    return;
+  }
+  frames_dispatched_.fetch_add(1, std::memory_order_relaxed);
+  try {
+    handlers_[function](std::move(frame));
+  } catch (const std::exception& e) {
+    handler_exceptions_.fetch_add(1, std::memory_order_relaxed);
+    fail("handler for function " + std::to_string(function) + " threw: " + e.what());
+  }
+  frame.data.reset();  // in case the handler neither kept nor released it
+}
+
+void ApplicationHost::dispatch_loop(std::stop_token stop) {
+  int idle = 0;
+  Frame frame;
+  while (!stop.stop_requested()) {
+    if (handlers_changed_.load(std::memory_order_acquire)) {
+      std::lock_guard lock(pending_mutex_);
+      for (auto& [function, handler] : pending_handlers_) {
+        if (function >= handlers_.size()) handlers_.resize(function + 1u);
+        handlers_[function] = std::move(handler);
+      }
+      pending_handlers_.clear();
+      handlers_changed_.store(false, std::memory_order_relaxed);
+    }
+    bool worked = run_tasks();
+    std::size_t taken = 0;
+    while (taken < kFramesPerRound && inbox_.try_pop(frame)) {
+      dispatch(frame);
+      ++taken;
+    }
+    worked = worked || taken > 0;
+    if (has_waiters_.load(std::memory_order_seq_cst) && inbox_.size_approx() <= inbox_.capacity() / 2)
+      release_waiters();
+    if (worked) {
+      idle = 0;
+      continue;
+    }
+    if (++idle < kIdleSpins) {
+      std::this_thread::yield();
+      continue;
+    }
+    // Sleep until a producer or a task wakes us; re-check after announcing it (see wake()).
+    std::uint32_t observed = wake_sequence_.load(std::memory_order_acquire);
+    sleeping_.store(true, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (inbox_.size_approx() == 0 && !has_tasks_.load(std::memory_order_relaxed) &&
+        !handlers_changed_.load(std::memory_order_relaxed) && !stop.stop_requested())
+      wake_sequence_.wait(observed, std::memory_order_acquire);
+    sleeping_.store(false, std::memory_order_relaxed);
+    idle = 0;
+  }
+}
+
+// ---- State machine ------------------------------------------------------------------------------------
+
+State ApplicationHost::state() const {
+  std::lock_guard lock(state_mutex_);
+  return state_;
+}
+
+TransitionResult ApplicationHost::run(Command command) {
+  TransitionResult result;
+  State from = state();
+  std::optional<State> to = next_state(from, command);
+  if (!to) {
+    result.http_status = 409;
+    result.message = "application " + std::to_string(tid()) + " (" + class_name() + "): " +
+                     illegal_transition_reason(from, command);
+    result.states.emplace_back(tid(), from);
+    return result;
+  }
+  try {
+    switch (command) {
+      case Command::configure: application_->configure(); break;
+      case Command::enable: application_->enable(); break;
+      case Command::stop: application_->stop(); break;
+      case Command::halt:
+        if (from != State::halted) application_->halt();
+        break;
+    }
+  } catch (const std::exception& e) {
+    fail(std::string(to_string(command)) + " failed: " + e.what());
+    result.http_status = 500;
+    result.message = "application " + std::to_string(tid()) + " (" + class_name() + "): " +
+                     std::string(to_string(command)) + " failed: " + e.what();
+    result.states.emplace_back(tid(), State::failed);
+    return result;
+  }
+  {
+    std::lock_guard lock(state_mutex_);
+    // A hook may have called fail(): that wins over the planned state.
+    if (state_ != State::failed || command == Command::halt) {
+      state_ = *to;
+      if (*to == State::halted) reason_.clear();
+    }
+    result.ok = state_ != State::failed;
+    if (!result.ok) {
+      result.http_status = 500;
+      result.message = reason_;
+    }
+    result.states.emplace_back(tid(), state_);
+  }
+  return result;
+}
+
+ApplicationStatus ApplicationHost::status() const {
+  ApplicationStatus s;
+  s.tid = tid();
+  s.class_name = class_name();
+  s.instance = instance();
+  s.name = name_;
+  {
+    std::lock_guard lock(state_mutex_);
+    s.state = state_;
+    s.reason = reason_;
+  }
+  for (const ParamSpec& spec : params_.specs())
+    s.params.push_back(ParamView{spec.name, std::string(to_string(spec.type)), params_.text(spec.name),
+                                 spec.default_value, spec.unit, spec.help});
+  MetricSink sink;
+  if (application_) application_->report(sink);
+  sink.counter("frames_dispatched", static_cast<double>(frames_dispatched_.load(std::memory_order_relaxed)),
+               "frames handed to a handler of this application");
+  sink.counter("frames_unhandled", static_cast<double>(frames_unhandled_.load(std::memory_order_relaxed)),
+               "frames for a function code with no handler (dropped)");
+  sink.counter("sends_would_block", static_cast<double>(sends_would_block_.load(std::memory_order_relaxed)),
+               "sends refused for lack of room at the target (retried)");
+  sink.counter("handler_exceptions", static_cast<double>(handler_exceptions_.load(std::memory_order_relaxed)),
+               "handlers or tasks that threw");
+  sink.gauge("inbox_depth", static_cast<double>(inbox_.size_approx()), "frames waiting for the dispatch thread");
+  s.metrics = sink.metrics();
+  return s;
+}
+
+}  // namespace daqx::detail

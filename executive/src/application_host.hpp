@@ -1,0 +1,122 @@
+// One hosted application: its context (sending, pool, handlers), its inbox and dispatch thread, its state.
+#pragma once
+
+#include <atomic>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bounded_queue.hpp"
+#include "daqx/executive/application.hpp"
+#include "daqx/executive/control.hpp"
+#include "daqx/executive/module.hpp"
+#include "daqx/executive/partition.hpp"
+#include "daqx/executive/state.hpp"
+
+namespace daqx::detail {
+
+class ExecutiveCore;
+
+class ApplicationHost final : public ApplicationContext {
+ public:
+  ApplicationHost(ExecutiveCore& core, const config::ApplicationConfig& config, const ApplicationClass& cls,
+                  ParamSet params, std::size_t inbox_capacity);
+  ~ApplicationHost() override;
+
+  // Creates the application object and starts the dispatch thread.
+  void start();
+  // Ends the dispatch thread and destroys the application; frames still queued go back to their pools.
+  void finish();
+
+  // ApplicationContext
+  Tid tid() const noexcept override { return config_.id; }
+  const std::string& class_name() const noexcept override { return config_.class_name; }
+  std::uint32_t instance() const noexcept override { return config_.instance; }
+  const std::string& name() const noexcept override { return name_; }
+  const ParamSet& params() const noexcept override { return params_; }
+  void bind(std::uint16_t function, FrameHandler handler) override;
+  mem::Pool& pool() override { return *pool_; }
+  mem::Ref allocate_frame(std::size_t payload_bytes) noexcept override;
+  SendStatus send(Tid target, std::uint16_t function, std::uint64_t transaction, mem::Ref& frame,
+                  std::uint8_t flags) noexcept override;
+  void on_send_ready(std::function<void()> callback) override;
+  void on_pool_available(std::function<void()> callback) override;
+  bool post_task(std::function<void()> fn) override;
+  std::jthread start_worker(const std::string& suffix, std::function<void(std::stop_token)> body) override;
+  std::vector<ApplicationInfo> applications() const override;
+  void fail(const std::string& reason) override;
+  void log(LogLevel level, const std::string& message) override;
+
+  // Executive side.
+  // Queues a frame for this application: ok, or would_block with the frame given back in `data`.
+  SendStatus enqueue(const FrameHeader& header, mem::Ref& data, ApplicationHost* waiting_sender) noexcept;
+  // A transport or another application can take frames again: run our on_send_ready callback.
+  void notify_send_ready() noexcept;
+  // Runs a state machine command; the hook runs on the calling (control) thread.
+  TransitionResult run(Command command);
+  State state() const;
+  ApplicationStatus status() const;
+  // Remembers that a transport peer said would_block to us, so send_ready(peer) reaches us.
+  void wait_for_peer(const void* transport, std::uint32_t peer);
+  bool waiting_for_peer(const void* transport, std::uint32_t peer) noexcept;
+  // Registered by a transport binding that got `busy` from this inbox: called when there is room again.
+  void add_deliver_waiter(std::function<void()>* resume);
+
+ private:
+  void dispatch_loop(std::stop_token stop);
+  bool run_tasks();
+  void dispatch(Frame& frame);
+  void wake() noexcept;
+  void release_waiters();
+
+  ExecutiveCore& core_;
+  const config::ApplicationConfig& config_;
+  const ApplicationClass& class_;
+  std::string name_;
+  ParamSet params_;
+  mem::Pool* pool_ = nullptr;  // owned by the executive, which outlives every Ref
+  std::unique_ptr<Application> application_;
+
+  // Handlers: owned by the dispatch thread; bind() from other threads goes through pending_handlers_.
+  std::vector<FrameHandler> handlers_;
+  std::mutex pending_mutex_;
+  std::vector<std::pair<std::uint16_t, FrameHandler>> pending_handlers_;
+  std::atomic<bool> handlers_changed_{false};
+
+  BoundedQueue<Frame> inbox_;
+  std::mutex tasks_mutex_;
+  std::deque<std::function<void()>> tasks_;
+  std::atomic<bool> has_tasks_{false};
+  std::atomic<bool> sleeping_{false};
+  std::atomic<std::uint32_t> wake_sequence_{0};
+  std::jthread dispatcher_;
+
+  // Senders told would_block by this inbox, and transports told busy: woken when it has drained to half.
+  std::mutex waiters_mutex_;
+  std::vector<ApplicationHost*> waiting_senders_;
+  std::vector<std::function<void()>*> waiting_deliveries_;
+  std::atomic<bool> has_waiters_{false};
+
+  // Transport peers that said would_block to this application.
+  std::mutex peer_wait_mutex_;
+  std::vector<std::pair<const void*, std::uint32_t>> waiting_peers_;
+
+  std::function<void()> send_ready_callback_;  // set before enable, read on the dispatch thread
+  std::function<void()> pool_available_callback_;
+  std::atomic<bool> send_ready_pending_{false};
+
+  mutable std::mutex state_mutex_;
+  State state_ = State::halted;
+  std::string reason_;
+
+  std::atomic<std::uint64_t> frames_dispatched_{0};
+  std::atomic<std::uint64_t> frames_unhandled_{0};
+  std::atomic<std::uint64_t> sends_would_block_{0};
+  std::atomic<std::uint64_t> handler_exceptions_{0};
+};
+
+}  // namespace daqx::detail

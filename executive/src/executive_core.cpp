@@ -1,0 +1,369 @@
+// Building an executive from its partition (modules, checks, pools, transports, applications, routes),
+// the control model over it, and an orderly shutdown.
+#include "executive_core.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+#include <stdexcept>
+
+#include "daqx/executive/executive.hpp"
+
+namespace daqx::detail {
+namespace {
+
+std::string where(const config::SourceLocation& location) { return location.text() + ": "; }
+
+}  // namespace
+
+// ---- TransportBinding ---------------------------------------------------------------------------------
+
+TransportBinding::TransportBinding(ExecutiveCore& core, const TransportClass& cls, ParamSet params,
+                                   EndpointAddress local)
+    : core_(core), class_(cls), params_(std::move(params)), local_(std::move(local)) {}
+
+TransportBinding::~TransportBinding() = default;
+
+void TransportBinding::create() {
+  transport_ = class_.create(*this);
+  transport_->listen(local_);
+}
+
+std::uint32_t TransportBinding::max_frame_size() const noexcept { return kDefaultMaxFrameSize; }
+
+DeliverStatus TransportBinding::deliver(Frame&& frame, PeerId) noexcept {
+  ApplicationHost* target = core_.local_application(frame.header.target);
+  if (target == nullptr) {
+    core_.note_bad_frame();
+    frame.data.reset();
+    return DeliverStatus::rejected;
+  }
+  SendStatus status = target->enqueue(frame.header, frame.data, nullptr);
+  if (status == SendStatus::ok) {
+    core_.note_delivered();
+    return DeliverStatus::accepted;
+  }
+  target->add_deliver_waiter(&deliver_ready_);
+  return DeliverStatus::busy;
+}
+
+void TransportBinding::on_deliver_ready(std::function<void()> callback) { deliver_ready_ = std::move(callback); }
+
+void TransportBinding::send_ready(PeerId peer) noexcept { core_.notify_peer_ready(transport_.get(), peer); }
+
+void TransportBinding::connection_changed(PeerId peer, bool up, const std::string& reason) {
+  daqx::log(up ? LogLevel::info : LogLevel::warning, prefix(),
+            "connection " + std::to_string(peer) + (up ? " up" : " down") + (reason.empty() ? "" : ": " + reason));
+  // A connection that went down will not say send_ready: wake its waiters so they see the error.
+  if (!up) core_.notify_peer_ready(transport_.get(), peer);
+}
+
+mem::Pool& TransportBinding::make_pool(const std::string& name, const mem::PoolConfig& config) {
+  mem::PoolConfig named = config;
+  named.name = prefix() + "/" + name;
+  return core_.make_pool(named.name, named);
+}
+
+std::jthread TransportBinding::start_thread(const std::string& name, std::function<void(std::stop_token)> body) {
+  return core_.threads().start(prefix() + "/" + name, std::move(body));
+}
+
+void TransportBinding::log(LogLevel level, const std::string& message) { daqx::log(level, prefix(), message); }
+
+// ---- ExecutiveCore: construction -----------------------------------------------------------------------
+
+ExecutiveCore::ExecutiveCore(config::Partition partition, const std::string& context_url, std::size_t inbox_capacity)
+    : partition_(std::move(partition)), threads_(policy_) {
+  context_ = partition_.find_context(context_url);
+  if (context_ == nullptr) {
+    std::string known;
+    for (const auto& c : partition_.contexts) known += (known.empty() ? "" : ", ") + c.url;
+    throw config::ConfigError({partition_.file + ": context " + context_url +
+                               " is not in this partition (it has: " + known + ")"});
+  }
+  policy_ = Policy(partition_, context_->url);
+  load_modules();
+  std::vector<std::string> problems = config::check_against_catalogue(partition_, *context_, modules_);
+  if (!problems.empty()) throw config::ConfigError(problems);
+  make_transports();
+  make_applications(inbox_capacity);
+  make_routes();
+  for (auto& host : hosts_) {
+    try {
+      host->start();
+    } catch (const std::exception& e) {
+      throw std::runtime_error(where(host->tid() ? partition_.application(host->tid())->where : context_->where) +
+                               "cannot create application " + std::to_string(host->tid()) + " (" +
+                               host->class_name() + "): " + e.what());
+    }
+  }
+}
+
+void ExecutiveCore::load_modules() {
+  std::string partition_dir = std::filesystem::path(partition_.file).parent_path().string();
+  std::vector<std::string> problems;
+  for (const config::ModuleConfig& module : context_->modules) {
+    std::string error = modules_.load(module.path, partition_dir);
+    if (!error.empty()) problems.push_back(where(module.where) + error);
+  }
+  if (!problems.empty()) throw config::ConfigError(problems);
+}
+
+void ExecutiveCore::make_transports() {
+  for (const config::EndpointConfig& endpoint : context_->endpoints) {
+    const TransportClass* cls = modules_.transport_class(endpoint.protocol);
+    ParamSet params(cls->params);
+    for (const config::Property& p : endpoint.properties) params.set(p.name, p.value);  // checked already
+    EndpointAddress local{endpoint.protocol, endpoint.hostname, endpoint.port, endpoint.network};
+    // One transport per protocol serves every endpoint of it in this context; a second endpoint of the
+    // same protocol (another network) gets its own instance.
+    auto binding = std::make_unique<TransportBinding>(*this, *cls, std::move(params), local);
+    try {
+      binding->create();
+    } catch (const std::exception& e) {
+      throw std::runtime_error(where(endpoint.where) + "cannot listen on " + local.text() + ": " + e.what());
+    }
+    bindings_.push_back(std::move(binding));
+  }
+}
+
+void ExecutiveCore::make_applications(std::size_t inbox_capacity) {
+  for (const config::ApplicationConfig& app : context_->applications) {
+    const ApplicationClass* cls = modules_.application_class(app.class_name);
+    ParamSet params(cls->params);
+    for (const config::Property& p : app.properties) params.set(p.name, p.value);  // checked already
+    for (const ParamSpec& spec : cls->params) {
+      if (spec.type != ParamType::applications) continue;
+      std::string error;
+      params.set_resolved(spec.name, config::resolve_selector(partition_, params.text(spec.name), error));
+      if (!error.empty())
+        throw config::ConfigError({where(app.where) + "application " + std::to_string(app.id) + " parameter '" +
+                                   spec.name + "': " + error});
+    }
+    hosts_.push_back(std::make_unique<ApplicationHost>(*this, app, *cls, std::move(params), inbox_capacity));
+  }
+}
+
+void ExecutiveCore::make_routes() {
+  std::map<std::pair<TransportBinding*, std::string>, PeerId> peers;  // one connection per remote endpoint
+  for (const auto& host : hosts_) routes_[host->tid()] = Route{host.get(), nullptr, 0, ""};
+  for (const config::ContextConfig& other : partition_.contexts) {
+    if (&other == context_) continue;
+    for (const config::ApplicationConfig& app : other.applications) {
+      if (app.network.empty()) continue;
+      auto remote = std::find_if(other.endpoints.begin(), other.endpoints.end(),
+                                 [&](const config::EndpointConfig& e) { return e.network == app.network; });
+      if (remote == other.endpoints.end()) continue;
+      auto binding = std::find_if(bindings_.begin(), bindings_.end(), [&](const auto& b) {
+        return b->local().network == app.network && b->local().protocol == remote->protocol;
+      });
+      if (binding == bindings_.end()) continue;  // we are not on that network: no route (send says so)
+      EndpointAddress address{remote->protocol, remote->hostname, remote->port, remote->network};
+      auto key = std::make_pair(binding->get(), address.text());
+      auto known = peers.find(key);
+      PeerId peer = known != peers.end() ? known->second : (*binding)->transport().connect(address);
+      peers[key] = peer;
+      routes_[app.id] = Route{nullptr, binding->get(), peer, app.network};
+    }
+  }
+}
+
+ExecutiveCore::~ExecutiveCore() { shutdown(); }
+
+void ExecutiveCore::shutdown() {
+  std::lock_guard lock(control_mutex_);
+  if (shut_down_) return;
+  shut_down_ = true;
+  // Applications first, in reverse order (senders usually come after receivers), then the network.
+  for (auto it = hosts_.rbegin(); it != hosts_.rend(); ++it) {
+    ApplicationHost& host = **it;
+    if (host.state() == State::enabled) host.run(Command::stop);
+    if (host.state() != State::halted) host.run(Command::halt);
+  }
+  for (auto& binding : bindings_) binding->transport().stop();
+  for (auto it = hosts_.rbegin(); it != hosts_.rend(); ++it) (*it)->finish();
+  hosts_.clear();
+  routes_.clear();
+  bindings_.clear();
+  // pools_ go with the object, after everything that could hold a block.
+}
+
+ApplicationHost* ExecutiveCore::local_application(Tid tid) const noexcept {
+  const Route* r = route(tid);
+  return r == nullptr ? nullptr : r->local;
+}
+
+mem::Pool& ExecutiveCore::make_pool(const std::string& name, const mem::PoolConfig& config) {
+  mem::PoolConfig named = config;
+  named.name = name;
+  std::string allocator = policy_.allocator_for_pool(name);
+  auto pool = std::make_unique<mem::Pool>(named, mem::make_allocator(allocator));
+  std::lock_guard lock(pools_mutex_);
+  pools_.push_back(std::move(pool));
+  return *pools_.back();
+}
+
+void ExecutiveCore::notify_peer_ready(const void* transport, PeerId peer) noexcept {
+  for (const auto& host : hosts_)
+    if (host->waiting_for_peer(transport, peer)) host->notify_send_ready();
+}
+
+// ---- ControlModel -------------------------------------------------------------------------------------
+
+std::vector<ApplicationStatus> ExecutiveCore::applications() const {
+  std::lock_guard lock(control_mutex_);
+  std::vector<ApplicationStatus> list;
+  for (const auto& host : hosts_) list.push_back(host->status());
+  return list;
+}
+
+std::optional<ApplicationStatus> ExecutiveCore::application(Tid tid) const {
+  std::lock_guard lock(control_mutex_);
+  ApplicationHost* host = local_application(tid);
+  if (host == nullptr) return std::nullopt;
+  return host->status();
+}
+
+TransitionResult ExecutiveCore::transition(std::optional<Tid> tid, Command command) {
+  std::lock_guard lock(control_mutex_);
+  if (tid) {
+    ApplicationHost* host = local_application(*tid);
+    if (host == nullptr) {
+      TransitionResult result;
+      result.http_status = 404;
+      result.message = "no application " + std::to_string(*tid) + " in context " + context_->url;
+      return result;
+    }
+    return host->run(command);
+  }
+  // The whole context: receivers (earlier in the partition) get ready before senders start, and senders
+  // stop before receivers.
+  std::vector<ApplicationHost*> order;
+  for (const auto& host : hosts_) order.push_back(host.get());
+  if (command == Command::stop || command == Command::halt) std::reverse(order.begin(), order.end());
+  TransitionResult all;
+  all.ok = true;
+  std::vector<std::string> messages;
+  for (ApplicationHost* host : order) {
+    TransitionResult one = host->run(command);
+    all.states.insert(all.states.end(), one.states.begin(), one.states.end());
+    if (!one.ok) {
+      all.ok = false;
+      all.http_status = std::max(all.http_status, one.http_status);
+      messages.push_back(one.message);
+    }
+  }
+  std::sort(all.states.begin(), all.states.end());
+  for (const std::string& m : messages) all.message += (all.message.empty() ? "" : "; ") + m;
+  if (all.ok) all.message = std::string(to_string(command)) + ": done";
+  return all;
+}
+
+std::string ExecutiveCore::set_parameter(Tid tid, const std::string& name, const std::string& value) {
+  std::lock_guard lock(control_mutex_);
+  ApplicationHost* host = local_application(tid);
+  if (host == nullptr) return "no application " + std::to_string(tid) + " in context " + context_->url;
+  if (host->state() != State::halted)
+    return "parameters can be changed only while Halted (application " + std::to_string(tid) + " is " +
+           std::string(to_string(host->state())) + ")";
+  const ParamSpec* spec = host->params().spec(name);
+  if (spec != nullptr && spec->type == ParamType::applications) {
+    std::string error;
+    std::vector<Tid> tids = config::resolve_selector(partition_, value, error);
+    if (!error.empty()) return error;
+    for (Tid t : tids)
+      if (!config::shares_network(partition_, tid, t))
+        return "application " + std::to_string(t) + " shares no network with application " + std::to_string(tid);
+    auto& params = const_cast<ParamSet&>(host->params());
+    std::string refused = params.set(name, value);
+    if (refused.empty()) params.set_resolved(name, tids);
+    return refused;
+  }
+  // The parameters belong to the host; while Halted nothing else reads them.
+  return const_cast<ParamSet&>(host->params()).set(name, value);
+}
+
+std::vector<PoolStatus> ExecutiveCore::pools() const {
+  std::lock_guard lock(pools_mutex_);
+  std::vector<PoolStatus> list;
+  for (const auto& pool : pools_) {
+    PoolStatus status;
+    status.stats = pool->stats();
+    status.numa_node = pool->allocator().numa_node();
+    for (const auto& chunk : pool->chunks())
+      status.chunks.push_back(ChunkView{reinterpret_cast<std::uintptr_t>(chunk.base), chunk.bytes});
+    list.push_back(std::move(status));
+  }
+  return list;
+}
+
+std::vector<TransportStatus> ExecutiveCore::transports() const {
+  std::lock_guard lock(control_mutex_);
+  std::vector<TransportStatus> list;
+  for (const auto& binding : bindings_) {
+    TransportStatus status;
+    status.protocol = binding->local().protocol;
+    status.endpoint = binding->local().text();
+    for (const ParamSpec& spec : binding->params().specs())
+      status.params.push_back(ParamView{spec.name, std::string(to_string(spec.type)), binding->params().text(spec.name),
+                                        spec.default_value, spec.unit, spec.help});
+    MetricSink sink;
+    binding->transport().report(sink);
+    status.metrics = sink.metrics();
+    status.connections = binding->transport().connections();
+    list.push_back(std::move(status));
+  }
+  return list;
+}
+
+std::vector<Metric> ExecutiveCore::executive_metrics() const {
+  MetricSink sink;
+  double uptime = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  sink.gauge("uptime_seconds", uptime, "seconds since this executive started");
+  sink.counter("frames_from_transports", static_cast<double>(frames_from_transports_.load()),
+               "frames received from peer transports and queued for an application");
+  sink.counter("bad_frames", static_cast<double>(bad_frames_.load()),
+               "frames refused on receive (bad header, unknown target); each closed its connection");
+  sink.gauge("applications", static_cast<double>(hosts_.size()), "applications hosted");
+  sink.gauge("modules", static_cast<double>(modules_.modules().size()), "modules loaded");
+  return sink.metrics();
+}
+
+}  // namespace daqx::detail
+
+// ---- Executive (public) --------------------------------------------------------------------------------
+
+namespace daqx {
+
+Executive::Executive(config::Partition partition, const std::string& context_url, std::size_t inbox_capacity)
+    : core_(std::make_unique<detail::ExecutiveCore>(std::move(partition), context_url, inbox_capacity)) {}
+
+Executive::~Executive() = default;
+
+ControlModel& Executive::control() noexcept { return *core_; }
+
+void Executive::shutdown() { core_->shutdown(); }
+
+std::string Executive::list_params(const std::string& module) {
+  detail::ModuleRegistry registry;
+  std::string error = registry.load(module, ".");
+  if (!error.empty()) throw std::runtime_error(error);
+  const ModuleDescriptor& d = *registry.modules().front();
+  std::string out = "module " + d.name + " (" + registry.paths().front() + ")\n";
+  auto table = [&](const std::string& title, const std::string& help, const std::vector<ParamSpec>& params) {
+    out += "\n" + title + (help.empty() ? "" : " - " + help) + "\n";
+    for (const ParamSpec& p : params) {
+      out += "  " + p.name + " (" + std::string(to_string(p.type)) + ", default '" + p.default_value + "'";
+      if (!p.unit.empty()) out += ", " + p.unit;
+      if (p.min) out += ", min " + std::to_string(*p.min);
+      if (p.max) out += ", max " + std::to_string(*p.max);
+      out += ")\n      " + p.help + "\n";
+    }
+    if (params.empty()) out += "  (no parameters)\n";
+  };
+  for (const ApplicationClass& c : d.applications) table("application " + c.name, c.help, c.params);
+  for (const TransportClass& t : d.transports) table("transport " + t.protocol, t.help, t.params);
+  return out;
+}
+
+}  // namespace daqx

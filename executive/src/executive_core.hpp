@@ -1,0 +1,119 @@
+// The executive's insides: modules, pools, transports, hosted applications, routes, control model.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "application_host.hpp"
+#include "daqx/executive/control.hpp"
+#include "daqx/executive/partition.hpp"
+#include "module_loader.hpp"
+#include "threads.hpp"
+
+namespace daqx::detail {
+
+class ExecutiveCore;
+
+// The executive as one transport sees it (TransportHost), and the transport as the executive owns it.
+class TransportBinding final : public TransportHost {
+ public:
+  TransportBinding(ExecutiveCore& core, const TransportClass& cls, ParamSet params, EndpointAddress local);
+  ~TransportBinding() override;
+  void create();  // makes the transport object and listens
+
+  const ParamSet& params() const noexcept override { return params_; }
+  std::uint32_t max_frame_size() const noexcept override;
+  DeliverStatus deliver(Frame&& frame, PeerId from) noexcept override;
+  void on_deliver_ready(std::function<void()> callback) override;
+  void send_ready(PeerId peer) noexcept override;
+  void connection_changed(PeerId peer, bool up, const std::string& reason) override;
+  mem::Pool& make_pool(const std::string& name, const mem::PoolConfig& config) override;
+  std::jthread start_thread(const std::string& name, std::function<void(std::stop_token)> body) override;
+  void log(LogLevel level, const std::string& message) override;
+
+  Transport& transport() noexcept { return *transport_; }
+  const EndpointAddress& local() const noexcept { return local_; }
+  const TransportClass& transport_class() const noexcept { return class_; }
+  std::string prefix() const { return "pt/" + local_.protocol; }
+
+ private:
+  ExecutiveCore& core_;
+  const TransportClass& class_;
+  ParamSet params_;
+  EndpointAddress local_;
+  std::unique_ptr<Transport> transport_;
+  std::function<void()> deliver_ready_;
+};
+
+struct Route {
+  ApplicationHost* local = nullptr;      // same context: direct hand-over
+  TransportBinding* binding = nullptr;   // else: through this transport
+  PeerId peer = 0;
+  std::string network;                   // the target's network
+};
+
+class ExecutiveCore final : public ControlModel {
+ public:
+  ExecutiveCore(config::Partition partition, const std::string& context_url, std::size_t inbox_capacity);
+  ~ExecutiveCore() override;
+  void shutdown();
+
+  // For hosts and bindings.
+  const Route* route(Tid target) const noexcept {
+    auto found = routes_.find(target);
+    return found == routes_.end() ? nullptr : &found->second;
+  }
+  ApplicationHost* local_application(Tid tid) const noexcept;
+  ThreadRegistry& threads() noexcept { return threads_; }
+  const config::Partition& partition() const noexcept { return partition_; }
+  const config::ContextConfig& context() const noexcept { return *context_; }
+  mem::Pool& make_pool(const std::string& name, const mem::PoolConfig& config);
+  void note_bad_frame() noexcept { bad_frames_.fetch_add(1, std::memory_order_relaxed); }
+  void note_delivered() noexcept { frames_from_transports_.fetch_add(1, std::memory_order_relaxed); }
+  void notify_peer_ready(const void* transport, PeerId peer) noexcept;
+  void notify_all_deliveries_ready() noexcept;
+
+  // ControlModel
+  std::string context_url() const override { return context_->url; }
+  std::string partition_name() const override { return partition_.name; }
+  std::vector<ApplicationStatus> applications() const override;
+  std::optional<ApplicationStatus> application(Tid tid) const override;
+  TransitionResult transition(std::optional<Tid> tid, Command command) override;
+  std::string set_parameter(Tid tid, const std::string& name, const std::string& value) override;
+  std::vector<PoolStatus> pools() const override;
+  std::vector<ThreadStatus> threads() const override { return threads_.list(); }
+  std::vector<TransportStatus> transports() const override;
+  std::vector<Metric> executive_metrics() const override;
+
+ private:
+  void load_modules();
+  void make_transports();
+  void make_applications(std::size_t inbox_capacity);
+  void make_routes();
+
+  config::Partition partition_;
+  const config::ContextConfig* context_ = nullptr;
+  Policy policy_;
+  ThreadRegistry threads_;
+  ModuleRegistry modules_;
+
+  mutable std::mutex pools_mutex_;
+  std::vector<std::unique_ptr<mem::Pool>> pools_;  // destroyed last: every Ref is back by then
+  std::vector<std::unique_ptr<TransportBinding>> bindings_;
+  std::vector<std::unique_ptr<ApplicationHost>> hosts_;  // in partition order
+  std::unordered_map<Tid, Route> routes_;                // built once before any application starts
+
+  mutable std::recursive_mutex control_mutex_;  // one control operation at a time
+  bool shut_down_ = false;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  std::atomic<std::uint64_t> bad_frames_{0};
+  std::atomic<std::uint64_t> frames_from_transports_{0};
+};
+
+}  // namespace daqx::detail

@@ -1,0 +1,65 @@
+// The control server's routes and renderers, apart from the HTTP library: a request in, a reply out.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daqx/executive/control.hpp"
+
+namespace daqx::http {
+
+// Control bodies are a few hundred bytes; a larger limit would only let a client tie up memory.
+inline constexpr std::size_t kMaxRequestBody = 1u << 20;
+
+inline constexpr const char* kJsonType = "application/json";
+inline constexpr const char* kHtmlType = "text/html; charset=utf-8";
+inline constexpr const char* kTextType = "text/plain; charset=utf-8";
+inline constexpr const char* kMetricsType = "text/plain; version=0.0.4; charset=utf-8";
+
+struct Request {
+  std::string method;  // as sent: "GET", "POST", ...
+  std::string target;  // as sent: path and query, percent-encoded
+  std::string body;
+  bool body_too_large = false;  // longer than kMaxRequestBody: not read, answered 413
+  bool body_incomplete = false;  // the connection ended before Content-Length bytes came
+};
+
+struct Reply {
+  int status = 200;
+  std::string content_type = kJsonType;
+  std::string body;
+  std::string allow;  // for 405: the methods the path accepts
+};
+
+// Routes a request to the model. An exception from the model becomes a 500 with its reason; only a failure to
+// build even that (out of memory) escapes.
+Reply handle_request(ControlModel& model, const Request& request);
+
+// JSON (json.cpp). Every function returns one complete document.
+std::string json_error(const std::string& reason);
+std::string json_ok();
+std::string json_application(const ApplicationStatus& application);
+std::string json_applications(const std::vector<ApplicationStatus>& applications);
+std::string json_transition_result(const TransitionResult& result);
+std::string json_pools(const std::vector<PoolStatus>& pools);
+std::string json_threads(const std::vector<ThreadStatus>& threads);
+std::string json_transports(const std::vector<TransportStatus>& transports);
+std::string json_executive(const std::string& partition, const std::string& context,
+                           const std::vector<Metric>& metrics);
+
+// Bodies of the POST routes. Each returns the reason when the body is not what the route takes, else empty.
+std::string parse_transition_body(const std::string& body, std::optional<Command>& command);
+std::string parse_parameter_body(const std::string& body, std::string& name, std::string& value);
+
+// HTML (html.cpp).
+std::string html_status_page(const ControlModel& model);
+std::string html_application_page(const ControlModel& model, const ApplicationStatus& application);
+std::string html_error_page(int status, const std::string& reason);
+std::string html_escape(const std::string& text);
+
+// Prometheus text exposition format 0.0.4 (metrics.cpp).
+std::string prometheus_metrics(const ControlModel& model);
+
+}  // namespace daqx::http

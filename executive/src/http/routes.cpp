@@ -1,0 +1,221 @@
+// Which path and method does what: the route table of the control server and its error answers.
+#include <exception>
+#include <limits>
+#include <string_view>
+
+#include <Poco/Exception.h>
+#include <Poco/URI.h>
+
+#include "control_routes.hpp"
+
+namespace daqx::http {
+namespace {
+
+constexpr const char* kGetMethods = "GET, HEAD";
+constexpr const char* kPostMethods = "POST";
+
+bool is_api(std::string_view path) { return path == "/api" || path.starts_with("/api/"); }
+
+// /api answers in JSON, so a client reads every failure the same way; a browser gets a small page.
+Reply error_reply(std::string_view path, int status, const std::string& reason) {
+  Reply reply;
+  reply.status = status;
+  if (is_api(path)) {
+    reply.content_type = kJsonType;
+    reply.body = json_error(reason);
+  } else if (path == "/metrics") {
+    reply.content_type = kTextType;
+    reply.body = reason + "\n";
+  } else {
+    reply.content_type = kHtmlType;
+    reply.body = html_error_page(status, reason);
+  }
+  return reply;
+}
+
+Reply json_reply(int status, std::string body) {
+  Reply reply;
+  reply.status = status;
+  reply.content_type = kJsonType;
+  reply.body = std::move(body);
+  return reply;
+}
+
+std::vector<std::string_view> split_path(std::string_view path) {
+  std::vector<std::string_view> segments;
+  if (path.size() > 1 && path.ends_with('/')) path.remove_suffix(1);  // "/api/pools/" is "/api/pools"
+  std::size_t start = 1;
+  while (start <= path.size() && path.size() > 1) {
+    const std::size_t end = std::min(path.find('/', start), path.size());
+    segments.push_back(path.substr(start, end - start));
+    start = end + 1;
+  }
+  return segments;
+}
+
+// A TID in a path: decimal digits that fit a Tid. Nothing when it is not one.
+std::optional<Tid> parse_tid(std::string_view text) {
+  if (text.empty() || text.size() > 10) return std::nullopt;
+  std::uint64_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  if (value > std::numeric_limits<Tid>::max()) return std::nullopt;
+  return static_cast<Tid>(value);
+}
+
+// Everything one request needs; each route is a member so it reaches the model, the path and the body alike.
+class Router {
+ public:
+  Router(ControlModel& model, const Request& request, std::string path)
+      : model_(model), request_(request), path_(std::move(path)), segments_(split_path(path_)) {}
+
+  Reply route() {
+    const auto& s = segments_;
+    if (s.empty()) return get([&] { return html(html_status_page(model_)); });
+    if (s.size() == 1 && s[0] == "metrics") return get([&] { return metrics(); });
+    if (s.size() == 2 && s[0] == "app") return get([&] { return application_page(s[1]); });
+    if (s[0] != "api" || s.size() < 2) return not_found();
+
+    if (s.size() == 2) {
+      if (s[1] == "applications") return get([&] { return json_reply(200, json_applications(model_.applications())); });
+      if (s[1] == "transition") return post([&] { return transition(std::nullopt); });
+      if (s[1] == "pools") return get([&] { return json_reply(200, json_pools(model_.pools())); });
+      if (s[1] == "threads") return get([&] { return json_reply(200, json_threads(model_.threads())); });
+      if (s[1] == "transports") return get([&] { return json_reply(200, json_transports(model_.transports())); });
+      if (s[1] == "executive") {
+        return get([&] {
+          return json_reply(200, json_executive(model_.partition_name(), model_.context_url(),
+                                                model_.executive_metrics()));
+        });
+      }
+      return not_found();
+    }
+    if (s[1] != "applications") return not_found();
+    if (s.size() == 3) return get([&] { return application_json(s[2]); });
+    if (s.size() == 4 && s[3] == "transition") {
+      return post([&] { return with_tid(s[2], [&](Tid tid) { return transition(tid); }); });
+    }
+    if (s.size() == 4 && s[3] == "parameters") {
+      return post([&] { return with_tid(s[2], [&](Tid tid) { return set_parameter(tid); }); });
+    }
+    return not_found();
+  }
+
+ private:
+  template <typename Handler>
+  Reply get(Handler handler) {
+    if (request_.method != "GET" && request_.method != "HEAD") return method_not_allowed(kGetMethods);
+    return handler();
+  }
+
+  template <typename Handler>
+  Reply post(Handler handler) {
+    if (request_.method != "POST") return method_not_allowed(kPostMethods);
+    if (request_.body_too_large) {
+      return error_reply(path_, 413, "request body larger than " + std::to_string(kMaxRequestBody) + " bytes");
+    }
+    if (request_.body_incomplete) return error_reply(path_, 400, "request body shorter than its Content-Length");
+    return handler();
+  }
+
+  template <typename Handler>
+  Reply with_tid(std::string_view text, Handler handler) {
+    const std::optional<Tid> tid = parse_tid(text);
+    if (!tid) return error_reply(path_, 400, "not an application id: '" + std::string(text) + "'");
+    return handler(*tid);
+  }
+
+  Reply method_not_allowed(const char* allowed) {
+    Reply reply = error_reply(path_, 405, "method " + request_.method + " not allowed here: use " + allowed);
+    reply.allow = allowed;
+    return reply;
+  }
+
+  Reply not_found() { return error_reply(path_, 404, "no such page: " + path_); }
+
+  Reply no_such_application(Tid tid) { return error_reply(path_, 404, "no application with tid " + std::to_string(tid)); }
+
+  static Reply html(std::string body) {
+    Reply reply;
+    reply.content_type = kHtmlType;
+    reply.body = std::move(body);
+    return reply;
+  }
+
+  Reply metrics() {
+    Reply reply;
+    reply.content_type = kMetricsType;
+    reply.body = prometheus_metrics(model_);
+    return reply;
+  }
+
+  Reply application_page(std::string_view text) {
+    return with_tid(text, [&](Tid tid) {
+      const std::optional<ApplicationStatus> application = model_.application(tid);
+      if (!application) return no_such_application(tid);
+      return html(html_application_page(model_, *application));
+    });
+  }
+
+  Reply application_json(std::string_view text) {
+    return with_tid(text, [&](Tid tid) {
+      const std::optional<ApplicationStatus> application = model_.application(tid);
+      if (!application) return no_such_application(tid);
+      return json_reply(200, http::json_application(*application));
+    });
+  }
+
+  Reply transition(std::optional<Tid> tid) {
+    std::optional<Command> command;
+    if (std::string reason = parse_transition_body(request_.body, command); !reason.empty()) {
+      return error_reply(path_, 400, reason);
+    }
+    const TransitionResult result = model_.transition(tid, *command);
+    const bool valid_status = result.http_status >= 200 && result.http_status <= 599;
+    return json_reply(valid_status ? result.http_status : 500, json_transition_result(result));
+  }
+
+  Reply set_parameter(Tid tid) {
+    std::string name;
+    std::string value;
+    if (std::string reason = parse_parameter_body(request_.body, name, value); !reason.empty()) {
+      return error_reply(path_, 400, reason);
+    }
+    const std::optional<ApplicationStatus> application = model_.application(tid);
+    if (!application) return no_such_application(tid);
+    const std::string refusal = model_.set_parameter(tid, name, value);
+    if (refusal.empty()) return json_reply(200, json_ok());
+    // Parameters change only while Halted: otherwise the request was fine but came at the wrong time.
+    return error_reply(path_, application->state == State::halted ? 400 : 409, refusal);
+  }
+
+  ControlModel& model_;
+  const Request& request_;
+  std::string path_;
+  std::vector<std::string_view> segments_;  // views into path_
+};
+
+}  // namespace
+
+Reply handle_request(ControlModel& model, const Request& request) {
+  std::string path;
+  try {
+    try {
+      path = Poco::URI(request.target).getPath();
+    } catch (const Poco::Exception& error) {
+      return error_reply(request.target, 400, "bad request target: " + error.message());
+    }
+    if (!path.starts_with('/')) return error_reply(path, 400, "bad request target: " + request.target);
+    return Router(model, request, path).route();
+  } catch (const Poco::Exception& error) {
+    return error_reply(path, 500, "internal error: " + error.displayText());
+  } catch (const std::exception& error) {
+    return error_reply(path, 500, std::string("internal error: ") + error.what());
+  } catch (...) {
+    return error_reply(path, 500, "internal error: unknown exception");
+  }
+}
+
+}  // namespace daqx::http

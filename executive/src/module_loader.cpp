@@ -1,0 +1,93 @@
+// Module loading: path resolution, dlopen, the single entry point, ABI check.
+#include "module_loader.hpp"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+
+namespace daqx::detail {
+
+std::vector<std::string> ModuleRegistry::search_path() {
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("DAQX_MODULE_PATH")) {
+    std::stringstream list(env);
+    std::string dir;
+    while (std::getline(list, dir, ':'))
+      if (!dir.empty()) dirs.push_back(dir);
+  }
+  dirs.emplace_back(DAQX_BUILD_MODULE_DIR);
+  dirs.emplace_back(DAQX_MODULE_DIR);
+  return dirs;
+}
+
+std::string ModuleRegistry::load(const std::string& spec, const std::string& partition_dir) {
+  namespace fs = std::filesystem;
+  std::string path;
+  if (spec.find('/') != std::string::npos) {
+    fs::path candidate(spec);
+    if (candidate.is_relative() && !partition_dir.empty()) candidate = fs::path(partition_dir) / candidate;
+    if (!fs::exists(candidate)) return "module file '" + candidate.string() + "' does not exist";
+    path = candidate.string();
+  } else {
+    std::string searched;
+    for (const std::string& dir : search_path()) {
+      fs::path candidate = fs::path(dir) / spec;
+      if (fs::exists(candidate)) {
+        path = candidate.string();
+        break;
+      }
+      searched += (searched.empty() ? "" : ", ") + dir;
+    }
+    if (path.empty()) return "module '" + spec + "' not found (searched " + searched + "; set DAQX_MODULE_PATH)";
+  }
+  for (const std::string& loaded : paths_)
+    if (fs::equivalent(loaded, path)) return {};  // loading twice is harmless: the first load serves
+  // Modules stay loaded for the life of the process (never dlclose): their code may still be on a stack
+  // trace, and sanitizer reports need their symbols.
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) return "cannot load module '" + path + "': " + dlerror();
+  using Entry = const ModuleDescriptor* (*)();
+  auto entry = reinterpret_cast<Entry>(dlsym(handle, DAQX_MODULE_ENTRY_NAME));
+  if (entry == nullptr) return "'" + path + "' is not a daqx module: it has no " DAQX_MODULE_ENTRY_NAME " entry point";
+  const ModuleDescriptor* descriptor = entry();
+  if (descriptor == nullptr) return "module '" + path + "' returned no description";
+  if (descriptor->abi_version != kModuleAbiVersion)
+    return "module '" + path + "' was built for module ABI " + std::to_string(descriptor->abi_version) +
+           ", this executive has ABI " + std::to_string(kModuleAbiVersion) + ": rebuild it";
+  for (const ApplicationClass& c : descriptor->applications)
+    if (application_class(c.name) != nullptr) return "module '" + path + "' provides class '" + c.name + "' again";
+  for (const TransportClass& t : descriptor->transports)
+    if (transport_class(t.protocol) != nullptr)
+      return "module '" + path + "' provides protocol '" + t.protocol + "' again";
+  modules_.push_back(descriptor);
+  paths_.push_back(path);
+  return {};
+}
+
+const ApplicationClass* ModuleRegistry::application_class(std::string_view name) const noexcept {
+  for (const ModuleDescriptor* m : modules_)
+    for (const ApplicationClass& c : m->applications)
+      if (c.name == name) return &c;
+  return nullptr;
+}
+
+const TransportClass* ModuleRegistry::transport_class(std::string_view protocol) const noexcept {
+  for (const ModuleDescriptor* m : modules_)
+    for (const TransportClass& t : m->transports)
+      if (t.protocol == protocol) return &t;
+  return nullptr;
+}
+
+const std::vector<ParamSpec>* ModuleRegistry::application_params(std::string_view class_name) const {
+  const ApplicationClass* c = application_class(class_name);
+  return c == nullptr ? nullptr : &c->params;
+}
+
+const std::vector<ParamSpec>* ModuleRegistry::transport_params(std::string_view protocol) const {
+  const TransportClass* t = transport_class(protocol);
+  return t == nullptr ? nullptr : &t->params;
+}
+
+}  // namespace daqx::detail

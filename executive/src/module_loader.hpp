@@ -1,0 +1,35 @@
+// Loads daqx modules (.so) with dlopen and answers what classes and transports they provide.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "daqx/executive/module.hpp"
+#include "daqx/executive/partition.hpp"
+
+namespace daqx::detail {
+
+class ModuleRegistry final : public config::Catalogue {
+ public:
+  // Loads one module; returns "" or the reason (file not found with the places searched, dlerror's text,
+  // no entry point, ABI mismatch). `partition_dir` anchors relative paths.
+  std::string load(const std::string& spec, const std::string& partition_dir);
+
+  const ApplicationClass* application_class(std::string_view name) const noexcept;
+  const TransportClass* transport_class(std::string_view protocol) const noexcept;
+  const std::vector<ParamSpec>* application_params(std::string_view class_name) const override;
+  const std::vector<ParamSpec>* transport_params(std::string_view protocol) const override;
+
+  const std::vector<const ModuleDescriptor*>& modules() const noexcept { return modules_; }
+  const std::vector<std::string>& paths() const noexcept { return paths_; }
+
+  // Where a bare module name is looked for: $DAQX_MODULE_PATH (colon-separated), the build tree's
+  // module folder, then the installed one.
+  static std::vector<std::string> search_path();
+
+ private:
+  std::vector<const ModuleDescriptor*> modules_;
+  std::vector<std::string> paths_;
+};
+
+}  // namespace daqx::detail

@@ -1,0 +1,138 @@
+// Questions asked of a loaded partition: where an application lives, which applications a selector picks,
+// and whether two applications can reach each other.
+#include "daqx/executive/partition.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <initializer_list>
+#include <set>
+#include <system_error>
+#include <utility>
+
+namespace daqx::config {
+namespace {
+
+std::string join_lines(const std::vector<std::string>& messages) {
+  std::string joined;
+  for (const std::string& message : messages) {
+    if (!joined.empty()) joined += '\n';
+    joined += message;
+  }
+  return joined;
+}
+
+// Builds a message from its parts: chains of `"literal" + std::string` trip a false -Wrestrict in GCC 12
+// (bug 105329).
+std::string concatenate(std::initializer_list<std::string_view> parts) {
+  std::string text;
+  for (std::string_view part : parts) text += part;
+  return text;
+}
+
+std::string_view trim(std::string_view text) noexcept {
+  constexpr std::string_view blanks = " \t\r\n";
+  const std::size_t first = text.find_first_not_of(blanks);
+  if (first == std::string_view::npos) return {};
+  const std::size_t last = text.find_last_not_of(blanks);
+  return text.substr(first, last - first + 1);
+}
+
+std::optional<std::uint32_t> parse_id(std::string_view text) noexcept {
+  std::uint32_t id = 0;
+  const char* end = text.data() + text.size();
+  const auto [where, error] = std::from_chars(text.data(), end, id);
+  if (text.empty() || error != std::errc() || where != end || id == 0) return std::nullopt;
+  return id;
+}
+
+}  // namespace
+
+ConfigError::ConfigError(std::vector<std::string> messages)
+    : std::runtime_error(join_lines(messages)), messages_(std::move(messages)) {}
+
+const ContextConfig* Partition::find_context(std::string_view url) const noexcept {
+  for (const ContextConfig& context : contexts)
+    if (context.url == url) return &context;
+  return nullptr;
+}
+
+const ContextConfig* Partition::context_of(std::uint32_t tid) const noexcept {
+  for (const ContextConfig& context : contexts)
+    for (const ApplicationConfig& candidate : context.applications)
+      if (candidate.id == tid) return &context;
+  return nullptr;
+}
+
+const ApplicationConfig* Partition::application(std::uint32_t tid) const noexcept {
+  for (const ContextConfig& context : contexts)
+    for (const ApplicationConfig& candidate : context.applications)
+      if (candidate.id == tid) return &candidate;
+  return nullptr;
+}
+
+std::vector<std::uint32_t> resolve_selector(const Partition& partition, std::string_view selector, std::string& error) {
+  error.clear();
+  std::vector<std::uint32_t> selected;
+  const std::string_view wanted = trim(selector);
+  if (wanted.empty()) return selected;
+
+  if (wanted == "*") {
+    for (const ContextConfig& context : partition.contexts)
+      for (const ApplicationConfig& candidate : context.applications) selected.push_back(candidate.id);
+    return selected;
+  }
+
+  constexpr std::string_view class_prefix = "class:";
+  if (wanted.substr(0, class_prefix.size()) == class_prefix) {
+    const std::string_view class_name = trim(wanted.substr(class_prefix.size()));
+    for (const ContextConfig& context : partition.contexts)
+      for (const ApplicationConfig& candidate : context.applications)
+        if (candidate.class_name == class_name) selected.push_back(candidate.id);
+    if (selected.empty()) error = concatenate({"no application of class '", class_name, "' in the partition"});
+    return selected;
+  }
+
+  std::set<std::uint32_t> ids;
+  std::string unknown;
+  std::size_t start = 0;
+  while (start <= wanted.size()) {
+    const std::size_t comma = std::min(wanted.find(',', start), wanted.size());
+    const std::string_view item = trim(wanted.substr(start, comma - start));
+    start = comma + 1;
+    const std::optional<std::uint32_t> id = parse_id(item);
+    if (!id) {
+      error = concatenate({"'", item, "' in '", wanted,
+                           "' is not an application id (expected class:NAME, *, or ids such as 3,4,5)"});
+      return {};
+    }
+    if (partition.application(*id) == nullptr) {
+      unknown += concatenate({unknown.empty() ? "" : ", ", std::to_string(*id)});
+      continue;
+    }
+    ids.insert(*id);
+  }
+  if (!unknown.empty()) {
+    error = concatenate({"no application with id ", unknown, " in the partition"});
+    return {};
+  }
+  // In partition order, like the other forms, so every executive derives the same order.
+  for (const ContextConfig& context : partition.contexts)
+    for (const ApplicationConfig& candidate : context.applications)
+      if (ids.count(candidate.id) != 0) selected.push_back(candidate.id);
+  return selected;
+}
+
+bool shares_network(const Partition& partition, std::uint32_t from, std::uint32_t to) {
+  const ApplicationConfig* source = partition.application(from);
+  const ApplicationConfig* target = partition.application(to);
+  const ContextConfig* from_context = partition.context_of(from);
+  const ContextConfig* to_context = partition.context_of(to);
+  if (source == nullptr || target == nullptr || from_context == nullptr || to_context == nullptr) return false;
+  if (from_context == to_context) return true;  // delivered in process, no network involved
+  const std::string& network = source->network;
+  if (network.empty() || network != target->network) return false;
+  return std::any_of(to_context->endpoints.begin(), to_context->endpoints.end(),
+                     [&](const EndpointConfig& endpoint) { return endpoint.network == network; });
+}
+
+}  // namespace daqx::config

@@ -1,0 +1,147 @@
+// The second round of partition checks: once a context's modules are loaded, its classes, protocols and
+// properties are checked against what the modules declare.
+#include "daqx/executive/partition.hpp"
+
+#include <algorithm>
+#include <initializer_list>
+#include <utility>
+
+namespace daqx::config {
+namespace {
+
+// Builds a message from its parts: chains of `"literal" + std::string` trip a false -Wrestrict in GCC 12
+// (bug 105329).
+std::string concatenate(std::initializer_list<std::string_view> parts) {
+  std::string text;
+  for (std::string_view part : parts) text += part;
+  return text;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string text;
+  for (const std::string& name : names) text += concatenate({text.empty() ? "" : ", ", name});
+  return text;
+}
+
+std::string quoted(std::string_view text) { return concatenate({"'", text, "'"}); }
+
+// " (loaded modules provide: a, b)", or nothing when the catalogue cannot list what it knows.
+std::string alternatives(std::vector<std::string> names) {
+  if (names.empty()) return {};
+  std::sort(names.begin(), names.end());
+  return concatenate({" (loaded modules provide: ", joined(names), ")"});
+}
+
+const ParamSpec* find_spec(const std::vector<ParamSpec>& specs, std::string_view name) {
+  const auto spec = std::find_if(specs.begin(), specs.end(), [&](const ParamSpec& candidate) { return candidate.name == name; });
+  return spec == specs.end() ? nullptr : &*spec;
+}
+
+struct Finding {
+  SourceLocation where;
+  std::string reason;
+};
+
+class CatalogueCheck {
+ public:
+  CatalogueCheck(const Partition& partition, const ContextConfig& context, const Catalogue& catalogue)
+      : partition_(partition), context_(context), catalogue_(catalogue) {}
+
+  std::vector<std::string> run() {
+    for (const EndpointConfig& endpoint : context_.endpoints) check_endpoint(endpoint);
+    for (const ApplicationConfig& application : context_.applications) check_application(application);
+    // Endpoints and applications may be interleaved in the file; messages go in file order.
+    std::stable_sort(findings_.begin(), findings_.end(),
+                     [](const Finding& a, const Finding& b) { return a.where.line < b.where.line; });
+    std::vector<std::string> messages;
+    messages.reserve(findings_.size());
+    for (const Finding& finding : findings_) messages.push_back(concatenate({finding.where.text(), ": ", finding.reason}));
+    return messages;
+  }
+
+ private:
+  void report(const SourceLocation& where, std::initializer_list<std::string_view> reason) {
+    findings_.push_back({where, concatenate(reason)});
+  }
+
+  void check_endpoint(const EndpointConfig& endpoint) {
+    const std::vector<ParamSpec>* specs = catalogue_.transport_params(endpoint.protocol);
+    if (specs == nullptr) {
+      report(endpoint.where,
+             {"unknown endpoint protocol ", quoted(endpoint.protocol), alternatives(catalogue_.transport_protocols())});
+      return;
+    }
+    check_properties(endpoint.properties, *specs, concatenate({"protocol ", endpoint.protocol}), nullptr);
+  }
+
+  void check_application(const ApplicationConfig& application) {
+    const std::vector<ParamSpec>* specs = catalogue_.application_params(application.class_name);
+    if (specs == nullptr) {
+      report(application.where, {"unknown application class ", quoted(application.class_name),
+                                 alternatives(catalogue_.application_classes())});
+      return;
+    }
+    check_properties(application.properties, *specs, concatenate({"application class ", application.class_name}),
+                     &application);
+  }
+
+  // `owner` names the declaring class or protocol in messages; `source` is the application the properties
+  // belong to (null for a transport), whose selected peers must be reachable from it.
+  void check_properties(const std::vector<Property>& properties, const std::vector<ParamSpec>& specs,
+                        const std::string& owner, const ApplicationConfig* source) {
+    for (const Property& property : properties) {
+      const ParamSpec* spec = find_spec(specs, property.name);
+      if (spec == nullptr) {
+        std::vector<std::string> declared;
+        for (const ParamSpec& candidate : specs) declared.push_back(candidate.name);
+        report(property.where, {"unknown property ", quoted(property.name), " for ", owner,
+                                declared.empty() ? " (it declares none)" : " (it declares: ", joined(declared),
+                                declared.empty() ? "" : ")"});
+        continue;
+      }
+      if (property.type && *property.type != spec->type) {
+        report(property.where, {"property ", quoted(property.name), " is stated as ", to_string(*property.type), " but ",
+                                owner, " declares it as ", to_string(spec->type)});
+        continue;
+      }
+      const std::string reason = validate_param(*spec, property.value);
+      if (!reason.empty()) {
+        report(property.where, {"property ", quoted(property.name), " of ", owner, ": ", reason});
+        continue;
+      }
+      if (spec->type == ParamType::applications) check_selection(property, source, owner);
+    }
+  }
+
+  void check_selection(const Property& property, const ApplicationConfig* source, const std::string& owner) {
+    const std::string subject = source != nullptr ? concatenate({"application ", std::to_string(source->id)}) : owner;
+    std::string error;
+    const std::vector<std::uint32_t> selected = resolve_selector(partition_, property.value, error);
+    if (!error.empty()) {
+      report(property.where, {subject, " parameter ", quoted(property.name), ": ", error});
+      return;
+    }
+    if (source == nullptr) return;
+    for (std::uint32_t tid : selected) {
+      if (shares_network(partition_, source->id, tid)) continue;
+      const ContextConfig* target_context = partition_.context_of(tid);
+      report(property.where, {subject, " parameter ", quoted(property.name), " selects application ", std::to_string(tid),
+                              " in context ", target_context != nullptr ? std::string_view(target_context->url) : "?",
+                              ", with which it shares no network"});
+    }
+  }
+
+  const Partition& partition_;
+  const ContextConfig& context_;
+  const Catalogue& catalogue_;
+  std::vector<Finding> findings_;
+};
+
+}  // namespace
+
+std::vector<std::string> check_against_catalogue(const Partition& partition, const ContextConfig& context,
+                                                 const Catalogue& catalogue) {
+  return CatalogueCheck(partition, context, catalogue).run();
+}
+
+}  // namespace daqx::config

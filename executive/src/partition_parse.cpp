@@ -1,0 +1,560 @@
+// Reads a partition file into a Partition, reporting every mistake with its line rather than the first one.
+#include "daqx/executive/partition.hpp"
+
+#include <pugixml.hpp>
+#include <sched.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <initializer_list>
+#include <map>
+#include <set>
+#include <system_error>
+#include <utility>
+
+namespace daqx::config {
+namespace {
+
+constexpr std::string_view kPortRange = "(1-65535)";
+constexpr std::string_view kKnownTypes = "bool, int, unsigned, double, string, list, applications";
+
+std::string_view trim(std::string_view text) noexcept {
+  constexpr std::string_view blanks = " \t\r\n";
+  const std::size_t first = text.find_first_not_of(blanks);
+  if (first == std::string_view::npos) return {};
+  const std::size_t last = text.find_last_not_of(blanks);
+  return text.substr(first, last - first + 1);
+}
+
+std::string lowercase(std::string_view text) {
+  std::string lowered(text);
+  for (char& c : lowered)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return lowered;
+}
+
+// Builds a message from its parts: chains of `"literal" + std::string` trip a false -Wrestrict in GCC 12
+// (bug 105329).
+std::string concatenate(std::initializer_list<std::string_view> parts) {
+  std::string text;
+  for (std::string_view part : parts) text += part;
+  return text;
+}
+
+std::string quoted(std::string_view text) { return concatenate({"'", text, "'"}); }
+std::string tag(std::string_view name) { return concatenate({"<", name, ">"}); }
+
+// The whole text must be the number, without sign or blanks.
+template <typename Number>
+std::optional<Number> parse_number(std::string_view text) noexcept {
+  Number value{};
+  const char* end = text.data() + text.size();
+  const auto [where, error] = std::from_chars(text.data(), end, value);
+  if (text.empty() || error != std::errc() || where != end) return std::nullopt;
+  return value;
+}
+
+std::optional<std::uint16_t> parse_port(std::string_view text) noexcept {
+  const std::optional<std::uint32_t> port = parse_number<std::uint32_t>(text);
+  if (!port || *port == 0 || *port > 65535) return std::nullopt;
+  return static_cast<std::uint16_t>(*port);
+}
+
+// "0", "1-3", "0,2,4-5": sorted and without repeats. CPUs beyond CPU_SETSIZE cannot be pinned to.
+std::optional<std::vector<int>> parse_cpu_list(std::string_view text) {
+  std::set<int> cpus;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string_view item = trim(text.substr(start, comma - start));
+    start = comma + 1;
+    const std::size_t dash = item.find('-');
+    const std::optional<int> first = parse_number<int>(item.substr(0, dash));
+    const std::optional<int> last = dash == std::string_view::npos ? first : parse_number<int>(item.substr(dash + 1));
+    if (!first || !last || *first < 0 || *first > *last || *last >= CPU_SETSIZE) return std::nullopt;
+    for (int cpu = *first; cpu <= *last; ++cpu) cpus.insert(cpu);
+  }
+  return std::vector<int>(cpus.begin(), cpus.end());
+}
+
+bool is_allocator(std::string_view allocator) noexcept {
+  constexpr std::string_view numa_prefix = "numa:";
+  if (allocator == "heap" || allocator == "hugepage") return true;
+  return allocator.substr(0, numa_prefix.size()) == numa_prefix &&
+         parse_number<unsigned>(allocator.substr(numa_prefix.size())).has_value();
+}
+
+// Splits "http://host:port"; returns the reason when the URL is not of that form.
+std::string split_context_url(std::string_view url, std::string& host, std::uint16_t& port) {
+  constexpr std::string_view scheme = "http://";
+  const std::string form_error = concatenate({"context URL ", quoted(url), " is not of the form http://host:port"});
+  if (url.substr(0, scheme.size()) != scheme) return form_error;
+  const std::string_view authority = url.substr(scheme.size());
+  if (authority.find_first_of("/?#@ \t") != std::string_view::npos) return form_error;
+  std::size_t colon = 0;
+  if (!authority.empty() && authority.front() == '[') {  // an IPv6 literal: http://[::1]:9000
+    const std::size_t bracket = authority.find(']');
+    if (bracket == std::string_view::npos || bracket + 1 >= authority.size() || authority[bracket + 1] != ':')
+      return form_error;
+    host = std::string(authority.substr(1, bracket - 1));
+    colon = bracket + 1;
+  } else {
+    colon = authority.rfind(':');
+    if (colon == std::string_view::npos) return form_error;
+    host = std::string(authority.substr(0, colon));
+  }
+  if (host.empty()) return form_error;
+  const std::string_view port_text = authority.substr(colon + 1);
+  const std::optional<std::uint16_t> parsed = parse_port(port_text);
+  if (!parsed)
+    return concatenate({"context URL ", quoted(url), " has port ", quoted(port_text), ", which is not a port number ",
+                        kPortRange});
+  port = *parsed;
+  return {};
+}
+
+// Byte offsets where lines begin, to turn pugixml's offsets into the line numbers people read.
+class LineIndex {
+ public:
+  explicit LineIndex(std::string_view text) {
+    starts_.push_back(0);
+    for (std::size_t i = 0; i < text.size(); ++i)
+      if (text[i] == '\n') starts_.push_back(i + 1);
+  }
+  int line_of(std::ptrdiff_t offset) const {
+    if (offset < 0) return 1;
+    const auto after = std::upper_bound(starts_.begin(), starts_.end(), static_cast<std::size_t>(offset));
+    return static_cast<int>(after - starts_.begin());
+  }
+
+ private:
+  std::vector<std::size_t> starts_;
+};
+
+struct Finding {
+  int line = 0;
+  std::string reason;
+};
+
+class PartitionReader {
+ public:
+  PartitionReader(std::string_view xml, const std::string& file) : file_(file), buffer_(xml), lines_(xml) {}
+
+  Partition read() {
+    // In place, so that attribute names point into our buffer and give their own line.
+    const pugi::xml_parse_result result =
+        document_.load_buffer_inplace(buffer_.data(), buffer_.size(), pugi::parse_default, pugi::encoding_utf8);
+    if (!result) {
+      report(lines_.line_of(result.offset), {"malformed XML: ", result.description()});
+      fail();
+    }
+    const pugi::xml_node root = document_.document_element();
+    for (pugi::xml_node top : document_.children()) {
+      if (top.type() == pugi::node_element && top != root)
+        report(line_of(top), {"a second top-level element ", tag(top.name()), "; a partition file holds one <Partition>"});
+      else if (top.type() == pugi::node_pcdata || top.type() == pugi::node_cdata)
+        report_text(top, "the document");
+    }
+    if (std::string_view(root.name()) != "Partition") {
+      report(line_of(root), {"the root element is ", tag(root.name()), ", expected <Partition>"});
+      fail();
+    }
+    read_partition(root);
+    if (!findings_.empty()) fail();
+    return std::move(partition_);
+  }
+
+ private:
+  using ChildReader = std::function<bool(pugi::xml_node child, std::string_view name)>;
+
+  void report(int line, std::initializer_list<std::string_view> reason) {
+    findings_.push_back({line, concatenate(reason)});
+  }
+
+  [[noreturn]] void fail() {
+    std::stable_sort(findings_.begin(), findings_.end(),
+                     [](const Finding& a, const Finding& b) { return a.line < b.line; });
+    std::vector<std::string> messages;
+    messages.reserve(findings_.size());
+    for (const Finding& finding : findings_)
+      messages.push_back(concatenate({file_, ":", std::to_string(finding.line), ": ", finding.reason}));
+    throw ConfigError(std::move(messages));
+  }
+
+  int line_of(pugi::xml_node node) const { return lines_.line_of(node.offset_debug()); }
+
+  // An attribute's own line when it lies in our buffer (it always does with in-place UTF-8 parsing),
+  // else its element's.
+  int line_of(pugi::xml_attribute attribute, pugi::xml_node owner) const {
+    const char* name = attribute.name();
+    if (name >= buffer_.data() && name < buffer_.data() + buffer_.size())
+      return lines_.line_of(name - buffer_.data());
+    return line_of(owner);
+  }
+
+  SourceLocation where(pugi::xml_node node) const { return {file_, line_of(node)}; }
+
+  void report_text(pugi::xml_node text, std::string_view parent) {
+    std::string_view content = trim(text.value());
+    if (content.empty()) return;
+    constexpr std::size_t shown = 40;
+    std::string excerpt(content.substr(0, shown));
+    if (content.size() > shown) excerpt += "...";
+    // The node starts right after the previous tag; the text itself may begin some lines further down.
+    const std::string_view raw = text.value();
+    const std::string_view leading = raw.substr(0, raw.find_first_not_of(" \t\r\n"));
+    const int line = line_of(text) + static_cast<int>(std::count(leading.begin(), leading.end(), '\n'));
+    report(line, {"unexpected text ", quoted(excerpt), " in ", parent});
+  }
+
+  // Visits the child elements; `reader` returns false for an element it does not know. Stray text is a
+  // mistake too: it is often a value put in the wrong place.
+  void read_children(pugi::xml_node element, const ChildReader& reader) {
+    for (pugi::xml_node child : element.children()) {
+      if (child.type() == pugi::node_pcdata || child.type() == pugi::node_cdata) {
+        report_text(child, tag(element.name()));
+      } else if (child.type() == pugi::node_element) {
+        if (!reader(child, child.name()))
+          report(line_of(child), {"unknown element ", tag(child.name()), " in ", tag(element.name())});
+      }
+    }
+  }
+
+  // Reports unknown, repeated, missing and empty required attributes; returns whether all required ones
+  // are present and not empty.
+  bool check_attributes(pugi::xml_node element, std::initializer_list<std::string_view> required,
+                        std::initializer_list<std::string_view> optional) {
+    const auto listed = [](std::initializer_list<std::string_view> names, std::string_view name) {
+      return std::find(names.begin(), names.end(), name) != names.end();
+    };
+    std::set<std::string_view> seen;
+    for (pugi::xml_attribute attribute : element.attributes()) {
+      const std::string_view name = attribute.name();
+      if (!listed(required, name) && !listed(optional, name))
+        report(line_of(attribute, element), {"unknown attribute ", quoted(name), " on ", tag(element.name())});
+      else if (!seen.insert(name).second)
+        report(line_of(attribute, element),
+               {"attribute ", quoted(name), " appears more than once on ", tag(element.name())});
+    }
+    bool complete = true;
+    for (std::string_view name : required) {
+      const pugi::xml_attribute attribute = element.attribute(std::string(name).c_str());
+      if (!attribute) {
+        report(line_of(element), {tag(element.name()), " is missing the required attribute ", quoted(name)});
+        complete = false;
+      } else if (std::string_view(attribute.value()).empty()) {
+        report(line_of(attribute, element), {"attribute ", quoted(name), " of ", tag(element.name()), " is empty"});
+        complete = false;
+      }
+    }
+    return complete;
+  }
+
+  static std::string_view value_of(pugi::xml_node element, const char* name) { return element.attribute(name).value(); }
+
+  void read_partition(pugi::xml_node root) {
+    partition_.file = file_;
+    partition_.where = where(root);
+    check_attributes(root, {"name"}, {});
+    partition_.name = value_of(root, "name");
+    int policy_line = 0;
+    read_children(root, [&](pugi::xml_node child, std::string_view name) {
+      if (name == "Policy") {
+        if (policy_line != 0)
+          report(line_of(child), {"a partition has at most one <Policy>; the first is at line ",
+                                  std::to_string(policy_line)});
+        else
+          policy_line = line_of(child);
+        read_policy(child);
+      } else if (name == "Context") {
+        read_context(child);
+      } else {
+        return false;
+      }
+      return true;
+    });
+    if (partition_.contexts.empty())
+      report(line_of(root), {"partition ", quoted(partition_.name), " has no <Context>"});
+    check_policy_contexts();
+  }
+
+  void read_policy(pugi::xml_node policy) {
+    check_attributes(policy, {}, {});
+    read_children(policy, [&](pugi::xml_node child, std::string_view name) {
+      if (name == "Thread") {
+        read_rule(child, PolicyRule::Kind::thread);
+      } else if (name == "Pool") {
+        read_rule(child, PolicyRule::Kind::pool);
+      } else {
+        return false;
+      }
+      return true;
+    });
+  }
+
+  void read_rule(pugi::xml_node element, PolicyRule::Kind kind) {
+    PolicyRule rule;
+    rule.kind = kind;
+    rule.where = where(element);
+    const bool thread = kind == PolicyRule::Kind::thread;
+    if (thread)
+      check_attributes(element, {"pattern", "cores"}, {"context"});
+    else
+      check_attributes(element, {"pattern", "allocator"}, {"context"});
+    rule.pattern = value_of(element, "pattern");
+    rule.context = value_of(element, "context");
+    if (thread) {
+      const std::string_view cores = value_of(element, "cores");
+      if (std::optional<std::vector<int>> cpus = parse_cpu_list(cores)) {
+        rule.cores = std::move(*cpus);
+      } else if (!cores.empty()) {  // a missing or empty list is reported as such above
+        report(line_of(element.attribute("cores"), element),
+               {"cores ", quoted(cores), " is not a CPU list (expected CPUs 0 to ", std::to_string(CPU_SETSIZE - 1),
+                " and ranges, e.g. 0, 1-3 or 0,2,4-5)"});
+      }
+    } else {
+      rule.allocator = value_of(element, "allocator");
+      if (!rule.allocator.empty() && !is_allocator(rule.allocator))
+        report(line_of(element.attribute("allocator"), element),
+               {"allocator ", quoted(rule.allocator), " is not heap, hugepage or numa:<node>"});
+    }
+    read_children(element, [](pugi::xml_node, std::string_view) { return false; });
+    partition_.policy.push_back(std::move(rule));
+  }
+
+  // Contexts may follow the policy, so rules are matched against them once all are read.
+  void check_policy_contexts() {
+    for (const PolicyRule& rule : partition_.policy)
+      if (!rule.context.empty() && partition_.find_context(rule.context) == nullptr)
+        report(rule.where.line, {"the policy rule for ", quoted(rule.pattern), " names context ", quoted(rule.context),
+                                 ", which is not a context of this partition"});
+  }
+
+  void read_context(pugi::xml_node element) {
+    ContextConfig context;
+    context.where = where(element);
+    if (check_attributes(element, {"url"}, {})) {
+      context.url = value_of(element, "url");
+      const int url_line = line_of(element.attribute("url"), element);
+      const std::string reason = split_context_url(context.url, context.host, context.port);
+      if (!reason.empty()) {
+        report(url_line, {reason});
+      } else {
+        const std::string key = concatenate({lowercase(context.host), ":", std::to_string(context.port)});
+        const auto [first, inserted] = context_lines_.emplace(key, context.where.line);
+        if (!inserted)
+          report(url_line,
+                 {"context URL ", quoted(context.url), " repeats the context at line ", std::to_string(first->second)});
+      }
+    }
+    read_children(element, [&](pugi::xml_node child, std::string_view name) {
+      if (name == "Endpoint") {
+        read_endpoint(child, context);
+      } else if (name == "Module") {
+        read_module(child, context);
+      } else if (name == "Application") {
+        read_application(child, context);
+      } else {
+        return false;
+      }
+      return true;
+    });
+    check_networks(context);
+    partition_.contexts.push_back(std::move(context));
+  }
+
+  // Endpoints may follow the applications that use them, hence a check once the context is read.
+  void check_networks(const ContextConfig& context) {
+    for (const ApplicationConfig& application : context.applications) {
+      if (application.network.empty()) continue;
+      const bool served = std::any_of(context.endpoints.begin(), context.endpoints.end(),
+                                      [&](const EndpointConfig& endpoint) { return endpoint.network == application.network; });
+      if (!served)
+        report(application.where.line,
+               {"application ", std::to_string(application.id), " (", application.class_name, ") uses network ",
+                quoted(application.network), " but context ", context.url, " has no endpoint on it"});
+    }
+  }
+
+  void read_endpoint(pugi::xml_node element, ContextConfig& context) {
+    EndpointConfig endpoint;
+    endpoint.where = where(element);
+    check_attributes(element, {"protocol", "hostname", "port", "network"}, {});
+    endpoint.protocol = value_of(element, "protocol");
+    endpoint.hostname = value_of(element, "hostname");
+    endpoint.network = value_of(element, "network");
+    const pugi::xml_attribute port = element.attribute("port");
+    if (port && !std::string_view(port.value()).empty()) {
+      if (const std::optional<std::uint16_t> parsed = parse_port(port.value())) {
+        endpoint.port = *parsed;
+      } else {
+        report(line_of(port, element),
+               {"port ", quoted(port.value()), " is not a port number ", kPortRange});
+      }
+    }
+    if (!endpoint.hostname.empty() && endpoint.port != 0) {
+      const std::string key = concatenate({lowercase(endpoint.hostname), ":", std::to_string(endpoint.port)});
+      const auto [first, inserted] = endpoint_lines_.emplace(key, endpoint.where.line);
+      if (!inserted)
+        report(endpoint.where.line, {"endpoint ", endpoint.hostname, ":", std::to_string(endpoint.port),
+                                     " is already declared at line ", std::to_string(first->second)});
+    }
+    endpoint.properties = read_properties_of(element);
+    context.endpoints.push_back(std::move(endpoint));
+  }
+
+  void read_module(pugi::xml_node element, ContextConfig& context) {
+    ModuleConfig module;
+    module.where = where(element);
+    check_attributes(element, {"path"}, {});
+    module.path = value_of(element, "path");
+    read_children(element, [](pugi::xml_node, std::string_view) { return false; });
+    context.modules.push_back(std::move(module));
+  }
+
+  // An id or instance number into `number`; reports and returns false when it is not one.
+  bool read_number(pugi::xml_node element, const char* name, std::uint32_t& number) {
+    const pugi::xml_attribute attribute = element.attribute(name);
+    const std::string_view text = attribute.value();
+    if (const std::optional<std::uint32_t> parsed = parse_number<std::uint32_t>(text)) {
+      number = *parsed;
+      return true;
+    }
+    // A string of digits that does not parse is too large; anything else is no number at all.
+    const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos;
+    report(line_of(attribute, element),
+           {name, " ", quoted(text), digits ? " is out of range (at most 4294967295)" : " is not a number"});
+    return false;
+  }
+
+  void read_application(pugi::xml_node element, ContextConfig& context) {
+    ApplicationConfig application;
+    application.where = where(element);
+    check_attributes(element, {"class", "id"}, {"instance", "network"});
+    application.class_name = value_of(element, "class");
+    application.network = value_of(element, "network");
+
+    // An id of 0 stands for "none valid" from here on: real ids start at 1.
+    std::uint32_t id = 0;
+    if (!value_of(element, "id").empty() && read_number(element, "id", id) && id == 0)
+      report(line_of(element.attribute("id"), element), {"id 0 is not allowed: application ids start at 1"});
+    std::uint32_t instance = 0;
+    const bool instance_valid = !element.attribute("instance") || read_number(element, "instance", instance);
+
+    application.id = id;
+    application.instance = instance;
+    if (id != 0) {
+      const auto [first, inserted] = id_lines_.emplace(id, application.where.line);
+      if (!inserted)
+        report(application.where.line, {"application id ", std::to_string(id),
+                                        " is already used by the application at line ", std::to_string(first->second)});
+    }
+    if (instance_valid && !application.class_name.empty()) {
+      const auto [first, inserted] =
+          class_instance_lines_.emplace(std::make_pair(application.class_name, instance), application.where.line);
+      if (!inserted)
+        report(application.where.line, {"application ", application.class_name, " instance ", std::to_string(instance),
+                                        " is already declared at line ", std::to_string(first->second)});
+    }
+    application.properties = read_properties_of(element);
+    context.applications.push_back(std::move(application));
+  }
+
+  // The one <Properties> an Endpoint or Application may have; any other child is unknown.
+  std::vector<Property> read_properties_of(pugi::xml_node owner) {
+    std::vector<Property> properties;
+    int first_line = 0;
+    read_children(owner, [&](pugi::xml_node child, std::string_view name) {
+      if (name != "Properties") return false;
+      if (first_line != 0) {
+        report(line_of(child),
+               {tag(owner.name()), " has more than one <Properties>; the first is at line ", std::to_string(first_line)});
+      } else {
+        first_line = line_of(child);
+      }
+      check_attributes(child, {}, {});
+      read_children(child, [&](pugi::xml_node property, std::string_view) {
+        properties.push_back(read_property(property));
+        return true;  // any element name is a parameter name
+      });
+      return true;
+    });
+    std::map<std::string_view, int> first_lines;
+    for (const Property& property : properties) {
+      const auto [first, inserted] = first_lines.emplace(property.name, property.where.line);
+      if (!inserted)
+        report(property.where.line, {"property ", quoted(property.name), " is set more than once; the first is at line ",
+                                     std::to_string(first->second)});
+    }
+    return properties;
+  }
+
+  Property read_property(pugi::xml_node element) {
+    Property property;
+    property.name = element.name();
+    property.where = where(element);
+    check_attributes(element, {}, {"type"});
+    std::string text;
+    for (pugi::xml_node part : element.children()) {
+      if (part.type() == pugi::node_pcdata || part.type() == pugi::node_cdata)
+        text += part.value();
+      else if (part.type() == pugi::node_element)
+        report(line_of(part), {"property ", quoted(property.name), " holds text, not the element ", tag(part.name())});
+    }
+    property.value = std::string(trim(text));
+    if (const pugi::xml_attribute type = element.attribute("type")) {
+      property.type = param_type_from_string(type.value());
+      if (!property.type) {
+        report(line_of(type, element), {"property ", quoted(property.name), " has the unknown type ", quoted(type.value()),
+                                        " (known: ", kKnownTypes, ")"});
+      } else {
+        // Only the stated type is known here; the declaration (bounds too) is checked once modules are loaded.
+        ParamSpec stated;
+        stated.name = property.name;
+        stated.type = *property.type;
+        const std::string reason = validate_param(stated, property.value);
+        if (!reason.empty())
+          report(property.where.line,
+                 {"property ", quoted(property.name), " (type ", to_string(*property.type), "): ", reason});
+      }
+    }
+    return property;
+  }
+
+  std::string file_;
+  std::string buffer_;  // parsed in place: it must outlive document_
+  LineIndex lines_;
+  pugi::xml_document document_;
+  std::vector<Finding> findings_;
+  Partition partition_;
+  // Where each thing that must be unique in the partition was first seen, to name it in the message.
+  std::map<std::string, int> context_lines_;  // lower-case host:port
+  std::map<std::string, int> endpoint_lines_;  // lower-case hostname:port
+  std::map<std::uint32_t, int> id_lines_;
+  std::map<std::pair<std::string, std::uint32_t>, int> class_instance_lines_;
+};
+
+}  // namespace
+
+Partition parse_partition(std::string_view xml, const std::string& file_name) {
+  return PartitionReader(xml, file_name).read();
+}
+
+Partition load_partition(const std::string& path) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) throw ConfigError({concatenate({path, ": cannot read: ", std::strerror(errno)})});
+  std::string content;
+  char chunk[65536];
+  std::size_t count = 0;
+  while ((count = std::fread(chunk, 1, sizeof chunk, file)) > 0) content.append(chunk, count);
+  const int read_error = std::ferror(file) != 0 ? errno : 0;  // a directory opens, then fails here with EISDIR
+  std::fclose(file);
+  if (read_error != 0) throw ConfigError({concatenate({path, ": cannot read: ", std::strerror(read_error)})});
+  return parse_partition(content, path);
+}
+
+}  // namespace daqx::config

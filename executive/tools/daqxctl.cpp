@@ -1,0 +1,397 @@
+// daqxctl: drives the executives of a partition, or one executive, through their HTTP control API.
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <Poco/Exception.h>
+#include <Poco/JSON/Array.h>
+#include <Poco/JSON/Object.h>
+#include <Poco/JSON/Parser.h>
+
+#include "daqx/executive/control_client.hpp"
+#include "daqx/executive/partition.hpp"
+
+namespace {
+
+enum ExitCode : int {
+  kSuccess = 0,
+  kRefused = 1,      // a transition or parameter was refused, or an application is Failed
+  kUsage = 2,        // bad command line or partition
+  kUnreachable = 3,  // a context did not answer
+};
+
+constexpr const char* kUsageText =
+    "usage: daqxctl (--config PARTITION.xml [--context URL] | --url URL) [--app TID] [--timeout SECONDS] COMMAND\n"
+    "commands:\n"
+    "  status          state of every application: context, tid, class, instance, state, reason\n"
+    "  configure       Halted -> Configured, context by context in partition order\n"
+    "  enable          Configured -> Enabled, in partition order (receivers are ready before senders start)\n"
+    "  stop            Enabled -> Configured, in reverse partition order (senders stop first)\n"
+    "  halt            -> Halted (also from Failed), in reverse partition order\n"
+    "  params          parameters of every application (or of --app)\n"
+    "  set NAME=VALUE  sets a parameter of --app (only while Halted)\n"
+    "exit: 0 done, 1 refused or an application Failed, 2 usage or partition error, 3 a context did not answer\n";
+
+struct Options {
+  std::string config;   // partition file
+  std::string url;      // one executive, without a partition
+  std::string context;  // only this context of the partition
+  std::optional<std::uint32_t> app;
+  double timeout_seconds = 30;  // configure may allocate and register large pools: give it time
+  std::string command;
+  std::string argument;  // NAME=VALUE for set
+};
+
+struct UsageError {
+  std::string message;
+};
+
+// The context did not answer, or not with our API.
+struct Unreachable {
+  std::string url;
+  std::string reason;
+};
+
+// The context answered, with an error (an unknown application, say).
+struct Refused {
+  std::string url;
+  std::string reason;
+};
+
+struct Answer {
+  int status = 0;
+  Poco::Dynamic::Var json;
+};
+
+std::string normalized_url(std::string url) {
+  if (url.find("://") == std::string::npos) url = "http://" + url;
+  while (url.size() > 1 && url.back() == '/') url.pop_back();
+  return url;
+}
+
+Options parse_options(int argc, char** argv) {
+  Options options;
+  std::vector<std::string> positional;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    std::string value;
+    bool has_value = false;
+    if (arg.starts_with("--") && arg.find('=') != std::string::npos) {
+      value = arg.substr(arg.find('=') + 1);
+      arg = arg.substr(0, arg.find('='));
+      has_value = true;
+    }
+    auto take_value = [&]() -> std::string {
+      if (has_value) return value;
+      if (i + 1 >= argc) throw UsageError{arg + " needs a value"};
+      return argv[++i];
+    };
+    if (arg == "--help" || arg == "-h") {
+      std::cout << kUsageText;
+      std::exit(kSuccess);
+    } else if (arg == "--config") {
+      options.config = take_value();
+    } else if (arg == "--url") {
+      options.url = normalized_url(take_value());
+    } else if (arg == "--context") {
+      options.context = normalized_url(take_value());
+    } else if (arg == "--app") {
+      const std::string text = take_value();
+      std::uint32_t tid = 0;
+      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), tid);
+      if (error != std::errc() || end != text.data() + text.size() || tid == 0) {
+        throw UsageError{"--app needs an application id (a positive number), not '" + text + "'"};
+      }
+      options.app = tid;
+    } else if (arg == "--timeout") {
+      const std::string text = take_value();
+      std::size_t used = 0;
+      try {
+        options.timeout_seconds = std::stod(text, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != text.size() || !(options.timeout_seconds > 0) || !std::isfinite(options.timeout_seconds)) {
+        throw UsageError{"--timeout needs a positive number of seconds, not '" + text + "'"};
+      }
+    } else if (arg.starts_with("--")) {
+      throw UsageError{"unknown option " + arg};
+    } else {
+      positional.push_back(arg);
+    }
+  }
+  if (positional.empty()) throw UsageError{"no command given"};
+  options.command = positional[0];
+  static const std::vector<std::string> commands = {"status", "configure", "enable", "stop",
+                                                    "halt",   "params",    "set"};
+  if (std::find(commands.begin(), commands.end(), options.command) == commands.end()) {
+    throw UsageError{"unknown command '" + options.command + "'"};
+  }
+  if (options.command == "set") {
+    if (positional.size() != 2 || positional[1].find('=') == std::string::npos || positional[1].front() == '=') {
+      throw UsageError{"set needs NAME=VALUE"};
+    }
+    if (!options.app) throw UsageError{"set needs --app TID"};
+    options.argument = positional[1];
+  } else if (positional.size() > 1) {
+    throw UsageError{"unexpected argument '" + positional[1] + "'"};
+  }
+  if (options.config.empty() == options.url.empty()) throw UsageError{"give either --config or --url"};
+  if (!options.url.empty() && !options.context.empty()) throw UsageError{"--context goes with --config, not --url"};
+  return options;
+}
+
+// The contexts to talk to, in partition order.
+std::vector<std::string> contexts_of(const Options& options) {
+  if (!options.url.empty()) return {options.url};
+  const daqx::config::Partition partition = daqx::config::load_partition(options.config);
+  auto find = [&](const std::string& url) -> const daqx::config::ContextConfig* {
+    for (const auto& context : partition.contexts) {
+      if (normalized_url(context.url) == url) return &context;
+    }
+    return nullptr;
+  };
+  if (!options.context.empty() && find(options.context) == nullptr) {
+    throw UsageError{"no context " + options.context + " in " + options.config};
+  }
+  if (options.app) {
+    const daqx::config::ContextConfig* context = partition.context_of(*options.app);
+    if (context == nullptr) {
+      throw UsageError{"no application with tid " + std::to_string(*options.app) + " in " + options.config};
+    }
+    if (!options.context.empty() && normalized_url(context->url) != options.context) {
+      throw UsageError{"application " + std::to_string(*options.app) + " is in " + context->url + ", not in " +
+                       options.context};
+    }
+    return {normalized_url(context->url)};
+  }
+  if (!options.context.empty()) return {options.context};
+  std::vector<std::string> urls;
+  for (const auto& context : partition.contexts) urls.push_back(normalized_url(context.url));
+  return urls;
+}
+
+// One request and its JSON answer. Throws Unreachable when the context does not answer, or not with JSON.
+Answer call(const std::string& url, const std::string& method, const std::string& path, const std::string& body,
+            double timeout_seconds) {
+  std::optional<daqx::ControlClient> client;
+  try {
+    client.emplace(url, std::chrono::milliseconds(static_cast<std::int64_t>(timeout_seconds * 1000)));
+  } catch (const std::invalid_argument& error) {
+    throw UsageError{error.what()};
+  }
+  const daqx::HttpReply reply = method == "GET" ? client->get(path) : client->post(path, body);
+  if (!reply.answered()) throw Unreachable{url, reply.body};
+  Answer answer;
+  answer.status = reply.status;
+  try {
+    answer.json = Poco::JSON::Parser().parse(reply.body);
+  } catch (const Poco::Exception&) {
+    throw Unreachable{url, "answered " + std::to_string(reply.status) + " without JSON to " + method + " " + path};
+  }
+  return answer;
+}
+
+Poco::JSON::Object::Ptr object_of(const Poco::Dynamic::Var& value) {
+  if (value.type() == typeid(Poco::JSON::Object::Ptr)) return value.extract<Poco::JSON::Object::Ptr>();
+  return {};
+}
+
+std::string text(const Poco::JSON::Object::Ptr& object, const std::string& key) {
+  if (!object || !object->has(key) || object->isNull(key)) return {};
+  return object->get(key).convert<std::string>();
+}
+
+// The application objects a context reports: all of them, or the one asked for.
+std::vector<Poco::JSON::Object::Ptr> applications(const std::string& url, const Options& options) {
+  const std::string path =
+      options.app ? "/api/applications/" + std::to_string(*options.app) : std::string("/api/applications");
+  const Answer answer = call(url, "GET", path, {}, options.timeout_seconds);
+  if (answer.status != 200) {
+    throw Refused{url, "GET " + path + " (" + std::to_string(answer.status) + "): " +
+                           text(object_of(answer.json), "error")};
+  }
+  std::vector<Poco::JSON::Object::Ptr> objects;
+  if (options.app) {
+    if (auto object = object_of(answer.json)) objects.push_back(object);
+  } else if (answer.json.type() == typeid(Poco::JSON::Array::Ptr)) {
+    const auto array = answer.json.extract<Poco::JSON::Array::Ptr>();
+    for (std::size_t i = 0; i < array->size(); ++i) {
+      if (auto object = array->getObject(static_cast<unsigned>(i))) objects.push_back(object);
+    }
+  }
+  return objects;
+}
+
+void print_table(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> widths;
+  for (const auto& row : rows) {
+    widths.resize(std::max(widths.size(), row.size()));
+    for (std::size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(widths[i] - row[i].size() + 2, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    std::cout << line << "\n";
+  }
+}
+
+void report_unreachable(const Unreachable& error) {
+  std::cerr << "daqxctl: " << error.url << " did not answer: " << error.reason << "\n";
+}
+
+int status(const std::vector<std::string>& urls, const Options& options) {
+  int exit_code = kSuccess;
+  std::vector<std::vector<std::string>> rows = {{"CONTEXT", "TID", "CLASS", "INSTANCE", "STATE", "REASON"}};
+  for (const std::string& url : urls) {
+    try {
+      for (const auto& application : applications(url, options)) {
+        const std::string state = text(application, "state");
+        if (state == "Failed" && exit_code == kSuccess) exit_code = kRefused;
+        rows.push_back({url, text(application, "tid"), text(application, "class"), text(application, "instance"),
+                        state, text(application, "reason")});
+      }
+    } catch (const Unreachable& error) {
+      report_unreachable(error);
+      exit_code = kUnreachable;
+    } catch (const Refused& error) {
+      std::cerr << "daqxctl: " << error.url << " refused " << error.reason << "\n";
+      if (exit_code == kSuccess) exit_code = kRefused;
+    }
+  }
+  if (rows.size() > 1) print_table(rows);
+  return exit_code;
+}
+
+int params(const std::vector<std::string>& urls, const Options& options) {
+  int exit_code = kSuccess;
+  bool first = true;
+  for (const std::string& url : urls) {
+    try {
+      for (const auto& application : applications(url, options)) {
+        if (!first) std::cout << "\n";
+        first = false;
+        std::cout << url << " tid " << text(application, "tid") << " " << text(application, "class") << " instance "
+                  << text(application, "instance") << " (" << text(application, "state") << ")\n";
+        std::vector<std::vector<std::string>> rows = {{"  NAME", "TYPE", "VALUE", "DEFAULT", "UNIT", "HELP"}};
+        const auto parameters = application->getArray("parameters");
+        for (std::size_t i = 0; parameters && i < parameters->size(); ++i) {
+          const auto parameter = parameters->getObject(static_cast<unsigned>(i));
+          rows.push_back({"  " + text(parameter, "name"), text(parameter, "type"), text(parameter, "value"),
+                          text(parameter, "default"), text(parameter, "unit"), text(parameter, "help")});
+        }
+        print_table(rows);
+      }
+    } catch (const Unreachable& error) {
+      report_unreachable(error);
+      exit_code = kUnreachable;
+    } catch (const Refused& error) {
+      std::cerr << "daqxctl: " << error.url << " refused " << error.reason << "\n";
+      if (exit_code == kSuccess) exit_code = kRefused;
+    }
+  }
+  return exit_code;
+}
+
+// Bringing up goes in partition order and stops at the first refusal, since later contexts rely on the earlier
+// ones; bringing down goes in reverse and carries on, to bring down as much as it can.
+int transition(std::vector<std::string> urls, const Options& options) {
+  const bool bringing_down = options.command == "stop" || options.command == "halt";
+  if (bringing_down) std::reverse(urls.begin(), urls.end());
+  const std::string path = options.app ? "/api/applications/" + std::to_string(*options.app) + "/transition"
+                                       : std::string("/api/transition");
+  const std::string body = R"({"command":")" + options.command + R"("})";
+  int exit_code = kSuccess;
+  for (const std::string& url : urls) {
+    try {
+      const Answer answer = call(url, "POST", path, body, options.timeout_seconds);
+      const auto result = object_of(answer.json);
+      const bool ok = answer.status == 200 && result && result->optValue<bool>("ok", false);
+      const auto states = result ? result->getArray("states") : Poco::JSON::Array::Ptr();
+      std::string summary;
+      for (std::size_t i = 0; states && i < states->size(); ++i) {
+        const auto state = states->getObject(static_cast<unsigned>(i));
+        summary += ' ';
+        summary += text(state, "tid");
+        summary += ':';
+        summary += text(state, "state");
+      }
+      if (ok) {
+        std::cout << url << " " << options.command << " done:" << summary << "\n";
+        continue;
+      }
+      std::string reason = text(result, "message");
+      if (reason.empty()) reason = text(result, "error");
+      std::cerr << "daqxctl: " << url << " refused " << options.command << " (" << answer.status << "): " << reason
+                << (summary.empty() ? "" : " [states:" + summary + "]") << "\n";
+      if (exit_code == kSuccess) exit_code = kRefused;
+    } catch (const Unreachable& error) {
+      report_unreachable(error);
+      exit_code = kUnreachable;
+    }
+    if (exit_code != kSuccess && !bringing_down) break;
+  }
+  return exit_code;
+}
+
+int set_parameter(const std::vector<std::string>& urls, const Options& options) {
+  const std::string name = options.argument.substr(0, options.argument.find('='));
+  const std::string value = options.argument.substr(options.argument.find('=') + 1);
+  Poco::JSON::Object body;
+  body.set("name", name);
+  body.set("value", value);
+  std::ostringstream json;
+  body.stringify(json);
+  const std::string path = "/api/applications/" + std::to_string(*options.app) + "/parameters";
+  try {
+    const Answer answer = call(urls.front(), "POST", path, json.str(), options.timeout_seconds);
+    if (answer.status == 200) {
+      std::cout << urls.front() << " tid " << *options.app << ": " << name << " = " << value << "\n";
+      return kSuccess;
+    }
+    std::cerr << "daqxctl: " << urls.front() << " refused " << name << "=" << value << " for tid " << *options.app
+              << " (" << answer.status << "): " << text(object_of(answer.json), "error") << "\n";
+    return kRefused;
+  } catch (const Unreachable& error) {
+    report_unreachable(error);
+    return kUnreachable;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 1) {
+    std::cerr << kUsageText;
+    return kUsage;
+  }
+  try {
+    const Options options = parse_options(argc, argv);
+    const std::vector<std::string> urls = contexts_of(options);
+    if (urls.empty()) throw UsageError{"the partition has no contexts"};
+    if (options.command == "status") return status(urls, options);
+    if (options.command == "params") return params(urls, options);
+    if (options.command == "set") return set_parameter(urls, options);
+    return transition(urls, options);
+  } catch (const UsageError& error) {
+    std::cerr << "daqxctl: " << error.message << " (daqxctl --help for usage)\n";
+    return kUsage;
+  } catch (const daqx::config::ConfigError& error) {
+    for (const std::string& message : error.messages()) std::cerr << "daqxctl: " << message << "\n";
+    return kUsage;
+  } catch (const std::exception& error) {
+    std::cerr << "daqxctl: " << error.what() << "\n";
+    return kUsage;
+  }
+}

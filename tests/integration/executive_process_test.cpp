@@ -1,0 +1,322 @@
+// Process-level tests of the executive: real daqx-executive processes, real partition files, real HTTP.
+#include <catch2/catch.hpp>
+
+#include <numaif.h>
+#include <sched.h>
+
+#include <Poco/JSON/Parser.h>
+
+#include <cmath>
+#include <set>
+#include <thread>
+
+#include "../support/executive_process.hpp"
+#include "../support/process.hpp"
+
+using namespace daqx::test;
+using Catch::Contains;
+
+namespace {
+
+std::string url(std::uint16_t port) { return "http://localhost:" + std::to_string(port); }
+
+// One context on loopback with the given applications (XML) and modules.
+std::string one_context(const std::string& name, std::uint16_t port, const std::string& body,
+                        const std::string& policy = "") {
+  return "<Partition name=\"" + name + "\">\n" + policy + "  <Context url=\"" + url(port) + "\">\n" + body +
+         "  </Context>\n</Partition>\n";
+}
+
+Poco::JSON::Array::Ptr json_array(const daqx::HttpReply& reply) {
+  return Poco::JSON::Parser().parse(reply.body).extract<Poco::JSON::Array::Ptr>();
+}
+
+}  // namespace
+
+TEST_CASE("ping-pong between two applications of one context measures round trips", "[executive][process]") {
+  std::uint16_t port = free_port();
+  std::string partition = write_file("pingpong.xml", one_context("pingpong", port, R"(
+    <Module path="libdaqx_nton.so"/>
+    <Application class="nton::PingPong" id="2" instance="1">
+      <Properties><role>pong</role></Properties>
+    </Application>
+    <Application class="nton::PingPong" id="1" instance="0">
+      <Properties><role>ping</role><count type="unsigned">2000</count><warmup>100</warmup><frameSize>64</frameSize></Properties>
+    </Application>
+)"));
+  ExecutiveProcess executive(partition, url(port));
+  REQUIRE(executive.wait_ready());
+  REQUIRE(executive.transition("configure").status == 200);
+  REQUIRE(executive.transition("enable").status == 200);
+  REQUIRE(executive.wait_metric(1, "done", 1));
+  INFO(executive.output());
+  CHECK(executive.metric(1, "round_trips") == 2100);  // warm-up round trips count, but are not sampled
+  CHECK(executive.metric(1, "samples") == 2000);
+  CHECK(executive.metric(1, "rtt_min_us") > 0);
+  CHECK(executive.metric(1, "rtt_median_us") >= executive.metric(1, "rtt_min_us"));
+  CHECK(executive.metric(1, "rtt_p99_us") >= executive.metric(1, "rtt_median_us"));
+  CHECK(executive.transition("stop").status == 200);
+  CHECK(executive.transition("halt").status == 200);
+  CHECK(executive.stop() == 0);
+}
+
+TEST_CASE("N-to-N 2x2 within one context delivers every frame once, in order, with its pattern", "[executive][process]") {
+  std::uint16_t port = free_port();
+  std::string partition = write_file("nton-2x2.xml", one_context("nton-local", port, R"(
+    <Module path="libdaqx_nton.so"/>
+    <Application class="nton::Receiver" id="21" instance="0"/>
+    <Application class="nton::Receiver" id="22" instance="1"/>
+    <Application class="nton::Sender" id="11" instance="0">
+      <Properties><frameSize>8192</frameSize><frameCount>20000</frameCount><window>32</window></Properties>
+    </Application>
+    <Application class="nton::Sender" id="12" instance="1">
+      <Properties><frameSize>3000</frameSize><frameCount>20000</frameCount><window>32</window></Properties>
+    </Application>
+)"));
+  ExecutiveProcess executive(partition, url(port));
+  REQUIRE(executive.wait_ready());
+  REQUIRE(executive.transition("configure").status == 200);
+  REQUIRE(executive.transition("enable").status == 200);
+  REQUIRE(executive.wait_metric(11, "done", 1, std::chrono::seconds(60)));
+  REQUIRE(executive.wait_metric(12, "done", 1, std::chrono::seconds(60)));
+  REQUIRE(executive.wait_metric(21, "frames_received", 20000, std::chrono::seconds(30)));
+  REQUIRE(executive.wait_metric(22, "frames_received", 20000, std::chrono::seconds(30)));
+  INFO(executive.output());
+  // Round-robin: each sender gives each receiver half of its frames.
+  CHECK(executive.metric(21, "frames_received") == 20000);
+  CHECK(executive.metric(22, "frames_received") == 20000);
+  CHECK(executive.metric(21, "bytes_received") == 10000.0 * 8192 + 10000.0 * 3000);
+  CHECK(executive.metric(21, "pattern_errors") == 0);
+  CHECK(executive.metric(22, "sequence_errors") == 0);
+  CHECK(executive.metric(11, "frames_sent") == 20000);
+  CHECK(executive.transition("stop").status == 200);
+  CHECK(executive.transition("halt").status == 200);
+  // Every block went back to its pool.
+  Poco::JSON::Array::Ptr pools = json_array(executive.get("/api/pools"));
+  for (std::size_t i = 0; i < pools->size(); ++i) {
+    Poco::JSON::Object::Ptr pool = pools->getObject(static_cast<unsigned>(i));
+    Poco::JSON::Array::Ptr classes = pool->getArray("classes");
+    for (std::size_t c = 0; c < classes->size(); ++c)
+      CHECK(classes->getObject(static_cast<unsigned>(c))->getValue<double>("blocks_used") == 0);
+  }
+  CHECK(executive.stop() == 0);
+}
+
+TEST_CASE("a frame between applications of one context is handed over without a copy", "[executive][process]") {
+  std::uint16_t port = free_port();
+  std::string partition = write_file("probe.xml", one_context("probe", port, R"(
+    <Module path="libdaqx_test_probe.so"/>
+    <Application class="test::Probe" id="5"/>
+    <Application class="test::Probe" id="4" instance="1"><Properties><peer>5</peer></Properties></Application>
+)"));
+  ExecutiveProcess executive(partition, url(port));
+  REQUIRE(executive.wait_ready());
+  REQUIRE(executive.transition("configure").status == 200);
+  REQUIRE(executive.transition("enable").status == 200);
+  REQUIRE(executive.wait_metric(5, "probe_received", 1));
+  double sent = executive.metric(4, "probe_sent_block_address");
+  double received = executive.metric(5, "probe_received_block_address");
+  CHECK(sent != 0);
+  CHECK(sent == received);  // the same block: no copy on the way
+  CHECK(executive.metric(5, "probe_received_initiator") == 4);
+  CHECK(executive.metric(5, "probe_received_word") == static_cast<double>(0x5eed0000ULL + 4));
+  CHECK(executive.stop() == 0);
+}
+
+TEST_CASE("the state machine refuses illegal transitions and keeps the reason of a failure", "[executive][process]") {
+  std::uint16_t port = free_port();
+  std::string partition = write_file("fsm.xml", one_context("fsm", port, R"(
+    <Module path="libdaqx_test_probe.so"/>
+    <Application class="test::Probe" id="1"/>
+    <Application class="test::Probe" id="2" instance="1"><Properties><failIn>enable</failIn></Properties></Application>
+)"));
+  ExecutiveProcess executive(partition, url(port));
+  REQUIRE(executive.wait_ready());
+  auto state = [&](std::uint32_t tid) { return executive.application(tid)->getValue<std::string>("state"); };
+  CHECK(state(1) == "Halted");
+  daqx::HttpReply refused = executive.transition(1, "enable");
+  CHECK(refused.status == 409);
+  CHECK_THAT(refused.body, Contains("Halted"));
+  CHECK(executive.transition(1, "configure").status == 200);
+  CHECK(state(1) == "Configured");
+  CHECK(executive.transition(1, "configure").status == 409);
+  CHECK(executive.transition(1, "enable").status == 200);
+  CHECK(state(1) == "Enabled");
+  CHECK(executive.transition(1, "halt").status == 409);  // stop first
+  CHECK(executive.transition(1, "stop").status == 200);
+  CHECK(executive.transition(1, "halt").status == 200);
+  CHECK(state(1) == "Halted");
+
+  CHECK(executive.transition(2, "configure").status == 200);
+  daqx::HttpReply failed = executive.transition(2, "enable");
+  CHECK(failed.status == 500);
+  CHECK_THAT(failed.body, Contains("told to fail in enable"));
+  CHECK(state(2) == "Failed");
+  CHECK_THAT(executive.application(2)->getValue<std::string>("reason"), Contains("told to fail in enable"));
+  CHECK_THAT(executive.get("/").body, Contains("told to fail in enable"));  // on the status page too
+  CHECK(executive.transition(2, "halt").status == 200);  // recovery
+  CHECK(state(2) == "Halted");
+  CHECK(executive.stop() == 0);
+}
+
+TEST_CASE("the policy pins threads and binds pools, as the kernel reports", "[executive][process][policy]") {
+  std::uint16_t port = free_port();
+  int last_cpu = static_cast<int>(std::thread::hardware_concurrency()) - 1;
+  std::string policy = "  <Policy>\n    <Thread pattern=\"test/probe/*/dispatch\" cores=\"" + std::to_string(last_cpu) +
+                       "\"/>\n    <Pool pattern=\"test/probe/*/pool\" allocator=\"numa:0\"/>\n  </Policy>\n";
+  std::string partition = write_file("policy.xml", one_context("policy", port, R"(
+    <Module path="libdaqx_test_probe.so"/>
+    <Application class="test::Probe" id="1"/>
+)", policy));
+  ExecutiveProcess executive(partition, url(port));
+  REQUIRE(executive.wait_ready());
+  Poco::JSON::Array::Ptr threads = json_array(executive.get("/api/threads"));
+  bool found = false;
+  for (std::size_t i = 0; i < threads->size(); ++i) {
+    Poco::JSON::Object::Ptr t = threads->getObject(static_cast<unsigned>(i));
+    if (t->getValue<std::string>("name") != "test/probe/0/dispatch") continue;
+    found = true;
+    // Read the affinity of that kernel thread ourselves, not what the executive says.
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    REQUIRE(sched_getaffinity(t->getValue<int>("kernel_tid"), sizeof set, &set) == 0);
+    CHECK(CPU_COUNT(&set) == 1);
+    CHECK(CPU_ISSET(last_cpu, &set));
+  }
+  CHECK(found);
+  Poco::JSON::Array::Ptr pools = json_array(executive.get("/api/pools"));
+  bool pool_found = false;
+  for (std::size_t i = 0; i < pools->size(); ++i) {
+    Poco::JSON::Object::Ptr p = pools->getObject(static_cast<unsigned>(i));
+    if (p->getValue<std::string>("name") != "test/probe/0/pool") continue;
+    pool_found = true;
+    CHECK(p->getValue<int>("numa_node") == 0);
+    Poco::JSON::Array::Ptr chunks = p->getArray("chunks");
+    REQUIRE(chunks->size() > 0);
+    // move_pages on the executive's own address space: where its pool pages really are.
+    auto address = chunks->getObject(0)->getValue<std::uint64_t>("address");
+    void* page = reinterpret_cast<void*>(address);
+    int status = -1;
+    REQUIRE(move_pages(executive.pid(), 1, &page, nullptr, &status, 0) == 0);
+    CHECK(status == 0);
+  }
+  CHECK(pool_found);
+  CHECK(executive.stop() == 0);
+}
+
+TEST_CASE("mistakes only the modules can reveal are reported as file:line: reason before anything starts",
+          "[executive][process][config]") {
+  std::uint16_t port = free_port();
+  std::uint16_t other = free_port();
+  struct Case {
+    std::string name, body, expect;
+    int line;
+  };
+  std::vector<Case> cases = {
+      {"missing-module", "    <Module path=\"libdaqx_nowhere.so\"/>\n", "module 'libdaqx_nowhere.so' not found", 3},
+      {"not-a-module", "    <Module path=\"" + module_directory() + "/../mempool/libdaqx_mempool.so\"/>\n",
+       "is not a daqx module", 3},
+      {"broken-file", "    <Module path=\"" + scratch_directory() + "/garbage.so\"/>\n", "cannot load module", 3},
+      {"unknown-class", "    <Module path=\"libdaqx_test_probe.so\"/>\n    <Application class=\"test::Nope\" id=\"1\"/>\n",
+       "unknown application class 'test::Nope'", 4},
+      {"unknown-protocol",
+       "    <Endpoint protocol=\"carrier-pigeon\" hostname=\"localhost\" port=\"" + std::to_string(other) +
+           "\" network=\"data\"/>\n",
+       "carrier-pigeon", 3},
+      {"unknown-property",
+       "    <Module path=\"libdaqx_test_probe.so\"/>\n    <Application class=\"test::Probe\" id=\"1\">\n"
+       "      <Properties><colour>red</colour></Properties>\n    </Application>\n",
+       "colour", 5},
+      {"out-of-range",
+       "    <Module path=\"libdaqx_test_probe.so\"/>\n    <Application class=\"test::Probe\" id=\"1\">\n"
+       "      <Properties><level>11</level></Properties>\n    </Application>\n",
+       "maximum", 5},
+      {"unknown-peer",
+       "    <Module path=\"libdaqx_test_probe.so\"/>\n    <Application class=\"test::Probe\" id=\"1\">\n"
+       "      <Properties><peer>99</peer></Properties>\n    </Application>\n",
+       "99", 5},
+  };
+  write_file("garbage.so", "this is not an ELF file");
+  for (const Case& c : cases) {
+    SECTION(c.name) {
+      std::string path = write_file(c.name + ".xml", one_context(c.name, port, c.body));
+      ProcessResult result = run_process({executive_program(), "--config", path, "--context", url(port)},
+                                         std::chrono::seconds(30), {"DAQX_MODULE_PATH=" + module_directory()});
+      INFO(result.output);
+      CHECK(result.exit_code == 2);
+      CHECK_THAT(result.output, Contains(path + ":" + std::to_string(c.line) + ": ") && Contains(c.expect));
+    }
+  }
+  SECTION("a context the partition does not have") {
+    std::string path = write_file("no-such-context.xml", one_context("x", port, ""));
+    ProcessResult result = run_process({executive_program(), "--config", path, "--context", url(other)},
+                                       std::chrono::seconds(30));
+    CHECK(result.exit_code == 2);
+    CHECK_THAT(result.output, Contains("is not in this partition"));
+  }
+}
+
+TEST_CASE("an application may only select peers it shares a network with", "[executive][process][config]") {
+  std::uint16_t a = free_port(), b = free_port(), ea = free_port(), eb = free_port();
+  std::string xml = "<Partition name=\"nets\">\n  <Context url=\"" + url(a) + "\">\n"
+                    "    <Endpoint protocol=\"tcp\" hostname=\"localhost\" port=\"" + std::to_string(ea) +
+                    "\" network=\"alpha\"/>\n"
+                    "    <Module path=\"libdaqx_test_probe.so\"/>\n"
+                    "    <Application class=\"test::Probe\" id=\"1\" network=\"alpha\">\n"
+                    "      <Properties><peer>2</peer></Properties>\n    </Application>\n  </Context>\n"
+                    "  <Context url=\"" + url(b) + "\">\n"
+                    "    <Endpoint protocol=\"tcp\" hostname=\"localhost\" port=\"" + std::to_string(eb) +
+                    "\" network=\"beta\"/>\n"
+                    "    <Module path=\"libdaqx_test_probe.so\"/>\n"
+                    "    <Application class=\"test::Probe\" id=\"2\" instance=\"1\" network=\"beta\"/>\n  </Context>\n</Partition>\n";
+  std::string path = write_file("nets.xml", xml);
+  ProcessResult result = run_process({executive_program(), "--config", path, "--context", url(a)},
+                                     std::chrono::seconds(30), {"DAQX_MODULE_PATH=" + module_directory()});
+  INFO(result.output);
+  CHECK(result.exit_code == 2);
+  CHECK_THAT(result.output, Contains(path + ":6: ") && Contains("shares no network"));
+}
+
+TEST_CASE("no control request can crash an executive", "[executive][process][http]") {
+  std::uint16_t port = free_port();
+  std::string partition = write_file("robust.xml", one_context("robust", port, R"(
+    <Module path="libdaqx_test_probe.so"/>
+    <Application class="test::Probe" id="1"/>
+)"));
+  ExecutiveProcess executive(partition, url(port));
+  REQUIRE(executive.wait_ready());
+  CHECK(executive.get("/no/such/page").status == 404);
+  CHECK(executive.get("/api/applications/77").status == 404);
+  CHECK(executive.get("/api/applications/seven").status == 400);
+  CHECK(executive.post("/api/transition", "{not json").status == 400);
+  CHECK(executive.post("/api/transition", "{\"command\":\"explode\"}").status == 400);
+  CHECK(executive.post("/api/applications/1/transition", "").status == 400);
+  CHECK(executive.post("/api/applications/1/parameters", "{\"name\":\"level\",\"value\":\"99\"}").status >= 400);
+  CHECK(executive.post("/api/applications/1/parameters", "{\"name\":\"level\",\"value\":\"3\"}").status == 200);
+  CHECK(executive.post("/metrics", "").status == 405);
+  daqx::HttpReply metrics = executive.get("/metrics");
+  CHECK(metrics.status == 200);
+  CHECK_THAT(metrics.body, Contains("daqx_application_frames_dispatched_total{"));
+  CHECK_THAT(metrics.body, Contains("daqx_pool_blocks_total{"));
+  CHECK(executive.get("/api/applications").status == 200);  // still serving
+  Poco::JSON::Object::Ptr app = executive.application(1);
+  REQUIRE(app);
+  Poco::JSON::Array::Ptr params = app->getArray("parameters");
+  bool level_seen = false;
+  for (std::size_t i = 0; i < params->size(); ++i)
+    if (params->getObject(static_cast<unsigned>(i))->getValue<std::string>("name") == "level") {
+      level_seen = true;
+      CHECK(params->getObject(static_cast<unsigned>(i))->getValue<std::string>("value") == "3");
+    }
+  CHECK(level_seen);
+  CHECK(executive.stop() == 0);
+}
+
+TEST_CASE("daqx-executive --list-params prints every parameter of a module", "[executive][process]") {
+  ProcessResult result = run_process({executive_program(), "--list-params", "libdaqx_nton.so"}, std::chrono::seconds(30),
+                                     {"DAQX_MODULE_PATH=" + module_directory()});
+  INFO(result.output);
+  CHECK(result.exit_code == 0);
+  CHECK_THAT(result.output, Contains("application nton::Sender") && Contains("frameSize") && Contains("window") &&
+                                Contains("application nton::Receiver") && Contains("application nton::PingPong"));
+}

@@ -1,0 +1,176 @@
+// Starting, driving and stopping real executive processes for process-level tests.
+#include "executive_process.hpp"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <Poco/JSON/Parser.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace daqx::test {
+
+std::string executive_program() { return DAQX_TEST_EXECUTIVE; }
+std::string tool_program(const std::string& name) { return std::string(DAQX_TEST_TOOLS_DIR) + "/" + name; }
+std::string module_directory() { return DAQX_TEST_MODULE_DIR; }
+std::string config_directory() { return DAQX_TEST_CONFIG_DIR; }
+
+std::uint16_t free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+  socklen_t length = sizeof address;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+namespace {
+struct Scratch {
+  std::string path;
+  Scratch() {
+    char pattern[] = "/tmp/daqx-test-XXXXXX";
+    path = mkdtemp(pattern);
+  }
+  ~Scratch() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+};
+}  // namespace
+
+std::string scratch_directory() {
+  static Scratch scratch;
+  return scratch.path;
+}
+
+std::string write_file(const std::string& name, const std::string& text) {
+  std::string path = scratch_directory() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+ExecutiveProcess::ExecutiveProcess(const std::string& partition_path, const std::string& context_url,
+                                   std::vector<std::string> extra_args)
+    : client_(context_url, std::chrono::seconds(10)) {
+  static int counter = 0;
+  log_path_ = scratch_directory() + "/executive-" + std::to_string(getpid()) + "-" + std::to_string(++counter) + ".log";
+  int log_fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  std::vector<std::string> args = {executive_program(), "--config", partition_path, "--context", context_url};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  pid_ = fork();
+  if (pid_ == 0) {
+    dup2(log_fd, STDOUT_FILENO);
+    dup2(log_fd, STDERR_FILENO);
+    setenv("DAQX_MODULE_PATH", module_directory().c_str(), 1);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(log_fd);
+}
+
+ExecutiveProcess::~ExecutiveProcess() {
+  if (!reaped_ && pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    waitpid(pid_, &status_, 0);
+  }
+}
+
+bool ExecutiveProcess::running() {
+  if (reaped_) return false;
+  if (waitpid(pid_, &status_, WNOHANG) == pid_) reaped_ = true;
+  return !reaped_;
+}
+
+bool ExecutiveProcess::wait_ready(std::chrono::milliseconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (!running()) return false;
+    if (ControlClient(client_.url(), std::chrono::seconds(1)).get("/api/executive").status == 200) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+HttpReply ExecutiveProcess::transition(const std::string& command) const {
+  return post("/api/transition", "{\"command\":\"" + command + "\"}");
+}
+
+HttpReply ExecutiveProcess::transition(std::uint32_t tid, const std::string& command) const {
+  return post("/api/applications/" + std::to_string(tid) + "/transition", "{\"command\":\"" + command + "\"}");
+}
+
+Poco::JSON::Object::Ptr ExecutiveProcess::application(std::uint32_t tid) const {
+  HttpReply reply = get("/api/applications/" + std::to_string(tid));
+  if (reply.status != 200) return nullptr;
+  return Poco::JSON::Parser().parse(reply.body).extract<Poco::JSON::Object::Ptr>();
+}
+
+double ExecutiveProcess::metric(std::uint32_t tid, const std::string& name) const {
+  Poco::JSON::Object::Ptr app = application(tid);
+  if (!app) return std::nan("");
+  Poco::JSON::Array::Ptr metrics = app->getArray("metrics");
+  for (std::size_t i = 0; metrics && i < metrics->size(); ++i) {
+    Poco::JSON::Object::Ptr m = metrics->getObject(static_cast<unsigned>(i));
+    if (m->getValue<std::string>("name") == name) return m->getValue<double>("value");
+  }
+  return std::nan("");
+}
+
+bool ExecutiveProcess::wait_metric(std::uint32_t tid, const std::string& name, double value,
+                                   std::chrono::milliseconds limit) const {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (metric(tid, name) >= value) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+int ExecutiveProcess::stop(std::chrono::seconds grace) {
+  if (running()) {
+    ::kill(pid_, SIGTERM);
+    auto deadline = std::chrono::steady_clock::now() + grace;
+    while (running() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (running()) {
+      kill_now();
+      return -1;
+    }
+  }
+  if (WIFEXITED(status_)) return WEXITSTATUS(status_);
+  if (WIFSIGNALED(status_)) return 128 + WTERMSIG(status_);
+  return -1;
+}
+
+void ExecutiveProcess::kill_now() {
+  if (!running()) return;
+  ::kill(pid_, SIGKILL);
+  waitpid(pid_, &status_, 0);
+  reaped_ = true;
+}
+
+std::string ExecutiveProcess::output() const {
+  std::ifstream in(log_path_);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace daqx::test

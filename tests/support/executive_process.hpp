@@ -1,0 +1,68 @@
+// Process-level test support: real daqx-executive processes from real partition files, over HTTP.
+#pragma once
+
+#include <sys/types.h>
+
+#include <Poco/JSON/Array.h>
+#include <Poco/JSON/Object.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "daqx/executive/control_client.hpp"
+
+namespace daqx::test {
+
+// Paths of the build tree, compiled in by CMake.
+std::string executive_program();
+std::string tool_program(const std::string& name);  // daqxctl, daqx-launch
+std::string module_directory();
+std::string config_directory();  // the repository's config/
+
+// A port nobody listens on now (bound once and released: good enough on a test machine).
+std::uint16_t free_port();
+
+// A scratch directory per test program run, removed at exit.
+std::string scratch_directory();
+// Writes text to scratch/name and returns the path.
+std::string write_file(const std::string& name, const std::string& text);
+
+class ExecutiveProcess {
+ public:
+  ExecutiveProcess(const std::string& partition_path, const std::string& context_url,
+                   std::vector<std::string> extra_args = {});
+  ~ExecutiveProcess();  // SIGKILL if still running
+  ExecutiveProcess(const ExecutiveProcess&) = delete;
+  ExecutiveProcess& operator=(const ExecutiveProcess&) = delete;
+
+  // Polls the control API until it answers; false if the process died or the time ran out.
+  bool wait_ready(std::chrono::milliseconds limit = std::chrono::seconds(20));
+  HttpReply get(const std::string& path) const { return client_.get(path); }
+  HttpReply post(const std::string& path, const std::string& body) const { return client_.post(path, body); }
+  HttpReply transition(const std::string& command) const;
+  HttpReply transition(std::uint32_t tid, const std::string& command) const;
+  Poco::JSON::Object::Ptr application(std::uint32_t tid) const;
+  // A metric value of an application (NaN when absent or unreachable).
+  double metric(std::uint32_t tid, const std::string& name) const;
+  // Polls until metric(tid, name) >= value or the limit passes.
+  bool wait_metric(std::uint32_t tid, const std::string& name, double value,
+                   std::chrono::milliseconds limit = std::chrono::seconds(30)) const;
+
+  // SIGTERM and wait; returns the exit code (or 128+signal), -1 if it had to be killed after `grace`.
+  int stop(std::chrono::seconds grace = std::chrono::seconds(20));
+  void kill_now();  // SIGKILL
+  bool running();
+  pid_t pid() const noexcept { return pid_; }
+  std::string output() const;  // everything it printed so far
+
+ private:
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  int status_ = 0;
+  std::string log_path_;
+  ControlClient client_;
+};
+
+}  // namespace daqx::test
