@@ -242,6 +242,22 @@ TransitionResult ExecutiveCore::transition(std::optional<Tid> tid, Command comma
   for (const auto& host : hosts_) order.push_back(host.get());
   if (command == Command::stop || command == Command::halt) std::reverse(order.begin(), order.end());
   TransitionResult all;
+  // All or nothing for illegal transitions: check every application before any hook runs.
+  for (ApplicationHost* host : order) {
+    State from = host->state();
+    if (!next_state(from, command)) {
+      all.http_status = 409;
+      all.message += std::string(all.message.empty() ? "" : "; ") + "application " + std::to_string(host->tid()) +
+                     " (" + host->class_name() + "): " + illegal_transition_reason(from, command);
+    }
+    all.states.emplace_back(host->tid(), from);
+  }
+  if (all.http_status == 409) {
+    std::sort(all.states.begin(), all.states.end());
+    all.message = "nothing done: " + all.message;
+    return all;
+  }
+  all.states.clear();
   all.ok = true;
   std::vector<std::string> messages;
   for (ApplicationHost* host : order) {

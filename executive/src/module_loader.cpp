@@ -90,4 +90,18 @@ const std::vector<ParamSpec>* ModuleRegistry::transport_params(std::string_view 
   return t == nullptr ? nullptr : &t->params;
 }
 
+std::vector<std::string> ModuleRegistry::application_classes() const {
+  std::vector<std::string> names;
+  for (const ModuleDescriptor* m : modules_)
+    for (const ApplicationClass& c : m->applications) names.push_back(c.name);
+  return names;
+}
+
+std::vector<std::string> ModuleRegistry::transport_protocols() const {
+  std::vector<std::string> names;
+  for (const ModuleDescriptor* m : modules_)
+    for (const TransportClass& t : m->transports) names.push_back(t.protocol);
+  return names;
+}
+
 }  // namespace daqx::detail

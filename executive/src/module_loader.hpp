@@ -19,6 +19,8 @@ class ModuleRegistry final : public config::Catalogue {
   const TransportClass* transport_class(std::string_view protocol) const noexcept;
   const std::vector<ParamSpec>* application_params(std::string_view class_name) const override;
   const std::vector<ParamSpec>* transport_params(std::string_view protocol) const override;
+  std::vector<std::string> application_classes() const override;
+  std::vector<std::string> transport_protocols() const override;
 
   const std::vector<const ModuleDescriptor*>& modules() const noexcept { return modules_; }
   const std::vector<std::string>& paths() const noexcept { return paths_; }

@@ -147,6 +147,14 @@ TEST_CASE("the state machine refuses illegal transitions and keeps the reason of
   CHECK(executive.transition(1, "halt").status == 200);
   CHECK(state(1) == "Halted");
 
+  // A context-wide command is refused whole when any application cannot take it.
+  CHECK(executive.transition(1, "configure").status == 200);
+  daqx::HttpReply partial = executive.transition("enable");
+  CHECK(partial.status == 409);
+  CHECK_THAT(partial.body, Contains("nothing done") && Contains("application 2"));
+  CHECK(state(1) == "Configured");
+  CHECK(executive.transition(1, "halt").status == 200);
+
   CHECK(executive.transition(2, "configure").status == 200);
   daqx::HttpReply failed = executive.transition(2, "enable");
   CHECK(failed.status == 500);

@@ -32,7 +32,7 @@ std::string write_file(const std::string& name, const std::string& text);
 class ExecutiveProcess {
  public:
   ExecutiveProcess(const std::string& partition_path, const std::string& context_url,
-                   std::vector<std::string> extra_args = {});
+                   std::vector<std::string> extra_args = {}, const std::string& program = executive_program());
   ~ExecutiveProcess();  // SIGKILL if still running
   ExecutiveProcess(const ExecutiveProcess&) = delete;
   ExecutiveProcess& operator=(const ExecutiveProcess&) = delete;

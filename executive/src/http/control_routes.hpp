@@ -24,6 +24,7 @@ struct Request {
   std::string body;
   bool body_too_large = false;  // longer than kMaxRequestBody: not read, answered 413
   bool body_incomplete = false;  // the connection ended before Content-Length bytes came
+  std::string framing_error;     // the body's length could not be read ("bad Content-Length: ..."): answered 400
 };
 
 struct Reply {

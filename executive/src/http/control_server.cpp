@@ -51,7 +51,12 @@ http::Request read_request(Poco::Net::HTTPServerRequest& request) {
   // Without a length or chunking a request has no body (RFC 9112 6.3); Poco would read to the end of the
   // connection instead, which a client that keeps it open would turn into a hang.
   if (!has_length && !request.getChunkedTransferEncoding()) return parsed;
+  // A length that is not a number never gets here: Poco refuses it while reading the header.
   const std::int64_t length = has_length ? request.getContentLength64() : -1;
+  if (has_length && length < 0) {
+    parsed.framing_error = "bad Content-Length: '" + request.get(Poco::Net::HTTPMessage::CONTENT_LENGTH) + "'";
+    return parsed;
+  }
   if (length > static_cast<std::int64_t>(http::kMaxRequestBody)) {
     parsed.body_too_large = true;
     if (length <= static_cast<std::int64_t>(kMaxDrainedBody)) read_body(request.stream(), nullptr, kMaxDrainedBody);

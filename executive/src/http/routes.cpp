@@ -208,6 +208,7 @@ Reply handle_request(ControlModel& model, const Request& request) {
       return error_reply(request.target, 400, "bad request target: " + error.message());
     }
     if (!path.starts_with('/')) return error_reply(path, 400, "bad request target: " + request.target);
+    if (!request.framing_error.empty()) return error_reply(path, 400, request.framing_error);
     return Router(model, request, path).route();
   } catch (const Poco::Exception& error) {
     return error_reply(path, 500, "internal error: " + error.displayText());
