@@ -100,10 +100,13 @@ SendStatus ApplicationHost::send(Tid target, std::uint16_t function, std::uint64
   encode_header(header, frame.data());
   if (route->local != nullptr) return route->local->enqueue(header, frame, this);
   if (route->network != config_.network) return SendStatus::no_route;
-  SendStatus status = route->binding->transport().post(route->peer, frame);
+  Transport& transport = route->binding->transport();
+  SendStatus status = transport.post(route->peer, frame);
   if (status == SendStatus::would_block) {
     sends_would_block_.fetch_add(1, std::memory_order_relaxed);
-    wait_for_peer(&route->binding->transport(), route->peer);
+    wait_for_peer(&transport, route->peer);
+    // Once more after registering: the queue may have drained (and said send_ready) before we registered.
+    status = transport.post(route->peer, frame);
   }
   return status;
 }

@@ -44,6 +44,12 @@ DeliverStatus TransportBinding::deliver(Frame&& frame, PeerId) noexcept {
     return DeliverStatus::accepted;
   }
   target->add_deliver_waiter(&deliver_ready_);
+  // Once more after registering: the queue may have drained before we registered, and then nobody would
+  // tell us to resume.
+  if (target->enqueue(frame.header, frame.data, nullptr) == SendStatus::ok) {
+    core_.note_delivered();
+    return DeliverStatus::accepted;
+  }
   return DeliverStatus::busy;
 }
 
