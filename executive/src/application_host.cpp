@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <exception>
+#include <stdexcept>
 
 #include "executive_core.hpp"
 
@@ -42,12 +43,22 @@ ApplicationHost::ApplicationHost(ExecutiveCore& core, const config::ApplicationC
   mem::Pool& pool = core_.make_pool(name_ + "/pool",
                                     mem::PoolConfig::geometric(name_ + "/pool", 256, 1u << 20, 1u << 20, 64u << 20));
   pool_ = &pool;
+  read_transport_mode();
   pool_->on_available([this] {
     if (pool_available_callback_) post_task(pool_available_callback_);
   });
 }
 
 ApplicationHost::~ApplicationHost() { finish(); }
+
+void ApplicationHost::read_transport_mode() {
+  const std::string& mode = params_.text("transportMode");
+  if (mode != "endpoint" && mode != "latency" && mode != "throughput")
+    throw std::invalid_argument("application " + std::to_string(config_.id) + ": transportMode is '" + mode +
+                                "': expected endpoint, latency or throughput");
+  mode_flags_.store(mode == "latency" ? frame_flags::send_now : mode == "throughput" ? frame_flags::coalesce : 0,
+                    std::memory_order_relaxed);
+}
 
 void ApplicationHost::start() {
   application_ = class_.create(*this);
@@ -91,7 +102,7 @@ SendStatus ApplicationHost::send(Tid target, std::uint16_t function, std::uint64
   if (route == nullptr) return SendStatus::no_route;
   std::size_t total = frame.total_size();
   FrameHeader header;
-  header.flags = flags;
+  header.flags = flags | mode_flags_.load(std::memory_order_relaxed);
   header.total_length = static_cast<std::uint32_t>(total);
   header.target = target;
   header.initiator = config_.id;
@@ -326,7 +337,10 @@ TransitionResult ApplicationHost::run(Command command) {
   }
   try {
     switch (command) {
-      case Command::configure: application_->configure(); break;
+      case Command::configure:
+        read_transport_mode();  // it may have been changed while Halted
+        application_->configure();
+        break;
       case Command::enable: application_->enable(); break;
       case Command::stop: application_->stop(); break;
       case Command::halt:

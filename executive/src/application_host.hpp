@@ -113,6 +113,9 @@ class ApplicationHost final : public ApplicationContext {
   State state_ = State::halted;
   std::string reason_;
 
+  void read_transport_mode();
+  std::atomic<std::uint8_t> mode_flags_{0};  // frame_flags::send_now or coalesce, from transportMode
+
   std::atomic<std::uint64_t> frames_dispatched_{0};
   std::atomic<std::uint64_t> frames_unhandled_{0};
   std::atomic<std::uint64_t> sends_would_block_{0};

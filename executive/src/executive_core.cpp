@@ -136,7 +136,7 @@ void ExecutiveCore::make_transports() {
 void ExecutiveCore::make_applications(std::size_t inbox_capacity) {
   for (const config::ApplicationConfig& app : context_->applications) {
     const ApplicationClass* cls = modules_.application_class(app.class_name);
-    ParamSet params(cls->params);
+    ParamSet params(*modules_.application_params(app.class_name));
     for (const config::Property& p : app.properties) params.set(p.name, p.value);  // checked already
     for (const ParamSpec& spec : cls->params) {
       if (spec.type != ParamType::applications) continue;
@@ -385,6 +385,7 @@ std::string Executive::list_params(const std::string& module) {
   };
   for (const ApplicationClass& c : d.applications) table("application " + c.name, c.help, c.params);
   for (const TransportClass& t : d.transports) table("transport " + t.protocol, t.help, t.params);
+  table("every application (added by the executive)", "", executive_application_params());
   return out;
 }
 

@@ -63,6 +63,11 @@ std::string ModuleRegistry::load(const std::string& spec, const std::string& par
       return "module '" + path + "' provides protocol '" + t.protocol + "' again";
   modules_.push_back(descriptor);
   paths_.push_back(path);
+  for (const ApplicationClass& c : descriptor->applications) {
+    std::vector<ParamSpec> params = c.params;
+    for (ParamSpec& extra : executive_application_params()) params.push_back(std::move(extra));
+    application_params_[c.name] = std::move(params);
+  }
   return {};
 }
 
@@ -81,8 +86,8 @@ const TransportClass* ModuleRegistry::transport_class(std::string_view protocol)
 }
 
 const std::vector<ParamSpec>* ModuleRegistry::application_params(std::string_view class_name) const {
-  const ApplicationClass* c = application_class(class_name);
-  return c == nullptr ? nullptr : &c->params;
+  auto found = application_params_.find(class_name);
+  return found == application_params_.end() ? nullptr : &found->second;
 }
 
 const std::vector<ParamSpec>* ModuleRegistry::transport_params(std::string_view protocol) const {
@@ -105,3 +110,14 @@ std::vector<std::string> ModuleRegistry::transport_protocols() const {
 }
 
 }  // namespace daqx::detail
+
+namespace daqx {
+
+std::vector<ParamSpec> executive_application_params() {
+  return {ParamSpec{"transportMode", ParamType::string, "endpoint", "",
+                    "how transports send this application's frames: endpoint (as the endpoint's mode says), "
+                    "latency (each at once) or throughput (coalesced)",
+                    {}, {}}};
+}
+
+}  // namespace daqx

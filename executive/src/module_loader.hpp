@@ -1,6 +1,7 @@
 // Loads daqx modules (.so) with dlopen and answers what classes and transports they provide.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,8 @@ class ModuleRegistry final : public config::Catalogue {
 
  private:
   std::vector<const ModuleDescriptor*> modules_;
+  // Each class's declared parameters followed by the executive's own (transportMode, ...).
+  std::map<std::string, std::vector<ParamSpec>, std::less<>> application_params_;
   std::vector<std::string> paths_;
 };
 

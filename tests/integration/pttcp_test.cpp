@@ -316,3 +316,37 @@ TEST_CASE("a peer killed mid-run frees its buffers on the survivor, and the conn
     CHECK(receiver->stop() == 0);
   }
 }
+
+TEST_CASE("an application's transportMode overrides its endpoint's mode, frame by frame", "[pttcp][process]") {
+  // The endpoints coalesce with a 50 ms pack timeout: a ping sent that way waits for it (a lower bound,
+  // not a timing guess). With transportMode=latency the same applications' frames leave at once.
+  std::string app_mode = GENERATE(std::string("endpoint"), std::string("latency"));
+  INFO("transportMode " << app_mode);
+  Host a, b;
+  auto endpoint = [](const Host& h, const std::string& apps) {
+    return "  <Context url=\"" + h.url() + "\">\n    <Endpoint protocol=\"tcp\" hostname=\"127.0.0.1\" port=\"" +
+           std::to_string(h.data) + "\" network=\"data\"><Properties><mode>throughput</mode><packTimeout>50000</packTimeout>"
+           "</Properties></Endpoint>\n    <Module path=\"libdaqx_pttcp.so\"/>\n    <Module path=\"libdaqx_nton.so\"/>\n" + apps +
+           "  </Context>\n";
+  };
+  std::string mode_property = "<transportMode>" + app_mode + "</transportMode>";
+  std::string path = write_file("tcp-override-" + app_mode + ".xml", partition("tcp-override", {
+      endpoint(a, "    <Application class=\"nton::PingPong\" id=\"2\" instance=\"1\" network=\"data\"><Properties>" +
+                  mode_property + "</Properties></Application>\n"),
+      endpoint(b, "    <Application class=\"nton::PingPong\" id=\"1\" network=\"data\"><Properties><role>ping</role>"
+                  "<peer>2</peer><count>20</count><warmup>2</warmup>" + mode_property + "</Properties></Application>\n")}));
+  ExecutiveProcess pong(path, a.url()), ping(path, b.url());
+  REQUIRE(pong.wait_ready());
+  REQUIRE(ping.wait_ready());
+  for (auto* e : {&pong, &ping}) REQUIRE(e->transition("configure").status == 200);
+  for (auto* e : {&pong, &ping}) REQUIRE(e->transition("enable").status == 200);
+  REQUIRE(ping.wait_metric(1, "done", 1, std::chrono::seconds(60)));
+  double median = ping.metric(1, "rtt_median_us");
+  if (app_mode == "endpoint") {
+    CHECK(median >= 50000);  // held for the pack timeout on the way out (and again on the way back)
+  } else {
+    CHECK(median < 25000);   // sent at once: far below one pack timeout
+  }
+  CHECK(ping.stop() == 0);
+  CHECK(pong.stop() == 0);
+}

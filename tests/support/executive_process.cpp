@@ -64,12 +64,14 @@ std::string write_file(const std::string& name, const std::string& text) {
 }
 
 ExecutiveProcess::ExecutiveProcess(const std::string& partition_path, const std::string& context_url,
-                                   std::vector<std::string> extra_args, const std::string& program)
+                                   std::vector<std::string> extra_args, const std::string& program,
+                                   std::vector<std::string> wrapper)
     : client_(context_url, std::chrono::seconds(10)) {
   static int counter = 0;
   log_path_ = scratch_directory() + "/executive-" + std::to_string(getpid()) + "-" + std::to_string(++counter) + ".log";
   int log_fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  std::vector<std::string> args = {program, "--config", partition_path, "--context", context_url};
+  std::vector<std::string> args = std::move(wrapper);
+  args.insert(args.end(), {program, "--config", partition_path, "--context", context_url});
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   pid_ = fork();
   if (pid_ == 0) {

@@ -31,8 +31,11 @@ std::string write_file(const std::string& name, const std::string& text);
 
 class ExecutiveProcess {
  public:
+  // `wrapper` goes before the program, e.g. {"/usr/sbin/ip", "netns", "exec", NAME} to run it in a namespace;
+  // its first word must be a path, and it must exec the program in place so pid() stays the executive's.
   ExecutiveProcess(const std::string& partition_path, const std::string& context_url,
-                   std::vector<std::string> extra_args = {}, const std::string& program = executive_program());
+                   std::vector<std::string> extra_args = {}, const std::string& program = executive_program(),
+                   std::vector<std::string> wrapper = {});
   ~ExecutiveProcess();  // SIGKILL if still running
   ExecutiveProcess(const ExecutiveProcess&) = delete;
   ExecutiveProcess& operator=(const ExecutiveProcess&) = delete;

@@ -374,10 +374,14 @@ SendStatus TcpTransport::post(PeerId peer, mem::Ref& frame) noexcept {
       c.counters.would_blocks.fetch_add(1, std::memory_order_relaxed);
       return SendStatus::would_block;
     }
+    // The application's transportMode (header flags) overrides the endpoint's mode, frame by frame.
+    auto flags = static_cast<std::uint8_t>(frame.data()[frame_offset::flags]);
+    bool coalesce = (flags & frame_flags::coalesce) != 0 ||
+                    (settings_.throughput_mode && (flags & frame_flags::send_now) == 0);
     c.queued_bytes += frame.total_size();
     c.queue.push(std::move(frame));
     if (c.state != Outgoing::State::up || c.output_armed) return SendStatus::ok;  // the send thread writes it
-    if (!settings_.throughput_mode || c.queued_bytes >= settings_.pack_bytes || c.queue.size() >= kMaxIovecs / 2) {
+    if (!coalesce || c.queued_bytes >= settings_.pack_bytes || c.queue.size() >= kMaxIovecs / 2) {
       std::string error;
       if (!flush(c, error)) {
         connection_lost(c, error, down);

@@ -22,7 +22,9 @@ inline constexpr std::size_t kFrameHeaderSize = 32;
 inline constexpr std::uint32_t kDefaultMaxFrameSize = 64u << 20;
 
 namespace frame_flags {
-inline constexpr std::uint8_t reply = 0x01;  // an answer to a frame with the same transaction word
+inline constexpr std::uint8_t reply = 0x01;     // an answer to a frame with the same transaction word
+inline constexpr std::uint8_t send_now = 0x02;  // transports send it at once, whatever the endpoint's mode
+inline constexpr std::uint8_t coalesce = 0x04;  // transports may hold it to send with others (throughput)
 }
 
 // Decoded header. Encoding and decoding go through explicit little-endian accessors, never a cast.

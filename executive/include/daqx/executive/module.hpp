@@ -31,6 +31,9 @@ struct TransportClass {
   std::function<std::unique_ptr<Transport>(TransportHost&)> create;
 };
 
+// Parameters the executive adds to every application class, whatever its module declares.
+std::vector<ParamSpec> executive_application_params();
+
 struct ModuleDescriptor {
   std::uint32_t abi_version = kModuleAbiVersion;
   std::string name;  // e.g. "nton"
