@@ -4,6 +4,7 @@
 #   scripts/dev.sh test    packages + release and sanitizer builds + every test in both
 #   scripts/dev.sh build   packages + release build only
 #   scripts/dev.sh bench   packages + release build + every benchmark (tables and CSV in build/bench-results)
+#   scripts/dev.sh bench-tcp  packages + iperf3, libzmq, matplotlib + release build + the TCP comparison
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,9 +18,14 @@ packages=(
   iproute2 procps curl python3
 )
 
-install_packages() {
+# What the TCP comparison (bench/tcp_comparison.py) adds: the programs it compares daqx with, and the plot.
+bench_tcp_packages=(iperf3 libzmq3-dev python3-matplotlib)
+
+install_packages() {  # install_packages [package ...]: the given list, or the project's
   local missing=()
-  for p in "${packages[@]}"; do
+  local wanted=("$@")
+  ((${#wanted[@]})) || wanted=("${packages[@]}")
+  for p in "${wanted[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   if ((${#missing[@]})); then
@@ -46,14 +52,20 @@ run_tests() {  # run_tests <dir> <name>
 }
 
 main_job() {
-  echo "== main job: local N-to-N partition (config/local-nton.xml) for 10 s, rates every second"
-  "$root/build/release/executive/daqx-launch" --config "$root/config/local-nton.xml" --drive --run 10 \
+  echo "== main job: N-to-N between two executives over TCP (config/local-nton-tcp.xml), 10 s, rates every second"
+  "$root/build/release/executive/daqx-launch" --config "$root/config/local-nton-tcp.xml" --drive --run 10 \
     --log-dir "$root/build/logs"
 }
 
 bench() {
   mkdir -p "$root/build/bench-results"
   "$root/build/release/bench/daqx-bench-pool" "$root/build/bench-results/pool_bench.csv"
+}
+
+bench_tcp() {
+  mkdir -p "$root/build/bench-results"
+  # Debian's interpreter: python3-matplotlib is installed for it, not for another python3 on the PATH.
+  /usr/bin/python3 "$root/bench/tcp_comparison.py" --build "$root/build/release" --out "$root/build/bench-results" "$@"
 }
 
 case "${1:-}" in
@@ -69,5 +81,7 @@ case "${1:-}" in
     ;;
   build) install_packages; build_release ;;
   bench) install_packages; build_release; bench ;;
-  *) echo "usage: $0 main|test|build|bench" >&2; exit 2 ;;
+  # The TCP comparison's packages come before the build: the ZeroMQ programs are built only if libzmq is there.
+  bench-tcp) install_packages; install_packages "${bench_tcp_packages[@]}"; build_release; shift; bench_tcp "$@" ;;
+  *) echo "usage: $0 main|test|build|bench|bench-tcp [driver options]" >&2; exit 2 ;;
 esac
