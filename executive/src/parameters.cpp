@@ -1,6 +1,8 @@
 // Parameter types, the validation of parameter text against its declaration, and the typed set of values.
 #include "daqx/executive/parameters.hpp"
 
+#include "text.hpp"
+
 #include <charconv>
 #include <initializer_list>
 #include <cmath>
@@ -13,30 +15,14 @@
 namespace daqx {
 namespace {
 
-char lower(char c) noexcept { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+using detail::concatenate;
+using detail::equals_ignoring_case;
+using detail::lower;
+using detail::trim;
 
-bool equals_ignoring_case(std::string_view a, std::string_view b) noexcept {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (lower(a[i]) != lower(b[i])) return false;
-  return true;
-}
 
-std::string_view trim(std::string_view text) noexcept {
-  constexpr std::string_view blanks = " \t\r\n";
-  const std::size_t first = text.find_first_not_of(blanks);
-  if (first == std::string_view::npos) return {};
-  const std::size_t last = text.find_last_not_of(blanks);
-  return text.substr(first, last - first + 1);
-}
 
-// Builds a message from its parts: chains of `"literal" + std::string` trip a false -Wrestrict in GCC 12
-// (bug 105329).
-std::string concatenate(std::initializer_list<std::string_view> parts) {
-  std::string text;
-  for (std::string_view part : parts) text += part;
-  return text;
-}
+
 
 std::string quoted(std::string_view text) { return concatenate({"'", text, "'"}); }
 

@@ -2,6 +2,8 @@
 // and whether two applications can reach each other.
 #include "daqx/executive/partition.hpp"
 
+#include "text.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <initializer_list>
@@ -12,6 +14,11 @@
 namespace daqx::config {
 namespace {
 
+using detail::concatenate;
+using detail::equals_ignoring_case;
+using detail::lower;
+using detail::trim;
+
 std::string join_lines(const std::vector<std::string>& messages) {
   std::string joined;
   for (const std::string& message : messages) {
@@ -21,21 +28,7 @@ std::string join_lines(const std::vector<std::string>& messages) {
   return joined;
 }
 
-// Builds a message from its parts: chains of `"literal" + std::string` trip a false -Wrestrict in GCC 12
-// (bug 105329).
-std::string concatenate(std::initializer_list<std::string_view> parts) {
-  std::string text;
-  for (std::string_view part : parts) text += part;
-  return text;
-}
 
-std::string_view trim(std::string_view text) noexcept {
-  constexpr std::string_view blanks = " \t\r\n";
-  const std::size_t first = text.find_first_not_of(blanks);
-  if (first == std::string_view::npos) return {};
-  const std::size_t last = text.find_last_not_of(blanks);
-  return text.substr(first, last - first + 1);
-}
 
 std::optional<std::uint32_t> parse_id(std::string_view text) noexcept {
   std::uint32_t id = 0;

@@ -2,6 +2,8 @@
 // properties are checked against what the modules declare.
 #include "daqx/executive/partition.hpp"
 
+#include "text.hpp"
+
 #include <algorithm>
 #include <initializer_list>
 #include <utility>
@@ -9,13 +11,11 @@
 namespace daqx::config {
 namespace {
 
-// Builds a message from its parts: chains of `"literal" + std::string` trip a false -Wrestrict in GCC 12
-// (bug 105329).
-std::string concatenate(std::initializer_list<std::string_view> parts) {
-  std::string text;
-  for (std::string_view part : parts) text += part;
-  return text;
-}
+using detail::concatenate;
+using detail::equals_ignoring_case;
+using detail::lower;
+using detail::trim;
+
 
 std::string joined(const std::vector<std::string>& names) {
   std::string text;

@@ -1,6 +1,8 @@
 // Reads a partition file into a Partition, reporting every mistake with its line rather than the first one.
 #include "daqx/executive/partition.hpp"
 
+#include "text.hpp"
+
 #include <pugixml.hpp>
 #include <sched.h>
 
@@ -19,16 +21,14 @@
 namespace daqx::config {
 namespace {
 
+using detail::concatenate;
+using detail::equals_ignoring_case;
+using detail::lower;
+using detail::trim;
+
 constexpr std::string_view kPortRange = "(1-65535)";
 constexpr std::string_view kKnownTypes = "bool, int, unsigned, double, string, list, applications";
 
-std::string_view trim(std::string_view text) noexcept {
-  constexpr std::string_view blanks = " \t\r\n";
-  const std::size_t first = text.find_first_not_of(blanks);
-  if (first == std::string_view::npos) return {};
-  const std::size_t last = text.find_last_not_of(blanks);
-  return text.substr(first, last - first + 1);
-}
 
 std::string lowercase(std::string_view text) {
   std::string lowered(text);
@@ -37,13 +37,6 @@ std::string lowercase(std::string_view text) {
   return lowered;
 }
 
-// Builds a message from its parts: chains of `"literal" + std::string` trip a false -Wrestrict in GCC 12
-// (bug 105329).
-std::string concatenate(std::initializer_list<std::string_view> parts) {
-  std::string text;
-  for (std::string_view part : parts) text += part;
-  return text;
-}
 
 std::string quoted(std::string_view text) { return concatenate({"'", text, "'"}); }
 std::string tag(std::string_view name) { return concatenate({"<", name, ">"}); }

@@ -1,17 +1,17 @@
 // The application state machine's names, legal transitions and the reasons given for illegal ones.
 #include "daqx/executive/state.hpp"
 
+#include "text.hpp"
+
 namespace daqx {
 namespace {
 
-char lower(char c) noexcept { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+using detail::concatenate;
+using detail::equals_ignoring_case;
+using detail::lower;
+using detail::trim;
 
-bool equals_ignoring_case(std::string_view a, std::string_view b) noexcept {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (lower(a[i]) != lower(b[i])) return false;
-  return true;
-}
+
 
 // What the operator should do instead, for a command that is illegal in `from`.
 std::string_view advice(State from, Command command) noexcept {
