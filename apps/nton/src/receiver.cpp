@@ -70,13 +70,13 @@ void Receiver::enable() {
 }
 
 void Receiver::on_data(Frame&& frame) {
-  const Clock::time_point now = Clock::now();
   const std::size_t payload = frame.payload_size();
   const std::uint64_t frames = frames_received_.load(std::memory_order_relaxed) + 1;
   const std::uint64_t bytes = bytes_received_.load(std::memory_order_relaxed) + payload;
   frames_received_.store(frames, std::memory_order_relaxed);
   bytes_received_.store(bytes, std::memory_order_relaxed);
-  receive_rate_.update(now, frames, bytes);
+  // The clock once per 64 frames is plenty for a per-second rate, and saves a clock read per small frame.
+  if ((frames & 63) == 0) receive_rate_.update(Clock::now(), frames, bytes);
 
   std::array<std::byte, kDataHeaderSize> encoded;
   if (payload < kDataHeaderSize || !copy_from_chain(frame.data.head(), kFrameHeaderSize, encoded.data(), encoded.size())) {
