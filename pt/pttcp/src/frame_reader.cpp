@@ -45,6 +45,8 @@ int FrameReader::read_target(iovec* vectors, int max_vectors) noexcept {
   if (end_ == staging_bytes_) compact();
   vectors[0].iov_base = staging_.get() + end_;
   vectors[0].iov_len = staging_bytes_ - end_;
+  if (expect_large_ && end_ - begin_ < kFrameHeaderSize)
+    vectors[0].iov_len = std::min(vectors[0].iov_len, kFrameHeaderSize - (end_ - begin_));
   return 1;
 }
 
@@ -70,6 +72,7 @@ FrameReader::Result FrameReader::next(Frame& out) noexcept {
   if (in_place_) {
     if (remaining_ > 0) return Result::need_more;
     in_place_ = false;
+    expect_large_ = true;
     out.header = header_;
     out.data = std::move(frame_);
     block_ = nullptr;
@@ -117,6 +120,7 @@ FrameReader::Result FrameReader::start_frame(Frame& out) noexcept {
     }
     begin_ += here;
     if (begin_ == end_) begin_ = end_ = 0;
+    expect_large_ = true;
     if (here == total) {
       out.header = header;
       out.data = std::move(frame);
@@ -131,6 +135,7 @@ FrameReader::Result FrameReader::start_frame(Frame& out) noexcept {
     return Result::need_more;
   }
   // Small and whole: one copy out of the staging buffer into a block of the right size.
+  expect_large_ = false;
   mem::Ref frame = pool_.allocate(total);
   if (!frame) return Result::no_memory;
   std::memcpy(frame.data(), at, total);

@@ -52,6 +52,10 @@ class FrameReader {
   std::size_t begin_ = 0;  // parsed up to here
   std::size_t end_ = 0;    // filled up to here
 
+  // After a large frame, read only the next header before anything else, so a large payload that follows
+  // goes straight into its blocks instead of filling the staging buffer and being copied from it.
+  bool expect_large_ = false;
+
   // A large frame being read into its own blocks.
   bool in_place_ = false;
   FrameHeader header_{};
