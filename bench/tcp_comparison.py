@@ -243,6 +243,8 @@ def unavailable(reason):
 # ---------------------------------------------------------------- iperf3, ZeroMQ, plain TCP
 
 class Baselines:
+    """iperf3, the ZeroMQ programs and the plain TCP ping-pong: each point a fresh server and client."""
+
     def __init__(self, processes, programs, duration):
         self.processes = processes
         self.programs = programs  # name -> path or None
@@ -560,7 +562,12 @@ class Daqx:
         executives = [ping] if ping is pong else [ping, pong]
         cpu0, busy0 = sum(e.cpu() for e in executives), machine_busy()
         bring_up(pong, ping)
-        wait_until(lambda: ping.metrics(self.PING).get("done") == 1, 30 + count * 0.005, "end of the ping's run")
+        # All samples in, not just `done`: a previous run's `done` may still show until enable has reached the
+        # dispatch thread (the self-check reuses its executive).
+        def finished():
+            m = ping.metrics(self.PING)
+            return m.get("done") == 1 and m.get("samples", 0) >= count
+        wait_until(finished, 30 + count * 0.005, "end of the ping's run")
         other = other_cores(busy0, machine_busy(), sum(e.cpu() for e in executives) - cpu0)
         m = ping.metrics(self.PING)
         return {"median_us": m["rtt_median_us"], "p99_us": m["rtt_p99_us"], "min_us": m["rtt_min_us"],
@@ -849,7 +856,7 @@ def main():
     parser.add_argument("--pin", metavar="SENDER/RECEIVER",
                         help="CPU lists for the sending and receiving side's processes, e.g. 0/1 or 0/0 "
                              "(default: not pinned)")
-    parser.add_argument("--systems", help="comma-separated subset of daqx-latency,daqx-throughput,iperf3,zmq "
+    parser.add_argument("--systems", help="comma-separated subset of daqx-latency,daqx-throughput,daqx-throughput-pattern,iperf3,zmq "
                                           "(throughput) and daqx,tcp,zmq (rtt, written rtt-daqx etc.)")
     parser.add_argument("--no-rtt", action="store_true", help="skip the round-trip table")
     parser.add_argument("--no-throughput", action="store_true", help="skip the throughput table")

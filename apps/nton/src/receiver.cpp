@@ -117,7 +117,8 @@ void Receiver::acknowledge(SenderState& sender) {
     const Ack ack{sender.sequence.highest(), sender.sequence.run()};
     encode(ack, encoded.data());
     copy_to_chain(frame.head(), kFrameHeaderSize, encoded.data(), encoded.size());
-    status = context().send(sender.tid, function::ack, ack.highest, frame);
+    // Acks are small and the sender's window waits on them: never hold them back for coalescing.
+    status = context().send(sender.tid, function::ack, ack.highest, frame, frame_flags::send_now);
   }
   sender.ack_pending = false;
   switch (status) {

@@ -242,7 +242,9 @@ void Sender::send_loop(SenderRun& run, std::stop_token stop) {
       prepare_data(frame, run, receiver, payload, asks ? data_flags::ack_request : std::uint8_t{0});
     }
     const std::uint64_t sequence = receiver.sent.load(std::memory_order_relaxed) + 1;
-    switch (context().send(receiver.tid, function::data, sequence, frame)) {
+    // A frame that asks for an ack is the last before we wait: send it (and what is queued before it) at
+    // once instead of letting the transport hold it for coalescing.
+    switch (context().send(receiver.tid, function::data, sequence, frame, asks ? frame_flags::send_now : std::uint8_t{0})) {
       case SendStatus::ok:
         record_sent(receiver, sequence, payload, asks);
         ++data_frames;
@@ -328,7 +330,8 @@ bool Sender::send_end_of_run(SenderRun& run, ReceiverProxy& receiver, std::stop_
       prepare_data(frame, run, receiver, kDataHeaderSize, data_flags::ack_request | data_flags::end_of_run);
     }
     const std::uint64_t sequence = receiver.sent.load(std::memory_order_relaxed) + 1;
-    switch (context().send(receiver.tid, function::data, sequence, frame)) {
+    // The end-of-run frame asks for the last ack: it goes out at once.
+    switch (context().send(receiver.tid, function::data, sequence, frame, frame_flags::send_now)) {
       case SendStatus::ok:
         record_sent(receiver, sequence, kDataHeaderSize, true);
         return true;

@@ -411,8 +411,10 @@ void TcpTransport::send_loop(std::stop_token stop) {
       if (c.flush_pending) next = std::min(next, c.flush_due);
       if (c.state == Outgoing::State::down && (c.ever_up || settings_.connect_at_start)) next = std::min(next, c.retry_at);
     }
-    auto wait = std::chrono::ceil<std::chrono::milliseconds>(next - now).count();
-    int ready = epoll_wait(send_epoll_, events, 64, static_cast<int>(std::max<long long>(0, wait)));
+    // Nanosecond timeout (epoll_pwait2): epoll_wait's milliseconds would stretch a 200 us packTimeout to 1 ms.
+    auto wait = std::max<long long>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(next - now).count());
+    timespec timeout{static_cast<time_t>(wait / 1'000'000'000), static_cast<long>(wait % 1'000'000'000)};
+    int ready = epoll_pwait2(send_epoll_, events, 64, &timeout, nullptr);
     for (int e = 0; e < ready; ++e) {
       if (events[e].data.ptr == nullptr) {
         drain_eventfd(send_wake_);
