@@ -101,15 +101,16 @@ void Receiver::on_data(Frame&& frame) {
   if (sender.sequence.accept(header.run, header.sequence) != SequenceCheck::in_order)
     note_error(sequence_errors_, "sequence out of order", header);
   const std::uint64_t ack_every = header.ack_every != 0 ? header.ack_every : config_.ack_every;
-  if (++sender.since_ack >= ack_every || (header.flags & data_flags::ack_request) != 0) {
+  const bool requested = (header.flags & data_flags::ack_request) != 0;
+  if (++sender.since_ack >= ack_every || requested) {
     sender.since_ack = 0;
-    acknowledge(sender);
+    acknowledge(sender, requested);
   }
 }
 
 // Acknowledgements are cumulative (the highest sequence received), so one that cannot go now is simply
 // sent later with whatever is highest then.
-void Receiver::acknowledge(SenderState& sender) {
+void Receiver::acknowledge(SenderState& sender, bool urgent) {
   mem::Ref frame = context().allocate_frame(kAckSize);
   SendStatus status = SendStatus::would_block;
   if (frame) {
@@ -117,8 +118,9 @@ void Receiver::acknowledge(SenderState& sender) {
     const Ack ack{sender.sequence.highest(), sender.sequence.run()};
     encode(ack, encoded.data());
     copy_to_chain(frame.head(), kFrameHeaderSize, encoded.data(), encoded.size());
-    // Acks are small and the sender's window waits on them: never hold them back for coalescing.
-    status = context().send(sender.tid, function::ack, ack.highest, frame, frame_flags::send_now);
+    // An ack the sender asked for (its window is full: it waits) goes at once; routine ones may be
+    // coalesced with others by the transport (one system call for many acks at high frame rates).
+    status = context().send(sender.tid, function::ack, ack.highest, frame, urgent ? frame_flags::send_now : std::uint8_t{0});
   }
   sender.ack_pending = false;
   switch (status) {
@@ -146,7 +148,7 @@ void Receiver::send_pending_acks() {
   if (!acks_pending_) return;
   acks_pending_ = false;
   for (SenderState& sender : senders_.all())
-    if (sender.ack_pending) acknowledge(sender);
+    if (sender.ack_pending) acknowledge(sender, true);  // late already: do not let it wait more
 }
 
 // The one place the data path builds strings: a bounded number of errors per run, for the log.

@@ -35,7 +35,8 @@ class Receiver final : public Application {
 
   // Dispatch thread.
   void on_data(Frame&& frame);
-  void acknowledge(SenderState& sender);
+  // urgent: the sender asked (its window is full), so the ack must not wait for coalescing.
+  void acknowledge(SenderState& sender, bool urgent);
   void send_pending_acks();
   void note_error(std::atomic<std::uint64_t>& counter, const char* what, const DataHeader& header);
   // Runs fn on the dispatch thread, where the state below lives (or here when there is no such thread).
