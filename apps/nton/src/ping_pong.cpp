@@ -10,10 +10,11 @@
 
 #include "chain_logic.hpp"
 #include "daqx/nton/protocol.hpp"
-#include "latency_logic.hpp"
-#include "text.hpp"
+#include "daqx/apps/latency.hpp"
+#include "daqx/apps/text.hpp"
 
 namespace daqx::nton {
+using namespace daqx::apps;  // parameter helpers, rate meters, latency summaries, wake-ups
 namespace {
 
 constexpr std::uint64_t kMaxPayload = kDefaultMaxFrameSize - kFrameHeaderSize;
@@ -25,6 +26,7 @@ void add(std::atomic<std::uint64_t>& counter, std::uint64_t n) noexcept {  // on
   counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
 }
 
+using apps::to_text;  // the numeric ones, next to the role overload below
 std::string to_text(PingPongRole role) { return role == PingPongRole::ping ? "ping" : "pong"; }
 
 // Copies the samples written so far (report while a run goes on, and the final summary).

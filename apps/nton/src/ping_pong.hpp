@@ -11,9 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "daqx/apps/latency.hpp"
 #include "daqx/executive/application.hpp"
 
 namespace daqx::nton {
+using namespace daqx::apps;  // parameter helpers, rate meters, latency summaries, wake-ups
 
 enum class PingPongRole { ping, pong };
 

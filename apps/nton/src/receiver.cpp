@@ -9,9 +9,10 @@
 
 #include "chain_logic.hpp"
 #include "pattern_logic.hpp"
-#include "text.hpp"
+#include "daqx/apps/text.hpp"
 
 namespace daqx::nton {
+using namespace daqx::apps;  // parameter helpers, rate meters, latency summaries, wake-ups
 namespace {
 
 constexpr std::uint32_t kErrorsLogged = 10;  // per run: enough to diagnose, few enough not to flood the log

@@ -10,10 +10,11 @@
 
 #include "daqx/executive/application.hpp"
 #include "daqx/nton/protocol.hpp"
-#include "rate_logic.hpp"
+#include "daqx/apps/rate_meter.hpp"
 #include "sequence_logic.hpp"
 
 namespace daqx::nton {
+using namespace daqx::apps;  // parameter helpers, rate meters, latency summaries, wake-ups
 
 struct ReceiverConfiguration {
   std::uint64_t ack_every = 16;  // acknowledge every this many frames when a frame does not say (senders do)

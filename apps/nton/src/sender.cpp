@@ -17,9 +17,10 @@
 #include "chain_logic.hpp"
 #include "daqx/nton/protocol.hpp"
 #include "pattern_logic.hpp"
-#include "text.hpp"
+#include "daqx/apps/text.hpp"
 
 namespace daqx::nton {
+using namespace daqx::apps;  // parameter helpers, rate meters, latency summaries, wake-ups
 namespace {
 
 using Clock = std::chrono::steady_clock;

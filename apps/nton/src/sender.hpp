@@ -12,10 +12,11 @@
 #include <vector>
 
 #include "daqx/executive/application.hpp"
-#include "rate_logic.hpp"
-#include "wakeup.hpp"
+#include "daqx/apps/rate_meter.hpp"
+#include "daqx/apps/wakeup.hpp"
 
 namespace daqx::nton {
+using namespace daqx::apps;  // parameter helpers, rate meters, latency summaries, wake-ups
 
 struct SenderConfiguration {
   std::vector<Tid> receivers;       // resolved from the "receivers" selector; frames go to them in this order

@@ -13,14 +13,15 @@
 #include "chain_logic.hpp"
 #include "daqx/mempool/pool.hpp"
 #include "daqx/nton/protocol.hpp"
-#include "latency_logic.hpp"
+#include "daqx/apps/latency.hpp"
 #include "pattern_logic.hpp"
-#include "rate_logic.hpp"
+#include "daqx/apps/rate_meter.hpp"
 #include "sequence_logic.hpp"
-#include "wakeup.hpp"
+#include "daqx/apps/wakeup.hpp"
 
 using namespace daqx;
 using namespace daqx::nton;
+using namespace daqx::apps;
 
 namespace {
 

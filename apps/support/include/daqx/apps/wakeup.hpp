@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <mutex>
 
-namespace daqx::nton {
+namespace daqx::apps {
 
 class Wakeup {
  public:
@@ -43,4 +43,4 @@ class Wakeup {
   std::condition_variable changed_;
 };
 
-}  // namespace daqx::nton
+}  // namespace daqx::apps

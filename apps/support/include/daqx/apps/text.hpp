@@ -11,7 +11,7 @@
 
 #include "daqx/executive/parameters.hpp"
 
-namespace daqx::nton {
+namespace daqx::apps {
 
 inline std::string to_text(std::uint64_t value) { return std::to_string(value); }
 inline std::string to_text(bool value) { return value ? "true" : "false"; }
@@ -43,4 +43,4 @@ inline std::string concatenate(std::initializer_list<std::string_view> parts) {
   return text;
 }
 
-}  // namespace daqx::nton
+}  // namespace daqx::apps

@@ -1,10 +1,10 @@
 // Percentiles by nearest rank over sorted samples.
-#include "latency_logic.hpp"
+#include "daqx/apps/latency.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-namespace daqx::nton {
+namespace daqx::apps {
 
 double percentile_of_sorted(std::span<const double> sorted, double fraction) noexcept {
   if (sorted.empty()) return 0;
@@ -26,4 +26,4 @@ LatencySummary summarize_latencies(std::span<double> samples) noexcept {
   return summary;
 }
 
-}  // namespace daqx::nton
+}  // namespace daqx::apps

@@ -1,10 +1,10 @@
-// Round-trip time statistics of a PingPong run: minimum, median, 99th percentile and maximum.
+// Latency statistics (round trips, build times): minimum, median, 99th percentile and maximum.
 #pragma once
 
 #include <cstddef>
 #include <span>
 
-namespace daqx::nton {
+namespace daqx::apps {
 
 struct LatencySummary {
   std::size_t count = 0;  // samples summarised; all values are 0 when there were none
@@ -20,4 +20,4 @@ double percentile_of_sorted(std::span<const double> sorted, double fraction) noe
 // Sorts samples in place and summarises them.
 LatencySummary summarize_latencies(std::span<double> samples) noexcept;
 
-}  // namespace daqx::nton
+}  // namespace daqx::apps

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <cstdint>
 
-namespace daqx::nton {
+namespace daqx::apps {
 
 struct Rates {
   double frames_per_second = 0;
@@ -37,4 +37,4 @@ class RateMeter {
   std::atomic<Clock::rep> published_at_{0};  // time_since_epoch of the window's end; 0: nothing yet
 };
 
-}  // namespace daqx::nton
+}  // namespace daqx::apps

@@ -1,7 +1,7 @@
 // One-second rate windows, published through relaxed atomics.
-#include "rate_logic.hpp"
+#include "daqx/apps/rate_meter.hpp"
 
-namespace daqx::nton {
+namespace daqx::apps {
 namespace {
 constexpr RateMeter::Clock::duration kWindow = std::chrono::seconds(1);
 constexpr RateMeter::Clock::duration kStale = std::chrono::seconds(2);
@@ -34,4 +34,4 @@ Rates RateMeter::read(Clock::time_point now) const noexcept {
   return Rates{frames_per_second_.load(std::memory_order_relaxed), bytes_per_second_.load(std::memory_order_relaxed)};
 }
 
-}  // namespace daqx::nton
+}  // namespace daqx::apps
