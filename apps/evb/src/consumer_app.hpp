@@ -1,0 +1,55 @@
+// evb::Consumer, a downstream application for tests and examples: it publishes a consumer that a BU with
+// output "consumer" hands its built events to, checks them on its own worker thread (optionally slowly, to
+// exercise the BU's throttling) and lets them go.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daqx/evb/consumer.hpp"
+#include "daqx/executive/application.hpp"
+#include "dispatch.hpp"
+
+namespace daqx::evb {
+
+class Consumer final : public Application {
+ public:
+  static std::vector<ParamSpec> parameters();
+  explicit Consumer(ApplicationContext& context);
+  ~Consumer() override;
+
+  void configure() override;
+  void enable() override;
+  void stop() override;
+  void halt() override;
+  void report(MetricSink& sink) const override;
+
+ private:
+  void consume(BuiltEvent&& event);
+  void work(std::stop_token stop);
+  void stop_worker();
+
+  std::string name_;
+  double delay_us_ = 0;
+  bool verify_ = true;
+  const void* published_ = nullptr;
+
+  std::mutex mutex_;
+  std::condition_variable_any changed_;
+  std::deque<BuiltEvent> queue_;
+  std::jthread worker_;
+
+  Counter events_{0};
+  Counter bytes_{0};
+  Counter incomplete_{0};
+  Counter corrupt_{0};
+  Counter check_failures_{0};
+  Counter queued_{0};
+};
+
+}  // namespace daqx::evb

@@ -1,0 +1,104 @@
+// What the three event-builder applications share about threads: every piece of run state lives on the
+// application's dispatch thread (handlers run there one at a time, so the state needs no locks); the control
+// thread's hooks (enable, stop, ...) and the ticker reach it through posted tasks.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <mutex>
+#include <random>
+#include <stdexcept>
+#include <stop_token>
+#include <thread>
+
+#include "daqx/executive/application.hpp"
+
+namespace daqx::evb {
+
+using Clock = std::chrono::steady_clock;
+
+inline Clock::duration seconds(double s) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+inline double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// Runs fn on the dispatch thread and waits for it (control thread only). Throws if it does not run in time,
+// which puts the application in Failed rather than hanging the control thread.
+inline void run_on_dispatch(ApplicationContext& context, std::function<void()> fn,
+                            std::chrono::seconds limit = std::chrono::seconds(20)) {
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> finished = done->get_future();
+  context.post_task([done, fn = std::move(fn)] {
+    try {
+      fn();
+      done->set_value();
+    } catch (...) {
+      done->set_exception(std::current_exception());
+    }
+  });
+  if (finished.wait_for(limit) != std::future_status::ready)
+    throw std::runtime_error("the dispatch thread did not answer within 20 s");
+  finished.get();
+}
+
+// A worker that posts `tick` to the dispatch thread every period, never more than one at a time (a busy
+// dispatch thread gets one tick when it is free, not a backlog).
+class Ticker {
+ public:
+  void start(ApplicationContext& context, Clock::duration period, std::function<void()> tick) {
+    stop();
+    tick_ = std::move(tick);
+    pending_.store(false);
+    ApplicationContext* target = &context;
+    thread_ = context.start_worker("ticker", [this, target, period](std::stop_token stop) {
+      std::mutex m;
+      std::condition_variable_any cv;
+      std::unique_lock lock(m);
+      while (!stop.stop_requested()) {
+        cv.wait_for(lock, stop, period, [] { return false; });
+        if (stop.stop_requested()) break;
+        if (!pending_.exchange(true))
+          target->post_task([this] {
+            pending_.store(false);
+            if (tick_) tick_();
+          });
+      }
+    });
+  }
+  // Joins the worker; a tick already posted still runs (tick_ stays valid until the next start()).
+  void stop() {
+    if (thread_.joinable()) {
+      thread_.request_stop();
+      thread_.join();
+    }
+  }
+  ~Ticker() { stop(); }
+
+ private:
+  std::function<void()> tick_;
+  std::atomic<bool> pending_{false};
+  std::jthread thread_;
+};
+
+// A random 64-bit number per enable: tells a restarted unit from the one before it.
+inline std::uint64_t new_incarnation() {
+  std::random_device device;
+  return (std::uint64_t{device()} << 32) ^ device() ^
+         static_cast<std::uint64_t>(Clock::now().time_since_epoch().count());
+}
+
+// Counters written by the dispatch thread only and read by report() on the control thread.
+using Counter = std::atomic<std::uint64_t>;
+inline void bump(Counter& c, std::uint64_t n = 1) noexcept {
+  c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+inline void put(Counter& c, std::uint64_t v) noexcept { c.store(v, std::memory_order_relaxed); }
+inline double read(const Counter& c) noexcept { return static_cast<double>(c.load(std::memory_order_relaxed)); }
+
+}  // namespace daqx::evb

@@ -1,0 +1,505 @@
+// evb::EvM: assignment, liveness and draining, all on the dispatch thread (see dispatch.hpp).
+#include "evm.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "daqx/apps/text.hpp"
+
+namespace daqx::evb {
+using apps::concatenate;
+using apps::param;
+using apps::to_text;
+
+std::vector<ParamSpec> EvM::parameters() {
+  const EvmConfiguration d;
+  return {
+      param("bus", ParamType::applications, "class:evb::BU", "", "builder units to serve"),
+      param("rus", ParamType::applications, "class:evb::RU", "", "readout units to tell where events go"),
+      param("eventsPerRequest", ParamType::unsigned_integer, to_text(std::uint64_t{d.events_per_request}), "events",
+            "events per BU resource slot (a batch)", 1, 4096),
+      param("triggerRate", ParamType::real, to_text(d.trigger_rate), "Hz",
+            "events per second the trigger gives; 0: as fast as the builders ask", 0),
+      param("batchWait", ParamType::real, to_text(d.batch_wait), "s",
+            "how long a slot waits for a full batch before a smaller one is sent (slow trigger)", 0, 60),
+      param("maxEvents", ParamType::unsigned_integer, "0", "events",
+            "events to assign in a run, then stop assigning; 0: no limit", 0),
+      param("triggerSize", ParamType::unsigned_integer, to_text(std::uint64_t{d.trigger.mean_size}), "bytes",
+            "payload bytes of the EvM's trigger fragment", 0, 1 << 20),
+      param("blockSize", ParamType::unsigned_integer, to_text(std::uint64_t{d.block_size}), "bytes",
+            "bytes per fragment block sent to a BU", 4096, 1 << 20),
+      param("buTimeout", ParamType::real, to_text(d.bu_timeout), "s",
+            "a BU silent this long is dropped and its events counted lost", 0.05, 3600),
+      param("ruTimeout", ParamType::real, to_text(d.ru_timeout), "s",
+            "an RU silent this long is declared down (see ruFailurePolicy)", 0.05, 3600),
+      param("heartbeatInterval", ParamType::real, to_text(d.heartbeat_interval), "s",
+            "time between the EvM's heartbeats to every unit", 0.005, 60),
+      param("drainTimeout", ParamType::real, to_text(d.drain_timeout), "s",
+            "stop waits this long for the builders to finish the assigned events", 0, 3600),
+      param("ruFailurePolicy", ParamType::string, "fail", "",
+            "when an RU is down: fail (the run goes to Failed) or incomplete (BUs build without it, flagged)"),
+  };
+}
+
+EvM::EvM(ApplicationContext& context) : Application(context), outbox_(context), trigger_sender_(context, outbox_) {
+  context.bind(function::request, [this](Frame&& f) { on_request(std::move(f)); });
+  context.bind(function::ru_status, [this](Frame&& f) { on_ru_status(std::move(f)); });
+  context.on_send_ready([this] {
+    outbox_.flush();
+    pump_fragments();
+  });
+  context.on_pool_available([this] { pump_fragments(); });
+}
+
+EvM::~EvM() { ticker_.stop(); }
+
+void EvM::configure() {
+  const ParamSet& p = context().params();
+  EvmConfiguration c;
+  c.bus = p.applications("bus");
+  c.rus = p.applications("rus");
+  c.events_per_request = static_cast<std::uint32_t>(p.unsigned_integer("eventsPerRequest"));
+  c.trigger_rate = p.real("triggerRate");
+  c.batch_wait = p.real("batchWait");
+  c.max_events = p.unsigned_integer("maxEvents");
+  c.trigger.sources = 1;
+  c.trigger.mean_size = static_cast<std::uint32_t>(p.unsigned_integer("triggerSize"));
+  c.trigger.spread = 0;
+  c.trigger.pattern = true;
+  c.trigger.seed = context().tid();
+  c.block_size = p.unsigned_integer("blockSize");
+  c.bu_timeout = p.real("buTimeout");
+  c.ru_timeout = p.real("ruTimeout");
+  c.heartbeat_interval = p.real("heartbeatInterval");
+  c.drain_timeout = p.real("drainTimeout");
+  const std::string& policy = p.string("ruFailurePolicy");
+  if (policy == "fail") c.ru_failure = RuFailurePolicy::fail;
+  else if (policy == "incomplete") c.ru_failure = RuFailurePolicy::incomplete;
+  else throw std::runtime_error(concatenate({"ruFailurePolicy: '", policy, "' is neither fail nor incomplete"}));
+  if (c.bus.empty()) throw std::runtime_error(concatenate({"bus: '", p.text("bus"), "' selects no application"}));
+  run_on_dispatch(context(), [this, c] {
+    config_ = c;
+    trigger_sender_.configure(config_.trigger, config_.block_size);
+    bus_.clear();
+    for (Tid t : config_.bus) bus_.emplace_back().tid = t;
+    rus_.clear();
+    for (Tid t : config_.rus) rus_.emplace_back().tid = t;
+  });
+}
+
+void EvM::enable() {
+  const std::uint32_t run = ++runs_;
+  run_on_dispatch(context(), [this, run] { start_run(run); });
+  const double period = config_.trigger_rate > 0 ? 0.001 : std::min(0.01, config_.heartbeat_interval / 2);
+  ticker_.start(context(), seconds(period), [this] { tick(); });
+}
+
+void EvM::start_run(std::uint32_t run) {
+  run_ = run;
+  running_ = true;
+  draining_ = false;
+  failed_ = false;
+  run_start_ = Clock::now();
+  last_heartbeat_ = {};
+  next_event_ = 1;
+  next_builder_ = 0;
+  outbox_.clear();
+  trigger_sender_.start_run(run);
+  for (BuProxy& bu : bus_) {
+    bu.state = BuProxy::State::unknown;
+    bu.generation = (run << 16) | 1;  // unique per run: a request from an earlier run is always refused
+    bu.incarnation = 0;
+    bu.credits.clear();
+    bu.outstanding.clear();
+    bu.events_in_flight = 0;
+    for (Counter* c : {bu.assigned.get(), bu.completed.get(), bu.lost.get(), bu.drops.get()}) put(*c, 0);
+  }
+  for (RuProxy& ru : rus_) {
+    ru.state = RuProxy::State::unknown;
+    ru.incarnation = 0;
+    ru.pending.clear();
+  }
+  for (Counter* c : {&events_assigned_, &events_completed_, &events_lost_, &events_incomplete_, &events_corrupt_,
+                     &events_in_flight_, &requests_, &stale_requests_, &unexpected_discards_, &bu_drops_,
+                     &bu_readmissions_, &ru_downs_, &trigger_bytes_})
+    put(*c, 0);
+  put(drained_, 0);
+  event_rate_.start(run_start_, 0, 0);
+  broadcast(Control{ControlKind::heartbeat, run_, 0, kNoTid, {}});
+  publish();
+}
+
+// Stop: assign nothing more, let the BUs finish what they hold (or be dropped), then tell everyone the run
+// ended, so nobody takes the EvM's silence for its death.
+void EvM::stop() {
+  run_on_dispatch(context(), [this] { draining_ = true; });
+  const auto deadline = Clock::now() + seconds(config_.drain_timeout);
+  while (drained_.load() == 0 && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ticker_.stop();
+  run_on_dispatch(context(), [this] {
+    std::uint64_t abandoned = 0;
+    for (BuProxy& bu : bus_) {
+      if (bu.events_in_flight != 0)
+        drop_builder(bu, concatenate({"still held ", to_text(bu.events_in_flight), " events when the drain timed out"}));
+      abandoned += bu.events_in_flight;
+    }
+    if (abandoned != 0)
+      context().log(LogLevel::warning, concatenate({"stop: drain timed out, ", to_text(abandoned), " events lost"}));
+    broadcast(Control{ControlKind::end_of_run, run_, 0, kNoTid, {}});
+    running_ = false;
+    publish();
+  });
+}
+
+void EvM::halt() {
+  ticker_.stop();
+  run_on_dispatch(context(), [this] {
+    if (running_) broadcast(Control{ControlKind::end_of_run, run_, 0, kNoTid, {}});
+    running_ = false;
+    outbox_.clear();
+    trigger_sender_.clear();
+  });
+}
+
+EvM::BuProxy* EvM::find_bu(Tid tid) {
+  for (BuProxy& bu : bus_)
+    if (bu.tid == tid) return &bu;
+  return nullptr;
+}
+
+EvM::RuProxy* EvM::find_ru(Tid tid) {
+  for (RuProxy& ru : rus_)
+    if (ru.tid == tid) return &ru;
+  return nullptr;
+}
+
+void EvM::on_request(Frame&& frame) {
+  if (!running_ || failed_) return;
+  std::optional<Request> request = decode_request(frame.payload(), frame.payload_size_in_head());
+  BuProxy* bu = find_bu(frame.header.initiator);
+  if (!request || bu == nullptr) {
+    bump(malformed_);
+    return;
+  }
+  frame.data.reset();
+  const Clock::time_point now = Clock::now();
+  bump(requests_);
+  // A BU of another generation or incarnation (new, dropped, or restarted): reset it and take nothing from it
+  // until it answers with the generation the reset gave.
+  const bool current = request->generation == bu->generation && request->incarnation == bu->incarnation;
+  if (!(current && bu->state == BuProxy::State::alive)) {
+    if (current && bu->state == BuProxy::State::unknown) {
+      bu->state = BuProxy::State::alive;  // it took the reset
+      if (*bu->drops != 0) {
+        bump(bu_readmissions_);
+        context().log(LogLevel::info, concatenate({"BU ", to_text(std::uint64_t{bu->tid}), " taken in again (generation ",
+                                                   to_text(std::uint64_t{bu->generation}), ")"}));
+      }
+    } else {
+      if (bu->state == BuProxy::State::alive) drop_builder(*bu, "it asked with another generation or restarted");
+      bump(stale_requests_);
+      if (request->incarnation != bu->incarnation || now - bu->last_reset > seconds(0.05)) {
+        bu->incarnation = request->incarnation;
+        bu->state = BuProxy::State::unknown;
+        bu->last_reset = now;
+        send_control(bu->tid, Control{ControlKind::reset, run_, bu->generation, bu->tid, {}}, true);
+      }
+      return;
+    }
+  }
+  bu->last_heard = now;
+  bu->priority = request->priority;
+  bu->output_state = request->state;
+  for (const Discard& d : request->discards) {
+    auto it = bu->outstanding.find(d.slot);
+    if (it == bu->outstanding.end() || it->second.first_event != d.first_event || it->second.count != d.count) {
+      bump(unexpected_discards_);  // never assigned to this BU, or given back twice: a double build
+      continue;
+    }
+    bu->outstanding.erase(it);
+    bu->events_in_flight -= d.count;
+    bump(*bu->completed, d.count);
+    bump(events_completed_, d.count);
+    bump(events_incomplete_, d.incomplete);
+    bump(events_corrupt_, d.corrupt);
+  }
+  for (std::uint32_t slot : request->free_slots) {
+    if (bu->outstanding.count(slot) != 0) {
+      bump(unexpected_discards_);  // a slot offered while its batch is out: the BU lost track
+      continue;
+    }
+    bu->credits.push_back({slot, now});
+  }
+  assign();
+  publish();
+}
+
+void EvM::on_ru_status(Frame&& frame) {
+  if (!running_ || failed_) return;
+  std::optional<RuStatus> status = decode_ru_status(frame.payload(), frame.payload_size_in_head());
+  RuProxy* ru = find_ru(frame.header.initiator);
+  if (!status || ru == nullptr) {
+    bump(malformed_);
+    return;
+  }
+  const Clock::time_point now = Clock::now();
+  if (ru->state == RuProxy::State::down) return;  // gone for this run: its events are built without it
+  if (ru->state == RuProxy::State::alive && status->incarnation != ru->incarnation) {
+    ru_down(*ru, "it restarted during the run (its buffered data is gone)");
+    return;
+  }
+  if (ru->state == RuProxy::State::unknown) {
+    if (status->run != run_) {
+      // It has not heard this run yet: the heartbeat we send tells it; wait for a status that names the run.
+      send_control(ru->tid, Control{ControlKind::heartbeat, run_, 0, kNoTid, {}}, false);
+      return;
+    }
+    ru->state = RuProxy::State::alive;
+    ru->incarnation = status->incarnation;
+  }
+  ru->last_heard = now;
+  assign();
+}
+
+bool EvM::rus_ready() const {
+  return std::all_of(rus_.begin(), rus_.end(), [](const RuProxy& r) { return r.state != RuProxy::State::unknown; });
+}
+
+std::uint64_t EvM::events_available(Clock::time_point now) const {
+  std::uint64_t limit = UINT64_MAX;
+  if (config_.max_events != 0) limit = config_.max_events + 1 - std::min(next_event_, config_.max_events + 1);
+  if (config_.trigger_rate > 0) {
+    const double triggered = config_.trigger_rate * seconds_between(run_start_, now);
+    const std::uint64_t total = static_cast<std::uint64_t>(triggered);
+    limit = std::min(limit, total + 1 > next_event_ ? total + 1 - next_event_ : 0);
+  }
+  return limit;
+}
+
+// The highest priority among the BUs holding credits, round-robin from next_builder_ among equals.
+EvM::BuProxy* EvM::pick_builder() {
+  BuProxy* best = nullptr;
+  std::size_t best_index = 0;
+  for (std::size_t k = 0; k < bus_.size(); ++k) {
+    const std::size_t i = (next_builder_ + k) % bus_.size();
+    BuProxy& bu = bus_[i];
+    if (bu.state != BuProxy::State::alive || bu.credits.empty()) continue;
+    if (best == nullptr || bu.priority > best->priority) {
+      best = &bu;
+      best_index = i;
+    }
+  }
+  if (best != nullptr) next_builder_ = (best_index + 1) % bus_.size();
+  return best;
+}
+
+void EvM::assign() {
+  if (!running_ || draining_ || failed_) return;
+  const bool ready = rus_ready();
+  waiting_for_rus_.store(!ready, std::memory_order_relaxed);
+  if (!ready) return;
+  const Clock::time_point now = Clock::now();
+  bool assigned = false;
+  for (;;) {
+    const std::uint64_t available = events_available(now);
+    if (available == 0) break;
+    BuProxy* bu = pick_builder();
+    if (bu == nullptr) break;
+    const auto count = static_cast<std::uint32_t>(std::min<std::uint64_t>(config_.events_per_request, available));
+    // A short batch because the trigger is slow waits up to batchWait for more; one cut by maxEvents goes now.
+    const bool last_events = config_.max_events != 0 && next_event_ + count > config_.max_events;
+    if (count < config_.events_per_request && !last_events &&
+        now - bu->credits.front().since < seconds(config_.batch_wait)) {
+      next_builder_ = static_cast<std::size_t>(bu - bus_.data());  // its turn again next time
+      break;
+    }
+    const std::uint32_t slot = bu->credits.front().slot;
+    bu->credits.pop_front();
+    const Assignment a{bu->tid, bu->generation, slot, count, next_event_};
+    next_event_ += count;
+    bu->outstanding[slot] = {a.first_event, count};
+    bu->events_in_flight += count;
+    bump(*bu->assigned, count);
+    bump(events_assigned_, count);
+    for (RuProxy& ru : rus_)
+      if (ru.state == RuProxy::State::alive) ru.pending.push_back(a);
+    trigger_sender_.add(a);
+    assigned = true;
+  }
+  if (assigned) {
+    flush_allocations();
+    pump_fragments();
+  }
+}
+
+void EvM::flush_allocations() {
+  for (RuProxy& ru : rus_) {
+    std::size_t done = 0;
+    while (done < ru.pending.size()) {
+      const std::size_t per_frame = assignments_that_fit(4096 - kFrameHeaderSize);
+      const std::size_t n = std::min(per_frame, ru.pending.size() - done);
+      Allocate message{run_, {ru.pending.begin() + static_cast<std::ptrdiff_t>(done),
+                              ru.pending.begin() + static_cast<std::ptrdiff_t>(done + n)}};
+      mem::Ref frame = context().allocate_frame(4096 - kFrameHeaderSize);
+      if (!frame) break;  // pool exhausted: the rest go with the next flush (tick)
+      const std::optional<std::size_t> used = encode(message, frame.data() + kFrameHeaderSize, 4096 - kFrameHeaderSize);
+      if (!used) break;
+      frame.resize(kFrameHeaderSize + *used);
+      outbox_.send(ru.tid, function::allocate, run_, std::move(frame), frame_flags::send_now);
+      done += n;
+    }
+    ru.pending.erase(ru.pending.begin(), ru.pending.begin() + static_cast<std::ptrdiff_t>(done));
+  }
+}
+
+void EvM::pump_fragments() {
+  if (!running_) return;
+  const FragmentSender::Progress progress = trigger_sender_.pump();
+  put(trigger_bytes_, trigger_sender_.bytes_sent());
+  if (progress == FragmentSender::Progress::more && !pump_posted_) {
+    pump_posted_ = true;
+    context().post_task([this] {
+      pump_posted_ = false;
+      pump_fragments();
+    });
+  }
+}
+
+void EvM::send_control(Tid target, const Control& control, bool queue) {
+  const std::size_t bytes = control_bytes(control);
+  mem::Ref frame = context().allocate_frame(bytes);
+  if (!frame) return;
+  if (!encode(control, frame.data() + kFrameHeaderSize, bytes)) return;
+  frame.resize(kFrameHeaderSize + bytes);
+  if (queue) outbox_.send(target, function::control, run_, std::move(frame), frame_flags::send_now);
+  else outbox_.send_if_idle(target, function::control, std::move(frame), frame_flags::send_now);
+}
+
+void EvM::broadcast(const Control& control) {
+  const bool queue = control.kind != ControlKind::heartbeat;  // a heartbeat behind others is pointless
+  for (const BuProxy& bu : bus_) send_control(bu.tid, control, queue);
+  for (const RuProxy& ru : rus_)
+    if (ru.state != RuProxy::State::down || control.kind != ControlKind::heartbeat) send_control(ru.tid, control, queue);
+}
+
+void EvM::drop_builder(BuProxy& bu, const std::string& why) {
+  const std::uint64_t lost = bu.events_in_flight;
+  bump(*bu.lost, lost);
+  bump(events_lost_, lost);
+  bump(*bu.drops);
+  bump(bu_drops_);
+  bu.outstanding.clear();
+  bu.events_in_flight = 0;
+  bu.credits.clear();
+  bu.state = BuProxy::State::dropped;
+  ++bu.generation;
+  context().log(LogLevel::warning, concatenate({"BU ", to_text(std::uint64_t{bu.tid}), " dropped: ", why, "; ",
+                                                to_text(lost), " events lost"}));
+  // The RUs and the EvM's own sender forget its work; what waits in the outbox for it goes too.
+  trigger_sender_.drop_bu(bu.tid, bu.generation);
+  outbox_.drop(bu.tid);
+  for (RuProxy& ru : rus_) {
+    std::erase_if(ru.pending, [&](const Assignment& a) { return a.bu == bu.tid; });
+    if (ru.state == RuProxy::State::alive)
+      send_control(ru.tid, Control{ControlKind::bu_down, run_, bu.generation, bu.tid, why}, true);
+  }
+}
+
+void EvM::ru_down(RuProxy& ru, const std::string& why) {
+  ru.state = RuProxy::State::down;
+  ru.pending.clear();
+  outbox_.drop(ru.tid);
+  bump(ru_downs_);
+  const std::string reason = concatenate({"RU ", to_text(std::uint64_t{ru.tid}), " is down: ", why});
+  if (config_.ru_failure == RuFailurePolicy::fail) {
+    failed_ = true;
+    broadcast(Control{ControlKind::run_failed, run_, 0, ru.tid, reason});
+    context().fail(reason);
+    return;
+  }
+  context().log(LogLevel::warning, concatenate({reason, "; events are built without it, flagged incomplete"}));
+  broadcast(Control{ControlKind::ru_down, run_, 0, ru.tid, reason});
+}
+
+void EvM::tick() {
+  if (!running_ || failed_) return;
+  const Clock::time_point now = Clock::now();
+  for (BuProxy& bu : bus_)
+    if (bu.state == BuProxy::State::alive && now - bu.last_heard > seconds(config_.bu_timeout))
+      drop_builder(bu, concatenate({"no request for ", to_text(seconds_between(bu.last_heard, now)), " s"}));
+  for (RuProxy& ru : rus_)
+    if (ru.state == RuProxy::State::alive && now - ru.last_heard > seconds(config_.ru_timeout)) {
+      ru_down(ru, concatenate({"no status for ", to_text(seconds_between(ru.last_heard, now)), " s"}));
+      if (failed_) return;
+    }
+  if (now - last_heartbeat_ >= seconds(config_.heartbeat_interval)) {
+    last_heartbeat_ = now;
+    broadcast(Control{ControlKind::heartbeat, run_, 0, kNoTid, {}});
+  }
+  outbox_.flush();
+  assign();
+  flush_allocations();
+  pump_fragments();
+  publish();
+}
+
+void EvM::publish() {
+  std::uint64_t credits = 0, in_flight = 0, alive = 0;
+  for (BuProxy& bu : bus_) {
+    credits += bu.credits.size();
+    in_flight += bu.events_in_flight;
+    if (bu.state == BuProxy::State::alive) ++alive;
+    put(*bu.published_state, bu.state == BuProxy::State::alive ? 1 : bu.state == BuProxy::State::dropped ? 2 : 0);
+    put(*bu.published_credits, bu.credits.size());
+  }
+  std::uint64_t rus_alive = 0;
+  for (RuProxy& ru : rus_) {
+    if (ru.state == RuProxy::State::alive) ++rus_alive;
+    put(*ru.published_state, ru.state == RuProxy::State::alive ? 1 : ru.state == RuProxy::State::down ? 2 : 0);
+  }
+  put(credits_queued_, credits);
+  put(events_in_flight_, in_flight);
+  put(bus_alive_, alive);
+  put(rus_alive_, rus_alive);
+  // Drained: stopping and nothing out (dropped BUs' events are already counted lost).
+  put(drained_, draining_ && in_flight == 0 ? 1 : 0);
+  event_rate_.update(Clock::now(), events_completed_.load(std::memory_order_relaxed), 0);
+}
+
+void EvM::report(MetricSink& sink) const {
+  const apps::Rates rates = event_rate_.read(Clock::now());
+  sink.counter("events_assigned", read(events_assigned_), "events given to builder units this run");
+  sink.counter("events_completed", read(events_completed_), "events the builder units built and gave back");
+  sink.counter("events_lost", read(events_lost_), "events held by builder units that were dropped");
+  sink.counter("events_incomplete", read(events_incomplete_), "completed events built without a contributor");
+  sink.counter("events_corrupt", read(events_corrupt_), "completed events that failed the integrity checks");
+  sink.gauge("events_in_flight", read(events_in_flight_), "events assigned and not yet given back");
+  sink.gauge("event_rate", rates.frames_per_second, "events completed per second over the last second");
+  sink.gauge("credits_queued", read(credits_queued_), "free BU slots waiting for events");
+  sink.counter("requests", read(requests_), "requests received from builder units");
+  sink.counter("stale_requests", read(stale_requests_), "requests refused (other generation): answered with a reset");
+  sink.counter("unexpected_discards", read(unexpected_discards_), "discards of events not out to that BU (0 unless an event was built twice)");
+  sink.counter("bu_drops", read(bu_drops_), "builder units dropped (silent, restarted, or holding events at a drain timeout)");
+  sink.counter("bu_readmissions", read(bu_readmissions_), "dropped builder units taken in again");
+  sink.counter("ru_downs", read(ru_downs_), "readout units declared down");
+  sink.gauge("bus_alive", read(bus_alive_), "builder units taking part");
+  sink.gauge("rus_alive", read(rus_alive_), "readout units taking part");
+  sink.gauge("waiting_for_rus", waiting_for_rus_.load() ? 1 : 0, "1 while assignment waits for every RU to report");
+  sink.gauge("drained", read(drained_), "1 when stopping and every assigned event is completed or lost");
+  sink.counter("trigger_bytes", read(trigger_bytes_), "trigger fragment bytes sent");
+  sink.counter("malformed_frames", read(malformed_), "frames that did not decode or came from an unknown unit");
+  sink.counter("send_would_blocks", static_cast<double>(outbox_.would_blocks()), "sends that had to wait");
+  for (const BuProxy& bu : bus_) {
+    std::vector<std::pair<std::string, std::string>> l{{"bu", to_text(std::uint64_t{bu.tid})}};
+    sink.counter("bu_events_assigned", read(*bu.assigned), "events assigned to this BU", l);
+    sink.counter("bu_events_completed", read(*bu.completed), "events this BU built and gave back", l);
+    sink.counter("bu_events_lost", read(*bu.lost), "events lost when this BU was dropped", l);
+    sink.gauge("bu_state", read(*bu.published_state), "0 not yet heard, 1 taking part, 2 dropped", l);
+    sink.gauge("bu_credits", read(*bu.published_credits), "free slots of this BU waiting for events", l);
+  }
+  for (const RuProxy& ru : rus_)
+    sink.gauge("ru_state", read(*ru.published_state), "0 not yet heard, 1 taking part, 2 down",
+               {{"ru", to_text(std::uint64_t{ru.tid})}});
+}
+
+}  // namespace daqx::evb

@@ -1,0 +1,160 @@
+// Block filling for FragmentSender: a block never mixes batches (the BU learns a slot's batch from any block
+// of it), is sized to what the batch still needs up to blockSize, and the last block of a batch asks the
+// transport to send at once, so a BU never waits for a pack timeout to complete its events.
+#include "fragment_sender.hpp"
+
+#include <algorithm>
+
+namespace daqx::evb {
+
+void FragmentSender::start_run(std::uint32_t run) {
+  run_ = run;
+  clear();
+}
+
+void FragmentSender::clear() {
+  queues_.clear();
+  next_queue_ = 0;
+  events_queued_ = 0;
+}
+
+FragmentSender::BuQueue& FragmentSender::queue_for(Tid bu) {
+  for (BuQueue& q : queues_)
+    if (q.bu == bu) return q;
+  queues_.emplace_back();
+  queues_.back().bu = bu;
+  return queues_.back();
+}
+
+void FragmentSender::add(const Assignment& assignment) {
+  BuQueue& q = queue_for(assignment.bu);
+  if (assignment.generation < q.dropped_below || assignment.count == 0) return;
+  q.batches.push_back(assignment);
+  events_queued_ += assignment.count;
+}
+
+std::uint64_t FragmentSender::drop_bu(Tid bu, std::uint32_t generation) {
+  BuQueue& q = queue_for(bu);
+  q.dropped_below = std::max(q.dropped_below, generation);
+  std::uint64_t dropped = 0;
+  std::deque<Assignment> kept;
+  for (std::size_t i = 0; i < q.batches.size(); ++i) {
+    const Assignment& a = q.batches[i];
+    const std::uint32_t unsent = i == 0 ? a.count - q.next_event : a.count;
+    if (a.generation < generation) {
+      dropped += unsent;
+      if (i == 0) {
+        q.next_event = 0;
+        q.event_started = false;
+      }
+    } else {
+      kept.push_back(a);
+    }
+  }
+  q.batches = std::move(kept);
+  events_queued_ -= std::min(events_queued_, dropped);
+  return dropped;
+}
+
+std::size_t FragmentSender::bytes_left_in_batch(const BuQueue& q) const noexcept {
+  const Assignment& batch = q.batches.front();
+  constexpr std::size_t piece_overhead = kPieceHeaderBytes + kPieceAlignment;
+  std::size_t bytes = 0;
+  std::uint32_t i = q.next_event;
+  if (q.event_started) {
+    bytes += q.writer.remaining() + piece_overhead;
+    ++i;
+  }
+  // Enough to know the block will be full: stop counting there.
+  for (; i < batch.count && bytes < block_size_; ++i)
+    bytes += superfragment_size(shape_, batch.first_event + i) + piece_overhead;
+  return bytes;
+}
+
+bool FragmentSender::send_block(BuQueue& q) {
+  const Assignment batch = q.batches.front();
+  const std::size_t want = std::min(block_size_, kFrameHeaderSize + kBlockHeaderBytes + bytes_left_in_batch(q));
+  mem::Ref frame = context_.allocate_frame(want - kFrameHeaderSize);
+  if (!frame) return false;
+  std::byte* base = frame.data() + kFrameHeaderSize;
+  ByteWriter out(base, want - kFrameHeaderSize);
+  out.skip(kBlockHeaderBytes);
+  std::uint32_t pieces = 0;
+  std::uint32_t flags = 0;
+  for (;;) {
+    if (!q.event_started) {
+      if (q.next_event == batch.count) {
+        flags |= block_flags::last_of_batch;
+        break;
+      }
+      q.writer.begin(shape_, batch.first_event + q.next_event, context_.tid());
+      q.event_started = true;
+      q.written = 0;
+    }
+    if (out.room() < kPieceHeaderBytes + kPieceAlignment) break;
+    // Whole multiples of the alignment, so the padding after the piece always fits.
+    const std::size_t fits = (out.room() - kPieceHeaderBytes) & ~(kPieceAlignment - 1);
+    const std::size_t piece = std::min(q.writer.remaining(), fits);
+    PieceHeader header;
+    header.event = batch.first_event + q.next_event;
+    header.superfragment_size = static_cast<std::uint32_t>(q.writer.total());
+    header.offset = q.written;
+    header.size = static_cast<std::uint32_t>(piece);
+    encode(header, out);
+    const std::size_t n = q.writer.write(out.cursor(), piece);
+    out.skip(n);
+    out.pad_to(kPieceAlignment);
+    q.written += static_cast<std::uint32_t>(n);
+    ++pieces;
+    if (q.writer.remaining() != 0) break;  // the block is full; the super-fragment continues in the next
+    q.event_started = false;
+    ++q.next_event;
+    ++fragments_sent_;
+    bytes_sent_ += q.writer.total();
+    --events_queued_;
+  }
+  ByteWriter head(base, kBlockHeaderBytes);
+  encode(BlockHeader{run_, batch.generation, batch.slot, batch.count, batch.first_event, pieces, flags}, head);
+  frame.resize(kFrameHeaderSize + out.used());
+  const bool last = (flags & block_flags::last_of_batch) != 0;
+  if (last) {
+    q.batches.pop_front();
+    q.next_event = 0;
+  }
+  ++blocks_sent_;
+  if (outbox_.send(batch.bu, function::fragments, batch.first_event, std::move(frame),
+                   last ? frame_flags::send_now : std::uint8_t{0}) != SendStatus::ok)
+    ++send_errors_;
+  return true;
+}
+
+FragmentSender::Progress FragmentSender::pump() {
+  // Bounded, so requests and allocations queued behind a long pump are not starved; the caller re-posts.
+  constexpr int kBlocksPerPump = 64;
+  int blocks = 0;
+  for (;;) {
+    bool work = false;
+    bool progress = false;
+    const std::size_t n = queues_.size();
+    for (std::size_t k = 0; k < n; ++k) {
+      BuQueue& q = queues_[(next_queue_ + k) % n];
+      if (q.batches.empty()) continue;
+      work = true;
+      if (outbox_.waiting(q.bu) != 0) continue;
+      if (!send_block(q)) {
+        ++pool_waits_;
+        return Progress::waiting_for_pool;
+      }
+      progress = true;
+      if (++blocks >= kBlocksPerPump) {
+        next_queue_ = (next_queue_ + k + 1) % n;
+        return Progress::more;
+      }
+    }
+    if (n != 0) next_queue_ = (next_queue_ + 1) % n;
+    if (!work) return Progress::idle;
+    if (!progress) return Progress::waiting_for_peer;
+  }
+}
+
+}  // namespace daqx::evb

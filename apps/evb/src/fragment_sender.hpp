@@ -1,0 +1,77 @@
+// The sending side of a readout unit (an RU, or the EvM for its trigger fragments): turns assignments into
+// blocks of super-fragment pieces for their BUs. One queue per BU (CMS's BUproxy), served round-robin one
+// block at a time, so a BU that cannot take data does not hold up the others; blocks are filled straight from
+// the application's pool and handed to the transport (no copy after the generator writes them).
+// Dispatch thread only.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "daqx/evb/protocol.hpp"
+#include "daqx/executive/application.hpp"
+#include "fragment_logic.hpp"
+#include "outbox.hpp"
+
+namespace daqx::evb {
+
+class FragmentSender {
+ public:
+  FragmentSender(ApplicationContext& context, Outbox& outbox) : context_(context), outbox_(outbox) {}
+
+  void configure(const FragmentShape& shape, std::size_t block_size) {
+    shape_ = shape;
+    block_size_ = block_size;
+  }
+  void start_run(std::uint32_t run);  // forgets every queue
+
+  void add(const Assignment& assignment);
+  // Drops the work queued for bu of generations below `generation` (the BU was dropped); returns the
+  // events dropped.
+  std::uint64_t drop_bu(Tid bu, std::uint32_t generation);
+  void clear();
+
+  enum class Progress { idle, more, waiting_for_pool, waiting_for_peer };
+  // Sends blocks until every queue is empty, or it has sent a bounded number (more: call again soon), or it
+  // must wait (pool exhausted, or every BU with work would block).
+  Progress pump();
+
+  std::uint64_t events_queued() const noexcept { return events_queued_; }  // assigned, not yet fully sent
+  std::uint64_t fragments_sent() const noexcept { return fragments_sent_; }
+  std::uint64_t bytes_sent() const noexcept { return bytes_sent_; }  // super-fragment bytes
+  std::uint64_t blocks_sent() const noexcept { return blocks_sent_; }
+  std::uint64_t pool_waits() const noexcept { return pool_waits_; }
+  std::uint64_t send_errors() const noexcept { return send_errors_; }
+
+ private:
+  struct BuQueue {
+    Tid bu = kNoTid;
+    std::uint32_t dropped_below = 0;    // generations below this are gone
+    std::deque<Assignment> batches;     // front: being sent
+    std::uint32_t next_event = 0;       // index in the front batch of the event being written
+    bool event_started = false;         // writer holds that event's super-fragment, partly written
+    std::uint32_t written = 0;          // of that super-fragment
+    SuperFragmentWriter writer;
+  };
+  BuQueue& queue_for(Tid bu);
+  // Fills and sends one block for q; false when the pool is empty.
+  bool send_block(BuQueue& q);
+  std::size_t bytes_left_in_batch(const BuQueue& q) const noexcept;
+
+  ApplicationContext& context_;
+  Outbox& outbox_;
+  FragmentShape shape_;
+  std::size_t block_size_ = 65536;
+  std::uint32_t run_ = 0;
+  std::vector<BuQueue> queues_;  // few BUs: a vector searched linearly beats a map
+  std::size_t next_queue_ = 0;   // round-robin position
+  std::uint64_t events_queued_ = 0;
+  std::uint64_t fragments_sent_ = 0;
+  std::uint64_t bytes_sent_ = 0;
+  std::uint64_t blocks_sent_ = 0;
+  std::uint64_t pool_waits_ = 0;
+  std::uint64_t send_errors_ = 0;
+};
+
+}  // namespace daqx::evb

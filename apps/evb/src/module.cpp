@@ -1,0 +1,43 @@
+// The evb module's entry point: the event builder's applications and their parameters.
+#include <memory>
+
+#include "bu.hpp"
+#include "consumer_app.hpp"
+#include "daqx/executive/module.hpp"
+#include "evm.hpp"
+#include "ru.hpp"
+
+namespace {
+template <typename T>
+std::unique_ptr<daqx::Application> make(daqx::ApplicationContext& context) {
+  return std::make_unique<T>(context);
+}
+}  // namespace
+
+DAQX_MODULE {
+  static const daqx::ModuleDescriptor descriptor{
+      .abi_version = daqx::kModuleAbiVersion,
+      .name = "evb",
+      .applications =
+          {
+              {.name = "evb::EvM",
+               .help = "event manager: numbers events, assigns batches to BU slots, tells RUs, sends the trigger fragment",
+               .params = daqx::evb::EvM::parameters(),
+               .create = make<daqx::evb::EvM>},
+              {.name = "evb::RU",
+               .help = "readout unit: sends its super-fragment of every event to the BU the EvM names",
+               .params = daqx::evb::RU::parameters(),
+               .create = make<daqx::evb::RU>},
+              {.name = "evb::BU",
+               .help = "builder unit: asks for events, assembles and checks them without copies, outputs them",
+               .params = daqx::evb::BU::parameters(),
+               .create = make<daqx::evb::BU>},
+              {.name = "evb::Consumer",
+               .help = "downstream of a BU with output consumer: checks built events (optionally slowly) and lets them go",
+               .params = daqx::evb::Consumer::parameters(),
+               .create = make<daqx::evb::Consumer>},
+          },
+      .transports = {},
+  };
+  return &descriptor;
+}

@@ -1,0 +1,234 @@
+// evb::RU: allocations in, fragment blocks out, status to the EvM; everything on the dispatch thread.
+#include "ru.hpp"
+
+#include <stdexcept>
+
+#include "daqx/apps/text.hpp"
+
+namespace daqx::evb {
+using apps::concatenate;
+using apps::param;
+using apps::to_text;
+
+std::vector<ParamSpec> RU::parameters() {
+  const RuConfiguration d;
+  return {
+      param("evm", ParamType::applications, "class:evb::EvM", "", "the event manager"),
+      param("sources", ParamType::unsigned_integer, to_text(std::uint64_t{d.shape.sources}), "",
+            "data sources (FEDs) per super-fragment", 1, 4096),
+      param("fragmentSize", ParamType::unsigned_integer, to_text(std::uint64_t{d.shape.mean_size}), "bytes",
+            "mean payload bytes per source fragment", 0, 1 << 24),
+      param("fragmentSpread", ParamType::unsigned_integer, to_text(std::uint64_t{d.shape.spread}), "bytes",
+            "standard deviation of the source fragment size (log-normal); 0: fixed size", 0, 1 << 24),
+      param("pattern", ParamType::boolean, to_text(d.shape.pattern), "",
+            "fill payloads with a pattern and a CRC-32C the BU verifies; false: headers and trailers only"),
+      param("blockSize", ParamType::unsigned_integer, to_text(std::uint64_t{d.block_size}), "bytes",
+            "bytes per block sent to a BU", 4096, 1 << 20),
+      param("heartbeatInterval", ParamType::real, to_text(d.heartbeat_interval), "s",
+            "time between status reports to the EvM", 0.005, 60),
+      param("evmTimeout", ParamType::real, to_text(d.evm_timeout), "s",
+            "EvM silence after which this unit fails (the EvM is presumed dead)", 0.05, 3600),
+  };
+}
+
+RU::RU(ApplicationContext& context) : Application(context), outbox_(context), sender_(context, outbox_) {
+  context.bind(function::allocate, [this](Frame&& f) { on_allocate(std::move(f)); });
+  context.bind(function::control, [this](Frame&& f) { on_control(std::move(f)); });
+  context.on_send_ready([this] {
+    outbox_.flush();
+    pump();
+  });
+  context.on_pool_available([this] { pump(); });
+}
+
+RU::~RU() { ticker_.stop(); }
+
+void RU::configure() {
+  const ParamSet& p = context().params();
+  RuConfiguration c;
+  const std::vector<Tid>& evm = p.applications("evm");
+  if (evm.size() != 1)
+    throw std::runtime_error(concatenate({"evm: '", p.text("evm"), "' selects ", to_text(std::uint64_t{evm.size()}),
+                                          " applications; exactly one is needed"}));
+  c.evm = evm.front();
+  c.shape.sources = static_cast<std::uint32_t>(p.unsigned_integer("sources"));
+  c.shape.mean_size = static_cast<std::uint32_t>(p.unsigned_integer("fragmentSize"));
+  c.shape.spread = static_cast<std::uint32_t>(p.unsigned_integer("fragmentSpread"));
+  c.shape.pattern = p.boolean("pattern");
+  c.shape.seed = context().tid();
+  c.block_size = p.unsigned_integer("blockSize");
+  c.heartbeat_interval = p.real("heartbeatInterval");
+  c.evm_timeout = p.real("evmTimeout");
+  run_on_dispatch(context(), [this, c] {
+    config_ = c;
+    sender_.configure(config_.shape, config_.block_size);
+  });
+}
+
+void RU::enable() {
+  run_on_dispatch(context(), [this] {
+    running_ = true;
+    heard_evm_ = false;
+    evm_ended_ = false;
+    run_ = 0;
+    incarnation_ = new_incarnation();
+    last_status_ = {};
+    outbox_.clear();
+    sender_.start_run(0);
+    rate_.start(Clock::now(), sender_.fragments_sent(), sender_.bytes_sent());
+    send_status();
+  });
+  ticker_.start(context(), seconds(std::min(0.01, config_.heartbeat_interval / 2)), [this] { tick(); });
+}
+
+void RU::stop() {
+  ticker_.stop();
+  run_on_dispatch(context(), [this] { end_run(); });
+}
+
+void RU::halt() {
+  ticker_.stop();
+  run_on_dispatch(context(), [this] { end_run(); });
+}
+
+void RU::end_run() {
+  running_ = false;
+  sender_.clear();
+  outbox_.clear();
+  put(events_queued_, 0);
+  put(frames_waiting_, 0);
+}
+
+void RU::on_allocate(Frame&& frame) {
+  if (!running_) return;
+  std::optional<Allocate> message = decode_allocate(frame.payload(), frame.payload_size_in_head());
+  if (!message || frame.header.initiator != config_.evm) {
+    bump(malformed_);
+    return;
+  }
+  last_evm_ = Clock::now();
+  heard_evm_ = true;
+  if (message->run != run_) {
+    bump(stale_frames_);  // from another run (we have not heard its heartbeat yet, or it is over)
+    return;
+  }
+  bump(allocations_);
+  for (const Assignment& a : message->assignments) sender_.add(a);
+  pump();
+}
+
+void RU::on_control(Frame&& frame) {
+  std::optional<Control> c = decode_control(frame.payload(), frame.payload_size_in_head());
+  if (!c || frame.header.initiator != config_.evm) {
+    bump(malformed_);
+    return;
+  }
+  if (!running_) return;
+  last_evm_ = Clock::now();
+  heard_evm_ = true;
+  if (c->run != run_) {
+    if (c->kind == ControlKind::end_of_run) return;  // the end of an earlier run
+    run_ = c->run;  // a new run: whatever was queued belongs to the old one
+    evm_ended_ = false;
+    sender_.start_run(run_);
+    outbox_.clear();
+    put(run_published_, run_);
+    send_status();
+  }
+  switch (c->kind) {
+    case ControlKind::heartbeat:
+    case ControlKind::reset:
+      break;
+    case ControlKind::bu_down:
+      bump(bu_downs_);
+      bump(events_dropped_, sender_.drop_bu(c->subject, c->generation));
+      outbox_.drop(c->subject);
+      pump();
+      break;
+    case ControlKind::ru_down:
+      if (c->subject == context().tid()) {
+        end_run();
+        context().fail(concatenate({"the EvM declared this RU down: ", c->text}));
+      }
+      break;
+    case ControlKind::end_of_run:
+      evm_ended_ = true;
+      break;
+    case ControlKind::run_failed:
+      end_run();
+      context().fail(concatenate({"the run failed: ", c->text}));
+      break;
+  }
+}
+
+void RU::pump() {
+  if (!running_) return;
+  const FragmentSender::Progress progress = sender_.pump();
+  if (progress == FragmentSender::Progress::more && !pump_posted_) {
+    pump_posted_ = true;
+    context().post_task([this] {
+      pump_posted_ = false;
+      pump();
+    });
+  }
+  put(fragments_sent_, sender_.fragments_sent());
+  put(bytes_sent_, sender_.bytes_sent());
+  put(blocks_sent_, sender_.blocks_sent());
+  put(events_queued_, sender_.events_queued());
+  put(frames_waiting_, outbox_.waiting());
+  put(pool_waits_, sender_.pool_waits());
+  put(would_blocks_, outbox_.would_blocks());
+  put(send_errors_, outbox_.errors());
+}
+
+void RU::send_status() {
+  mem::Ref frame = context().allocate_frame(64);
+  if (!frame) return;
+  const RuStatus status{run_, incarnation_, sender_.fragments_sent(), sender_.bytes_sent()};
+  const std::optional<std::size_t> used = encode(status, frame.data() + kFrameHeaderSize, 64);
+  if (!used) return;
+  frame.resize(kFrameHeaderSize + *used);
+  outbox_.send_if_idle(config_.evm, function::ru_status, std::move(frame), frame_flags::send_now);
+  last_status_ = Clock::now();
+}
+
+void RU::tick() {
+  if (!running_) return;
+  const Clock::time_point now = Clock::now();
+  if (heard_evm_ && !evm_ended_ && now - last_evm_ > seconds(config_.evm_timeout)) {
+    const std::string reason = concatenate({"the EvM (TID ", to_text(std::uint64_t{config_.evm}), ") was silent for ",
+                                            to_text(seconds_between(last_evm_, now)), " s: presumed dead, the run stopped"});
+    end_run();
+    context().fail(reason);
+    return;
+  }
+  if (now - last_status_ >= seconds(config_.heartbeat_interval)) send_status();
+  outbox_.flush();
+  pump();
+  rate_.update(now, sender_.fragments_sent(), sender_.bytes_sent());
+}
+
+void RU::report(MetricSink& sink) const {
+  const apps::Rates rates = rate_.read(Clock::now());
+  sink.counter("fragments_sent", read(fragments_sent_), "super-fragments sent (one per event)");
+  sink.counter("bytes_sent", read(bytes_sent_), "super-fragment bytes sent");
+  sink.counter("blocks_sent", read(blocks_sent_), "fragment blocks sent");
+  sink.gauge("event_rate", rates.frames_per_second, "super-fragments sent per second over the last second");
+  sink.gauge("byte_rate", rates.bytes_per_second, "super-fragment bytes sent per second over the last second");
+  sink.gauge("fragments_in_flight", read(events_queued_), "events assigned and not yet completely sent");
+  sink.gauge("blocks_waiting", read(frames_waiting_), "blocks waiting for a BU that cannot take them yet");
+  sink.counter("allocations", read(allocations_), "allocate messages received from the EvM");
+  sink.counter("events_dropped", read(events_dropped_), "events not sent because their BU was dropped");
+  sink.counter("bu_downs", read(bu_downs_), "builder units the EvM dropped");
+  sink.counter("stale_frames", read(stale_frames_), "allocations of another run, ignored");
+  sink.counter("malformed_frames", read(malformed_), "frames that did not decode or came from another than the EvM");
+  sink.counter("pool_waits", read(pool_waits_), "times sending paused for free pool blocks (back-pressure)");
+  sink.counter("send_would_blocks", read(would_blocks_), "sends that had to wait");
+  sink.counter("send_errors", read(send_errors_), "blocks lost with their connection");
+  sink.gauge("run", read(run_published_), "the EvM's run number as last heard");
+  const mem::PoolStats pool = context().pool().stats();
+  sink.gauge("pool_blocks_used", static_cast<double>(pool.blocks_used()), "blocks of this unit's pool in use");
+  sink.gauge("pool_bytes_reserved", static_cast<double>(pool.bytes_reserved), "bytes this unit's pool holds");
+}
+
+}  // namespace daqx::evb

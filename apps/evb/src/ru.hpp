@@ -1,0 +1,82 @@
+// evb::RU, a readout unit: in test mode its data sources are synthetic (sizes fixed or log-normal, a pattern
+// and a CRC per source fragment); it sends each event's super-fragment to the BU the EvM names, in blocks
+// filled straight from its pool. It reports to the EvM every heartbeatInterval and fails the run's part it
+// plays if the EvM falls silent.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "daqx/apps/rate_meter.hpp"
+#include "daqx/evb/protocol.hpp"
+#include "daqx/executive/application.hpp"
+#include "dispatch.hpp"
+#include "fragment_logic.hpp"
+#include "fragment_sender.hpp"
+#include "outbox.hpp"
+
+namespace daqx::evb {
+
+struct RuConfiguration {
+  Tid evm = kNoTid;                 // from the "evm" selector
+  FragmentShape shape;              // sources, sizes, pattern
+  std::size_t block_size = 65536;   // bytes per block sent to a BU
+  double heartbeat_interval = 0.1;  // s between status reports to the EvM
+  double evm_timeout = 1.0;         // s of EvM silence after which this unit fails
+};
+
+class RU final : public Application {
+ public:
+  static std::vector<ParamSpec> parameters();
+  explicit RU(ApplicationContext& context);
+  ~RU() override;
+
+  void configure() override;
+  void enable() override;
+  void stop() override;
+  void halt() override;
+  void report(MetricSink& sink) const override;
+
+ private:
+  void on_allocate(Frame&& frame);
+  void on_control(Frame&& frame);
+  void tick();
+  void pump();
+  void send_status();
+  void end_run();
+
+  RuConfiguration config_;
+  Outbox outbox_;
+  FragmentSender sender_;
+  Ticker ticker_;
+
+  // Dispatch thread only.
+  bool running_ = false;
+  bool heard_evm_ = false;
+  bool evm_ended_ = false;  // the EvM said the run ended: its silence is expected
+  bool pump_posted_ = false;
+  std::uint32_t run_ = 0;   // the EvM's run, from its frames
+  std::uint64_t incarnation_ = 0;
+  Clock::time_point last_evm_{};
+  Clock::time_point last_status_{};
+
+  // Published.
+  Counter fragments_sent_{0};
+  Counter bytes_sent_{0};
+  Counter blocks_sent_{0};
+  Counter events_queued_{0};
+  Counter frames_waiting_{0};
+  Counter allocations_{0};
+  Counter events_dropped_{0};
+  Counter bu_downs_{0};
+  Counter stale_frames_{0};
+  Counter malformed_{0};
+  Counter pool_waits_{0};
+  Counter would_blocks_{0};
+  Counter send_errors_{0};
+  Counter run_published_{0};
+  apps::RateMeter rate_;
+};
+
+}  // namespace daqx::evb
