@@ -125,7 +125,7 @@ bool transition_all(const daqx::config::Partition& partition, const std::string&
 
 std::string human_rate(const std::string& name, double value) {
   char text[64];
-  if (name.find("bytes") != std::string::npos) {
+  if (name.find("byte") != std::string::npos) {
     std::snprintf(text, sizeof text, "%.3f GB/s", value / 1e9);
   } else {
     std::snprintf(text, sizeof text, "%.0f/s", value);
@@ -134,8 +134,16 @@ std::string human_rate(const std::string& name, double value) {
 }
 
 // One line per application with its rate gauges; returns false when an application is Failed.
+// "evb/bu/1" -> "evb/bu": applications of one class are summed under this name.
+std::string kind_of(const std::string& name) {
+  const std::size_t slash = name.rfind('/');
+  return slash == std::string::npos ? name : name.substr(0, slash);
+}
+
 bool print_rates(const daqx::config::Partition& partition, double elapsed, std::map<std::string, double>& last_counters) {
   bool healthy = true;
+  std::map<std::string, std::map<std::string, double>> kind_rates;  // kind -> rate gauge -> sum
+  std::map<std::string, int> kind_count;
   for (const auto& c : partition.contexts) {
     daqx::HttpReply reply = daqx::ControlClient(c.url, std::chrono::seconds(3)).get("/api/applications");
     if (reply.status != 200) {
@@ -154,9 +162,16 @@ bool print_rates(const daqx::config::Partition& partition, double elapsed, std::
         Poco::JSON::Object::Ptr metric = metrics->getObject(static_cast<unsigned>(m));
         std::string metric_name = metric->getValue<std::string>("name");
         double value = metric->getValue<double>("value");
-        last_counters[name + " " + metric_name] = value;
-        if (metric_name.find("rate") != std::string::npos) line += "  " + metric_name + " " + human_rate(metric_name, value);
+        // Per-peer metrics (labelled) would overwrite each other under one name: the summary keeps the rest.
+        const bool labelled = metric->has("labels") && metric->getObject("labels") && metric->getObject("labels")->size() != 0;
+        const bool counter = metric->optValue<std::string>("kind", "gauge") == "counter";
+        if (!labelled) last_counters[name + " " + metric_name + (counter ? "" : " ")] = value;
+        if (metric_name.find("rate") != std::string::npos) {
+          line += "  " + metric_name + " " + human_rate(metric_name, value);
+          kind_rates[kind_of(name)][metric_name] += value;
+        }
       }
+      ++kind_count[kind_of(name)];
       if (state == "Failed") {
         healthy = false;
         line += "  FAILED: " + app->optValue<std::string>("reason", "");
@@ -164,8 +179,42 @@ bool print_rates(const daqx::config::Partition& partition, double elapsed, std::
       std::printf("%7.1fs %-24s %-10s%s\n", elapsed, name.c_str(), state.c_str(), line.c_str());
     }
   }
+  // With several applications of a kind, their sum is what the partition does (e.g. all BUs together).
+  for (const auto& [kind, rates] : kind_rates) {
+    if (kind_count[kind] < 2) continue;
+    std::string line;
+    for (const auto& [metric_name, value] : rates) line += "  " + metric_name + " " + human_rate(metric_name, value);
+    const std::string label = kind + "/* (" + std::to_string(kind_count[kind]) + ")";
+    std::printf("%7.1fs %-24s %-10s%s\n", elapsed, label.c_str(), "total", line.c_str());
+  }
   std::fflush(stdout);
   return healthy;
+}
+
+// After the run: per kind of application, the sum of its throughput counters and their average rate.
+void print_totals(const std::map<std::string, double>& counters, double seconds) {
+  std::map<std::string, std::map<std::string, double>> sums;
+  for (const auto& [key, value] : counters) {
+    const std::size_t space = key.find(' ');
+    if (key.ends_with(" ")) continue;  // a gauge (see print_rates): a level, not an amount
+    const std::string app = key.substr(0, space), metric_name = key.substr(space + 1);
+    const bool throughput = metric_name.find("bytes") != std::string::npos || metric_name.ends_with("_built") ||
+                            metric_name.ends_with("_completed") || metric_name.ends_with("_sent") ||
+                            metric_name.ends_with("_received");
+    if (throughput && metric_name.find("rate") == std::string::npos) sums[kind_of(app)][metric_name] += value;
+  }
+  if (sums.empty() || seconds <= 0) return;
+  std::printf("daqx-launch: totals over %.1fs (average rate)\n", seconds);
+  for (const auto& [kind, metrics] : sums)
+    for (const auto& [metric_name, value] : metrics) {
+      if (value == 0) continue;
+      const bool bytes = metric_name.find("bytes") != std::string::npos;
+      if (bytes)
+        std::printf("  %-16s %-28s %10.3f GB  (%.3f GB/s)\n", kind.c_str(), metric_name.c_str(), value / 1e9,
+                    value / 1e9 / seconds);
+      else
+        std::printf("  %-16s %-28s %10.0f     (%.0f/s)\n", kind.c_str(), metric_name.c_str(), value, value / seconds);
+    }
 }
 
 }  // namespace
@@ -279,11 +328,13 @@ int main(int argc, char** argv) {
     if (drive && healthy) healthy = print_rates(partition, std::chrono::duration<double>(Clock::now() - start).count(), counters);
   }
   if (drive) {
+    const double run_time = std::chrono::duration<double>(Clock::now() - start).count();
     transition_all(partition, "stop", true);
     print_rates(partition, std::chrono::duration<double>(Clock::now() - start).count(), counters);  // final counts
     std::printf("daqx-launch: summary after %.1fs\n", std::chrono::duration<double>(Clock::now() - start).count());
     for (const auto& [key, value] : counters)
       if (value != 0 && key.find("rate") == std::string::npos) std::printf("  %-52s %.0f\n", key.c_str(), value);
+    print_totals(counters, run_time);
     transition_all(partition, "halt", true);
   }
   bool clean = stop_all(children, std::chrono::seconds(15));
