@@ -52,8 +52,9 @@ run_tests() {  # run_tests <dir> <name>
 }
 
 main_job() {
-  echo "== main job: N-to-N between two executives over TCP (config/local-nton-tcp.xml), 10 s, rates every second"
-  "$root/build/release/executive/daqx-launch" --config "$root/config/local-nton-tcp.xml" --drive --run 10 \
+  echo "== main job: local event builder, EvM + 2 RUs + 2 BUs, one executive each over TCP (config/local-evb.xml),"
+  echo "   20 s: events/s and GB/s every second, then a summary"
+  "$root/build/release/executive/daqx-launch" --config "$root/config/local-evb.xml" --drive --run 20 \
     --log-dir "$root/build/logs"
 }
 

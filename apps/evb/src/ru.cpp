@@ -213,7 +213,7 @@ void RU::report(MetricSink& sink) const {
   sink.counter("fragments_sent", read(fragments_sent_), "super-fragments sent (one per event)");
   sink.counter("bytes_sent", read(bytes_sent_), "super-fragment bytes sent");
   sink.counter("blocks_sent", read(blocks_sent_), "fragment blocks sent");
-  sink.gauge("event_rate", rates.frames_per_second, "super-fragments sent per second over the last second");
+  sink.gauge("fragment_rate", rates.frames_per_second, "super-fragments sent per second over the last second");
   sink.gauge("byte_rate", rates.bytes_per_second, "super-fragment bytes sent per second over the last second");
   sink.gauge("fragments_in_flight", read(events_queued_), "events assigned and not yet completely sent");
   sink.gauge("blocks_waiting", read(frames_waiting_), "blocks waiting for a BU that cannot take them yet");
