@@ -269,3 +269,86 @@ TEST_CASE("1x1_failEvM: the EvM killed mid-run fails every unit with a clear rea
   CHECK(run.pool_blocks(ru(0), "evb/") == 0);
   CHECK(run.pool_blocks(bu(0), "pt/tcp/recv") == 0);
 }
+
+namespace {
+
+// The whole event builder in one executive (frames handed over without a transport), with extra applications.
+struct InProcessEvb {
+  std::uint16_t control = free_port();
+  std::unique_ptr<ExecutiveProcess> process;
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(control); }
+
+  InProcessEvb(const std::string& name, const std::string& applications) {
+    const std::string xml = "<Partition name=\"" + name + "\">\n  <Context url=\"" + url() +
+                            "\">\n    <Module path=\"libdaqx_evb.so\"/>\n" + applications + "  </Context>\n</Partition>\n";
+    process = std::make_unique<ExecutiveProcess>(write_file(name + ".xml", xml), url());
+    const bool ready = process->wait_ready();
+    INFO(process->output());
+    REQUIRE(ready);
+  }
+  double metric(std::uint32_t tid, const std::string& name) const { return process->metric(tid, name); }
+};
+
+std::string application(const std::string& cls, std::uint32_t tid, const std::string& properties) {
+  return "    <Application class=\"" + cls + "\" id=\"" + std::to_string(tid) + "\" instance=\"" +
+         std::to_string(tid % 100) + "\"><Properties>" + properties +
+         "</Properties></Application>\n";
+}
+
+}  // namespace
+
+TEST_CASE("a BU whose consumer is slow throttles, then blocks, keeps building as the consumer frees slots, and "
+          "the run drains", "[evb][output]") {
+  InProcessEvb evb("evb-slow-consumer",
+                   application("evb::Consumer", 300, "<name>slow</name><delay type=\"double\">1500</delay>") +
+                       application("evb::BU", bu(0),
+                                   "<output>consumer</output><consumer>slow</consumer><slots type=\"unsigned\">8</slots>") +
+                       application("evb::RU", ru(0), "") + application("evb::EvM", kEvm, ""));
+  REQUIRE(evb.process->transition("configure").status == 200);
+  REQUIRE(evb.process->transition("enable").status == 200);
+  double worst = 0;
+  const auto deadline = Clock::now() + std::chrono::seconds(15);
+  while (Clock::now() < deadline && worst < 2) {
+    worst = std::max(worst, evb.metric(bu(0), "output_state"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(worst == 2);  // blocked: every slot waits for the consumer
+  const double consumed = evb.metric(300, "events");
+  REQUIRE(evb.process->wait_metric(300, "events", consumed + 200, std::chrono::seconds(20)));
+  REQUIRE(evb.process->transition("stop").status == 200);
+  CHECK(evb.metric(kEvm, "drained") == 1);
+  CHECK(evb.metric(kEvm, "events_completed") == evb.metric(kEvm, "events_assigned"));
+  CHECK(evb.metric(300, "events") == evb.metric(kEvm, "events_completed"));
+  CHECK(evb.metric(300, "check_failures") == 0);
+  CHECK(evb.metric(300, "events_incomplete") == 0);
+}
+
+TEST_CASE("file output writes every event, rotates files by size, and daqx-evb-dump verifies them", "[evb][output]") {
+  const std::string directory = scratch_directory() + "/evb-files";
+  InProcessEvb evb("evb-files",
+                   application("evb::BU", bu(0),
+                               "<output>file</output><outputDirectory>" + directory +
+                                   "</outputDirectory><fileSize type=\"unsigned\">1000000</fileSize>") +
+                       application("evb::RU", ru(0), "<fragmentSpread type=\"unsigned\">1000</fragmentSpread>") +
+                       application("evb::RU", ru(1), "") +
+                       application("evb::EvM", kEvm, "<maxEvents type=\"unsigned\">600</maxEvents>"));
+  REQUIRE(evb.process->transition("configure").status == 200);
+  REQUIRE(evb.process->transition("enable").status == 200);
+  REQUIRE(evb.process->wait_metric(kEvm, "events_completed", 600, std::chrono::seconds(30)));
+  REQUIRE(evb.process->transition("stop").status == 200);
+  CHECK(evb.metric(bu(0), "output_events") == 600);
+  CHECK(evb.metric(bu(0), "events_corrupt") == 0);
+
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(directory)) files.push_back(entry.path().string());
+  std::sort(files.begin(), files.end());
+  INFO(files.size() << " files");
+  CHECK(files.size() > 5);  // ~ 600 x 35 kB in files of 1 MB
+  CHECK(evb.metric(bu(0), "files_closed") == static_cast<double>(files.size()));
+  for (const std::string& f : files) CHECK(f.ends_with(".daqx"));  // closed: renamed from .open
+  std::vector<std::string> argv{program_directory() + "/../apps/evb/daqx-evb-dump", "--verify"};
+  argv.insert(argv.end(), files.begin(), files.end());
+  const ProcessResult dump = run_process(argv, std::chrono::seconds(60));
+  INFO(dump.output);
+  CHECK(dump.exit_code == 0);
+}
