@@ -352,3 +352,33 @@ TEST_CASE("file output writes every event, rotates files by size, and daqx-evb-d
   INFO(dump.output);
   CHECK(dump.exit_code == 0);
 }
+
+TEST_CASE("2x2_stallBU: a BU that stalls (SIGSTOP) is dropped within 2 s and taken in again when it resumes, "
+          "without a new run", "[evb][failure]") {
+  EvbRun run("evb-2x2-stallbu", 2, 2, "");
+  run.start_run();
+  REQUIRE(run.process(bu(1)).wait_metric(bu(1), "events_built", 2000, std::chrono::seconds(30)));
+  ::kill(run.process(bu(1)).pid(), SIGSTOP);
+  const auto stalled = Clock::now();
+  REQUIRE(run.wait_until([&] { return run.metric(kEvm, "bus_alive") == 1; }, std::chrono::seconds(5)));
+  const double drop_seconds = std::chrono::duration<double>(Clock::now() - stalled).count();
+  INFO("dropped after " << drop_seconds << " s");
+  CHECK(drop_seconds < 2.0);
+  const double built = run.metric(bu(0), "events_built");
+  REQUIRE(run.process(bu(0)).wait_metric(bu(0), "events_built", built + 2000, std::chrono::seconds(30)));
+  ::kill(run.process(bu(1)).pid(), SIGCONT);
+  REQUIRE(run.wait_until([&] { return run.metric(kEvm, "bus_alive") == 2; }, std::chrono::seconds(10)));
+  CHECK(run.metric(kEvm, "bu_readmissions") == 1);
+  const double resumed = run.metric(bu(1), "events_built");
+  REQUIRE(run.process(bu(1)).wait_metric(bu(1), "events_built", resumed + 1000, std::chrono::seconds(30)));
+  run.stop_run();
+  CHECK(run.metric(kEvm, "drained") == 1);
+  CHECK(run.metric(kEvm, "events_completed") + run.metric(kEvm, "events_lost") == run.metric(kEvm, "events_assigned"));
+  CHECK(run.metric(kEvm, "unexpected_discards") == 0);
+  for (std::uint32_t b : {bu(0), bu(1)}) {
+    CHECK(run.metric(b, "events_corrupt") == 0);
+    CHECK(run.metric(b, "duplicate_pieces") == 0);
+    CHECK(run.pool_blocks(b, "pt/tcp/recv") == 0);
+  }
+  for (std::uint32_t r : {ru(0), ru(1), kEvm}) CHECK(run.pool_blocks(r, "evb/") == 0);
+}

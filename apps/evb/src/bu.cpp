@@ -459,6 +459,10 @@ void BU::request(bool heartbeat) {
 void BU::tick() {
   if (!running_) return;
   const Clock::time_point now = Clock::now();
+  // After a long gap between ticks this process was not running (stopped, swapped out): the EvM's silence
+  // meanwhile says nothing about the EvM, so its clock starts again.
+  if (now - last_tick_ > seconds(config_.evm_timeout / 2)) last_evm_ = now;
+  last_tick_ = now;
   if (heard_evm_ && !evm_ended_ && now - last_evm_ > seconds(config_.evm_timeout)) {
     running_ = false;
     abandon_slots();

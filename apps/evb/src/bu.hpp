@@ -115,6 +115,7 @@ class BU final : public Application {
   std::uint64_t incarnation_ = 0;
   Clock::time_point last_evm_{};
   Clock::time_point last_request_{};
+  Clock::time_point last_tick_{};
   std::vector<Slot> slots_;
   std::vector<bool> contributor_down_;
   std::vector<Discard> discards_;  // given back with the next request

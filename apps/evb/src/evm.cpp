@@ -424,6 +424,12 @@ void EvM::ru_down(RuProxy& ru, const std::string& why) {
 void EvM::tick() {
   if (!running_ || failed_) return;
   const Clock::time_point now = Clock::now();
+  // After a long gap between ticks the EvM itself was not running: the units' silence meanwhile is not theirs.
+  if (now - last_tick_ > seconds(std::min(config_.bu_timeout, config_.ru_timeout) / 2)) {
+    for (BuProxy& bu : bus_) bu.last_heard = std::max(bu.last_heard, now);
+    for (RuProxy& ru : rus_) ru.last_heard = std::max(ru.last_heard, now);
+  }
+  last_tick_ = now;
   for (BuProxy& bu : bus_)
     if (bu.state == BuProxy::State::alive && now - bu.last_heard > seconds(config_.bu_timeout))
       drop_builder(bu, concatenate({"no request for ", to_text(seconds_between(bu.last_heard, now)), " s"}));

@@ -122,6 +122,7 @@ class EvM final : public Application {
   std::uint32_t run_ = 0;
   Clock::time_point run_start_{};
   Clock::time_point last_heartbeat_{};
+  Clock::time_point last_tick_{};
   std::uint64_t next_event_ = 1;
   std::size_t next_builder_ = 0;
   bool pump_posted_ = false;

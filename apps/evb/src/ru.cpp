@@ -195,6 +195,8 @@ void RU::send_status() {
 void RU::tick() {
   if (!running_) return;
   const Clock::time_point now = Clock::now();
+  if (now - last_tick_ > seconds(config_.evm_timeout / 2)) last_evm_ = now;  // we were not running (see BU::tick)
+  last_tick_ = now;
   if (heard_evm_ && !evm_ended_ && now - last_evm_ > seconds(config_.evm_timeout)) {
     const std::string reason = concatenate({"the EvM (TID ", to_text(std::uint64_t{config_.evm}), ") was silent for ",
                                             to_text(seconds_between(last_evm_, now)), " s: presumed dead, the run stopped"});

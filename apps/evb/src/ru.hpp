@@ -60,6 +60,7 @@ class RU final : public Application {
   std::uint64_t incarnation_ = 0;
   Clock::time_point last_evm_{};
   Clock::time_point last_status_{};
+  Clock::time_point last_tick_{};
 
   // Published.
   Counter fragments_sent_{0};
