@@ -113,7 +113,8 @@ bool transition_all(const daqx::config::Partition& partition, const std::string&
   if (reverse) std::reverse(order.begin(), order.end());
   bool ok = true;
   for (const auto* c : order) {
-    daqx::HttpReply reply = daqx::ControlClient(c->url).post("/api/transition", "{\"command\":\"" + command + "\"}");
+    // A stop may drain for a while (the event builder's EvM waits for its builders): a long answer time.
+    daqx::HttpReply reply = daqx::ControlClient(c->url, std::chrono::seconds(60)).post("/api/transition", "{\"command\":\"" + command + "\"}");
     if (reply.status != 200) {
       std::fprintf(stderr, "daqx-launch: %s %s: %s\n", c->url.c_str(), command.c_str(),
                    reply.answered() ? reply.body.c_str() : ("no answer: " + reply.body).c_str());

@@ -32,9 +32,9 @@ std::vector<ParamSpec> BU::parameters() {
       param("outputBandwidth", ParamType::real, "0", "MB/s", "output file: write at most this fast (0: no limit)", 0),
       param("consumer", ParamType::string, "", "", "output consumer: the name a downstream application published"),
       param("throttleLevel", ParamType::real, to_text(d.throttle_level), "",
-            "fraction of slots waiting for the output at which a quarter of the slots are offered", 0, 1),
+            "fraction of slots waiting for the output at which a quarter of the slots are offered", 0.01, 1),
       param("blockLevel", ParamType::real, to_text(d.block_level), "",
-            "fraction of slots waiting for the output at which no slot is offered", 0, 1),
+            "fraction of slots waiting for the output at which no slot is offered", 0.01, 1),
       param("checkData", ParamType::boolean, to_text(d.check_data), "",
             "verify each super-fragment's headers, sizes and CRC-32C"),
       param("requestInterval", ParamType::real, to_text(d.request_interval), "s",
@@ -108,6 +108,8 @@ void BU::enable() {
     run_ = 0;
     generation_ = 0;
     abandon_slots();
+    contributor_down_.assign(contributors_.size(), false);
+    for (Slot& slot : slots_) slot.finished_first = 0;
     for (Counter* c : {&events_built_, &bytes_built_, &events_incomplete_, &events_corrupt_, &events_abandoned_,
                        &fragments_received_, &blocks_received_, &duplicate_pieces_, &stale_blocks_, &protocol_errors_,
                        &requests_sent_, &resets_})
@@ -126,7 +128,7 @@ void BU::enable() {
 // Stop: the EvM stops first and drains, so normally nothing is left; wait for the output to finish what it
 // holds (bounded), then let go of everything.
 void BU::stop() {
-  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
   while (Clock::now() < deadline && slots_in_output_.load() != 0)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   ticker_.stop();
@@ -173,11 +175,12 @@ void BU::abandon_slots() {
     s.count = 0;
   }
   discards_.clear();
-  contributor_down_.assign(contributors_.size(), false);
 }
 
 void BU::new_run(std::uint32_t run) {
   abandon_slots();
+  contributor_down_.assign(contributors_.size(), false);  // down in the last run says nothing about this one
+  for (Slot& slot : slots_) slot.finished_first = 0;
   run_ = run;
   generation_ = 0;
   evm_ended_ = false;
@@ -202,6 +205,8 @@ void BU::on_control(Frame&& frame) {
     case ControlKind::bu_down:
       break;
     case ControlKind::reset:
+      // The EvM may repeat a reset while our answer is on its way: the one we already took changes nothing.
+      if (c->generation == generation_) break;
       bump(resets_);
       abandon_slots();
       generation_ = c->generation;
@@ -272,6 +277,10 @@ void BU::on_fragments(Frame&& frame) {
     return;
   }
   Slot& s = slots_[h.slot];
+  if (s.state == Slot::State::offered && h.batch_first_event <= s.finished_first) {
+    bump(stale_blocks_);  // a late block of a batch this slot already finished (event ids only grow in a run)
+    return;
+  }
   if (s.state == Slot::State::offered) {
     start_building(s, h);
   } else if (s.state != Slot::State::building || s.first_event != h.batch_first_event || s.count != h.batch_count) {
@@ -401,6 +410,7 @@ void BU::finish_slot(std::uint32_t index, std::uint32_t run, std::uint32_t gener
   Slot& s = slots_[index];
   if (running_ && run == run_ && generation == generation_ && s.count != 0)
     discards_.push_back({s.first_event, s.count, index, s.incomplete, s.corrupt});
+  if (run == run_) s.finished_first = std::max(s.finished_first, s.first_event);
   s.state = Slot::State::free;
   s.blocks.clear();
   s.count = 0;

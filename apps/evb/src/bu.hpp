@@ -71,6 +71,7 @@ class BU final : public Application {
     std::uint32_t run = 0;
     std::uint32_t generation = 0;  // when offered
     std::uint64_t first_event = 0;
+    std::uint64_t finished_first = 0;  // first event of the last batch this slot finished in this run
     std::uint32_t count = 0;
     std::uint32_t built = 0;
     std::uint32_t incomplete = 0;

@@ -7,6 +7,9 @@
 #include "daqx/apps/text.hpp"
 
 namespace daqx::evb {
+namespace {
+constexpr double kStartGrace = 10;  // s an RU may take to report after the run starts, on top of ruTimeout
+}
 using apps::concatenate;
 using apps::param;
 using apps::to_text;
@@ -104,6 +107,7 @@ void EvM::start_run(std::uint32_t run) {
   next_event_ = 1;
   next_builder_ = 0;
   outbox_.clear();
+  unsent_controls_.clear();
   trigger_sender_.start_run(run);
   for (BuProxy& bu : bus_) {
     bu.state = BuProxy::State::unknown;
@@ -203,6 +207,10 @@ void EvM::on_request(Frame&& frame) {
         bu->state = BuProxy::State::unknown;
         bu->last_reset = now;
         send_control(bu->tid, Control{ControlKind::reset, run_, bu->generation, bu->tid, {}}, true);
+        // A BU taken in (again, or restarted) must know which RUs are gone, or it waits for them forever.
+        for (const RuProxy& ru : rus_)
+          if (ru.state == RuProxy::State::down)
+            send_control(bu->tid, Control{ControlKind::ru_down, run_, 0, ru.tid, "down before this BU came in"}, true);
       }
       return;
     }
@@ -224,7 +232,9 @@ void EvM::on_request(Frame&& frame) {
     bump(events_corrupt_, d.corrupt);
   }
   for (std::uint32_t slot : request->free_slots) {
-    if (bu->outstanding.count(slot) != 0) {
+    const bool held = std::any_of(bu->credits.begin(), bu->credits.end(),
+                                  [slot](const BuProxy::Credit& c) { return c.slot == slot; });
+    if (held || bu->outstanding.count(slot) != 0) {
       bump(unexpected_discards_);  // a slot offered while its batch is out: the BU lost track
       continue;
     }
@@ -368,7 +378,11 @@ void EvM::pump_fragments() {
 void EvM::send_control(Tid target, const Control& control, bool queue) {
   const std::size_t bytes = control_bytes(control);
   mem::Ref frame = context().allocate_frame(bytes);
-  if (!frame) return;
+  if (!frame) {
+    // Out of blocks (trigger fragments hold them): a heartbeat can be skipped, news of a unit cannot.
+    if (queue) unsent_controls_.emplace_back(target, control);
+    return;
+  }
   if (!encode(control, frame.data() + kFrameHeaderSize, bytes)) return;
   frame.resize(kFrameHeaderSize + bytes);
   if (queue) outbox_.send(target, function::control, run_, std::move(frame), frame_flags::send_now);
@@ -433,15 +447,21 @@ void EvM::tick() {
   for (BuProxy& bu : bus_)
     if (bu.state == BuProxy::State::alive && now - bu.last_heard > seconds(config_.bu_timeout))
       drop_builder(bu, concatenate({"no request for ", to_text(seconds_between(bu.last_heard, now)), " s"}));
-  for (RuProxy& ru : rus_)
-    if (ru.state == RuProxy::State::alive && now - ru.last_heard > seconds(config_.ru_timeout)) {
+  for (RuProxy& ru : rus_) {
+    if (ru.state == RuProxy::State::alive && now - ru.last_heard > seconds(config_.ru_timeout))
       ru_down(ru, concatenate({"no status for ", to_text(seconds_between(ru.last_heard, now)), " s"}));
-      if (failed_) return;
-    }
+    // One that never reported holds up every assignment: after a grace for slow starts it counts as down.
+    else if (ru.state == RuProxy::State::unknown && now - run_start_ > seconds(config_.ru_timeout + kStartGrace))
+      ru_down(ru, concatenate({"no status since the run started ", to_text(seconds_between(run_start_, now)), " s ago"}));
+    if (failed_) return;
+  }
   if (now - last_heartbeat_ >= seconds(config_.heartbeat_interval)) {
     last_heartbeat_ = now;
     broadcast(Control{ControlKind::heartbeat, run_, 0, kNoTid, {}});
   }
+  std::vector<std::pair<Tid, Control>> unsent;
+  unsent.swap(unsent_controls_);
+  for (const auto& [target, control] : unsent) send_control(target, control, true);
   outbox_.flush();
   assign();
   flush_allocations();
@@ -457,6 +477,7 @@ void EvM::publish() {
     if (bu.state == BuProxy::State::alive) ++alive;
     put(*bu.published_state, bu.state == BuProxy::State::alive ? 1 : bu.state == BuProxy::State::dropped ? 2 : 0);
     put(*bu.published_credits, bu.credits.size());
+    put(*bu.published_output_state, bu.output_state);
   }
   std::uint64_t rus_alive = 0;
   for (RuProxy& ru : rus_) {
@@ -502,6 +523,8 @@ void EvM::report(MetricSink& sink) const {
     sink.counter("bu_events_lost", read(*bu.lost), "events lost when this BU was dropped", l);
     sink.gauge("bu_state", read(*bu.published_state), "0 not yet heard, 1 taking part, 2 dropped", l);
     sink.gauge("bu_credits", read(*bu.published_credits), "free slots of this BU waiting for events", l);
+    sink.gauge("bu_output_state", read(*bu.published_output_state),
+               "this BU's output as it last said: 0 running, 1 throttled, 2 blocked", l);
   }
   for (const RuProxy& ru : rus_)
     sink.gauge("ru_state", read(*ru.published_state), "0 not yet heard, 1 taking part, 2 down",

@@ -35,7 +35,7 @@ struct EvmConfiguration {
   double bu_timeout = 1.0;              // s without a request before a BU is dropped
   double ru_timeout = 1.0;              // s without a status before an RU is declared down
   double heartbeat_interval = 0.1;      // s between the EvM's heartbeats
-  double drain_timeout = 10;            // s stop() waits for the BUs to finish the assigned events
+  double drain_timeout = 5;             // s stop() waits for the BUs to finish the assigned events
   RuFailurePolicy ru_failure = RuFailurePolicy::fail;
 };
 
@@ -80,6 +80,7 @@ class EvM final : public Application {
     std::unique_ptr<Counter> drops = std::make_unique<Counter>(0);
     std::unique_ptr<Counter> published_state = std::make_unique<Counter>(0);  // 0 unknown, 1 alive, 2 dropped
     std::unique_ptr<Counter> published_credits = std::make_unique<Counter>(0);
+    std::unique_ptr<Counter> published_output_state = std::make_unique<Counter>(0);
   };
   struct RuProxy {
     Tid tid = kNoTid;
@@ -128,6 +129,7 @@ class EvM final : public Application {
   bool pump_posted_ = false;
   std::vector<BuProxy> bus_;
   std::vector<RuProxy> rus_;
+  std::vector<std::pair<Tid, Control>> unsent_controls_;  // waiting for a pool block
 
   // Published.
   Counter events_assigned_{0};

@@ -20,7 +20,7 @@ struct FileOutputConfig {
 
 // One event as the writer sees it: contributors' super-fragments, each in pieces.
 struct EventRecordView {
-  std::uint32_t run = 0;
+  std::uint32_t run = 0;  // must be the writer's run: a file holds one run
   std::uint64_t event = 0;
   std::uint32_t flags = 0;  // evb::event_flags
   struct Fragment {

@@ -5,6 +5,7 @@
 // the blocks it arrived in. Layout: docs/evb.md, "Super-fragment format".
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -50,6 +51,9 @@ class SuperFragmentWriter {
   bool fixed_size_ = true;           // the shape's log-normal parameters, computed once in begin()
   double mu_ = 0;
   double sigma_ = 0;
+  // Payload sizes of the first sources, kept from begin() (each costs a log, a cosine and an exponential).
+  static constexpr std::uint32_t kKeptSizes = 64;
+  std::array<std::uint32_t, kKeptSizes> sizes_{};
   std::uint64_t event_ = 0;
   std::uint32_t contributor_ = 0;
   std::uint32_t source_ = 0;         // the source being written

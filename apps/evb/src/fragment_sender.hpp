@@ -25,6 +25,9 @@ class FragmentSender {
     block_size_ = block_size;
   }
   void start_run(std::uint32_t run);  // forgets every queue
+  void reset_counters() noexcept {
+    fragments_sent_ = bytes_sent_ = blocks_sent_ = pool_waits_ = send_errors_ = 0;
+  }
 
   void add(const Assignment& assignment);
   // Drops the work queued for bu of generations below `generation` (the BU was dropped); returns the

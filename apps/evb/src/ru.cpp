@@ -57,6 +57,14 @@ void RU::configure() {
   c.shape.pattern = p.boolean("pattern");
   c.shape.seed = context().tid();
   c.block_size = p.unsigned_integer("blockSize");
+  // Piece headers carry 32-bit sizes: refuse shapes whose typical super-fragment nears 2 GiB, and clamp the
+  // log-normal tail so that no super-fragment can reach it.
+  const double typical = static_cast<double>(c.shape.sources) * (c.shape.mean_size + 6.0 * c.shape.spread + 64.0);
+  if (typical >= 1073741824.0)
+    throw std::runtime_error(concatenate({"sources x fragmentSize (", to_text(std::uint64_t{c.shape.sources}), " x ",
+                                          to_text(std::uint64_t{c.shape.mean_size}),
+                                          ") makes super-fragments near the protocol's 2 GiB limit"}));
+  c.shape.max_size = std::min<std::uint32_t>(c.shape.max_size, 2147483647u / c.shape.sources - 64);
   c.heartbeat_interval = p.real("heartbeatInterval");
   c.evm_timeout = p.real("evmTimeout");
   run_on_dispatch(context(), [this, c] {
@@ -75,6 +83,10 @@ void RU::enable() {
     last_status_ = {};
     outbox_.clear();
     sender_.start_run(0);
+    sender_.reset_counters();
+    for (Counter* c : {&fragments_sent_, &bytes_sent_, &blocks_sent_, &allocations_, &events_dropped_, &bu_downs_,
+                       &stale_frames_, &malformed_, &pool_waits_, &would_blocks_, &send_errors_})
+      put(*c, 0);
     rate_.start(Clock::now(), sender_.fragments_sent(), sender_.bytes_sent());
     send_status();
   });
@@ -226,7 +238,7 @@ void RU::report(MetricSink& sink) const {
   sink.counter("malformed_frames", read(malformed_), "frames that did not decode or came from another than the EvM");
   sink.counter("pool_waits", read(pool_waits_), "times sending paused for free pool blocks (back-pressure)");
   sink.counter("send_would_blocks", read(would_blocks_), "sends that had to wait");
-  sink.counter("send_errors", read(send_errors_), "blocks lost with their connection");
+  sink.counter("send_errors", read(send_errors_), "frames (blocks or status reports) lost with their connection");
   sink.gauge("run", read(run_published_), "the EvM's run number as last heard");
   const mem::PoolStats pool = context().pool().stats();
   sink.gauge("pool_blocks_used", static_cast<double>(pool.blocks_used()), "blocks of this unit's pool in use");

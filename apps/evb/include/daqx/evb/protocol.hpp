@@ -106,9 +106,10 @@ class ByteReader {
 // ---- Request (BU -> EvM) -----------------------------------------------------------------------------------
 // Sent when slots are freed, and every requestInterval as a heartbeat (with no slots, if none are free).
 // Credits are given once: a slot id in free_slots is the BU's promise that the slot is empty; the EvM owns
-// it until the batch it assigned comes back as a discard. A Request whose generation is not the EvM's current
-// one for this BU (a BU that was dropped, or restarted) is answered with a Control reset and otherwise
-// ignored.
+// it until the batch it assigned comes back as a discard. A Request whose generation or incarnation is not
+// the EvM's current one for this BU (a new BU, one that was dropped, or one that restarted) is answered with a
+// Control reset (at most one per 50 ms per BU) and otherwise ignored; a BU that restarted while taking part is
+// dropped first (its events counted lost). A BU ignores a reset to the generation it already has.
 struct Discard {
   std::uint64_t first_event = 0;  // the batch as assigned
   std::uint32_t count = 0;
@@ -123,6 +124,14 @@ inline constexpr std::uint16_t throttled = 1;  // output backlog above throttleL
 inline constexpr std::uint16_t blocked = 2;    // output backlog above blockLevel: no slots offered
 }  // namespace output_state
 
+// Request payload, request_bytes(r) = 32 + 4n + 24m bytes:
+//    0  u32  run                    18  u16  state
+//    4  u32  generation             20  u32  total_slots
+//    8  u64  incarnation            24  u32  free slot count n
+//   16  u16  priority               28  u32  free_slots[n]
+//   28 + 4n  u32  discard count m
+//   32 + 4n  Discard[m], 24 bytes each: +0 u64 first_event, +8 u32 count, +12 u32 slot, +16 u32 incomplete,
+//            +20 u32 corrupt
 struct Request {
   std::uint32_t run = 0;          // the EvM's run as the BU last heard it; 0: not yet
   std::uint32_t generation = 0;   // the BU's generation as the EvM set it in its last reset; 0: none yet
@@ -143,8 +152,10 @@ struct Assignment {
   std::uint32_t count = 0;
   std::uint64_t first_event = 0;
 };
+// Assignment, 24 bytes: 0 u32 bu, 4 u32 generation, 8 u32 slot, 12 u32 count, 16 u64 first_event.
 inline constexpr std::size_t kAssignmentBytes = 24;
 
+// Allocate payload, 8 + 24 * n bytes: 0 u32 run, 4 u32 assignment count (n), 8 Assignment[n].
 struct Allocate {
   std::uint32_t run = 0;
   std::vector<Assignment> assignments;
@@ -168,6 +179,8 @@ struct BlockHeader {
   std::uint32_t piece_count = 0;
   std::uint32_t flags = 0;
 };
+// BlockHeader, 32 bytes: 0 u32 run, 4 u32 generation, 8 u32 slot, 12 u32 batch_count, 16 u64 batch_first_event,
+// 24 u32 piece_count, 28 u32 flags.
 inline constexpr std::size_t kBlockHeaderBytes = 32;
 
 struct PieceHeader {
@@ -177,12 +190,15 @@ struct PieceHeader {
   std::uint32_t size = 0;                // bytes in this piece
   std::uint32_t reserved = 0;
 };
+// PieceHeader, 24 bytes: 0 u64 event, 8 u32 superfragment_size, 12 u32 offset, 16 u32 size, 20 u32 reserved.
 inline constexpr std::size_t kPieceHeaderBytes = 24;
 inline constexpr std::size_t kPieceAlignment = 8;
 
 // ---- RU status (RU -> EvM) ---------------------------------------------------------------------------------
 // Every heartbeatInterval while enabled: the EvM assigns nothing until it has heard from every RU it needs,
 // and declares an RU dead after ruTimeout without one.
+// RuStatus payload, 32 bytes: 0 u32 run, 4 u32 reserved (0: keeps the counters 8-aligned), 8 u64 incarnation,
+// 16 u64 fragments_sent, 24 u64 bytes_sent.
 struct RuStatus {
   std::uint32_t run = 0;          // the EvM's run as the RU last heard it; 0: not yet
   std::uint64_t incarnation = 0;  // random per RU enable
@@ -200,6 +216,9 @@ enum class ControlKind : std::uint16_t {
   run_failed = 6,  // the run failed; `text` says why: every unit goes to Failed with it
 };
 
+// Control payload, control_bytes(c) = 20 + text bytes: 0 u16 kind, 2 u16 reserved (0), 4 u32 run,
+// 8 u32 generation, 12 u32 subject, 16 u32 text length (n), 20 text[n] (no terminator). A kind not listed
+// above is refused by the decoder, and by the encoder.
 struct Control {
   ControlKind kind = ControlKind::heartbeat;
   std::uint32_t run = 0;

@@ -1,0 +1,527 @@
+// The BU's event files: FileWriter writes records with writev straight from the event's pieces, rotates and
+// paces; read_event_file loads a file back and checks its structure. Format: docs/evb-files.md.
+#include "file_output.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string_view>
+#include <thread>
+#include <utility>
+
+#include "daqx/apps/text.hpp"
+
+namespace daqx::evb {
+
+namespace {
+
+using apps::concatenate;
+
+void put32(std::byte* at, std::uint32_t value) noexcept {
+  for (int i = 0; i < 4; ++i) at[i] = static_cast<std::byte>(value >> (8 * i));
+}
+void put64(std::byte* at, std::uint64_t value) noexcept {
+  for (int i = 0; i < 8; ++i) at[i] = static_cast<std::byte>(value >> (8 * i));
+}
+std::uint32_t get32(const std::byte* at) noexcept {
+  std::uint32_t value = 0;
+  for (int i = 0; i < 4; ++i) value |= std::uint32_t{std::to_integer<std::uint8_t>(at[i])} << (8 * i);
+  return value;
+}
+std::uint64_t get64(const std::byte* at) noexcept {
+  std::uint64_t value = 0;
+  for (int i = 0; i < 8; ++i) value |= std::uint64_t{std::to_integer<std::uint8_t>(at[i])} << (8 * i);
+  return value;
+}
+
+constexpr std::uint64_t padding_of(std::uint64_t size) noexcept {
+  return (kFragmentAlignment - size % kFragmentAlignment) % kFragmentAlignment;
+}
+
+std::uint64_t now_ns() {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::system_clock::now().time_since_epoch())
+                                        .count());
+}
+
+[[noreturn]] void fail(std::string_view what, const std::string& path, int error) {
+  throw std::runtime_error(concatenate({what, " ", path, ": ", std::strerror(error)}));
+}
+
+// mkdir -p: every missing component, tolerating one created concurrently.
+void create_directories(const std::string& directory) {
+  struct stat info {};
+  if (::stat(directory.c_str(), &info) == 0) {
+    if (!S_ISDIR(info.st_mode)) fail("cannot use event file directory", directory, ENOTDIR);
+    return;
+  }
+  std::size_t position = 0;
+  while (position != std::string::npos) {
+    position = directory.find('/', position + 1);
+    const std::string prefix = directory.substr(0, position);
+    if (prefix.empty() || prefix.back() == '/') continue;
+    if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) fail("cannot create directory", prefix, errno);
+  }
+  if (::stat(directory.c_str(), &info) != 0) fail("cannot create directory", directory, errno);
+  if (!S_ISDIR(info.st_mode)) fail("cannot use event file directory", directory, ENOTDIR);
+}
+
+std::size_t iov_limit() noexcept {
+  const long limit = ::sysconf(_SC_IOV_MAX);
+  return limit > 0 ? static_cast<std::size_t>(limit) : std::size_t{_XOPEN_IOV_MAX};
+}
+
+// Zeros the padding iovecs point at.
+constexpr std::byte kZeros[kFragmentAlignment] = {};
+
+}  // namespace
+
+std::string event_file_name(std::uint32_t run, std::uint32_t builder, std::uint32_t sequence) {
+  char name[64];
+  std::snprintf(name, sizeof name, "run%06u_bu%u_%04u.daqx", run, builder, sequence);
+  return name;
+}
+
+// ---- FileWriter -------------------------------------------------------------------------------------------
+
+struct FileWriter::Impl {
+  int fd = -1;
+  std::string open_path;   // NAME.open, being written
+  std::string final_path;  // NAME, after close
+  bool damaged = false;    // a failed write could not be cut back to the last whole record
+  std::uint32_t next_sequence = 0;
+  std::uint64_t file_bytes = 0;
+  std::uint64_t file_events = 0;
+  std::uint64_t first_event = 0;
+  std::uint64_t last_event = 0;
+
+  // Reused for every event, so a write allocates only while they grow to the largest event seen.
+  std::vector<std::byte> record_head;  // record header and fragment table
+  std::vector<iovec> iov;
+  std::size_t iov_max = iov_limit();
+
+  // Pacing: a token bucket kept as the time the bytes written so far are allowed to have taken.
+  bool pacing_started = false;
+  std::chrono::steady_clock::time_point paced_until{};
+};
+
+FileWriter::FileWriter(FileOutputConfig config, std::uint32_t run, std::uint32_t builder)
+    : config_(std::move(config)), run_(run), builder_(builder), impl_(std::make_unique<Impl>()) {
+  if (config_.directory.empty()) config_.directory.push_back('.');  // the working directory
+}
+
+FileWriter::~FileWriter() {
+  try {
+    close();
+  } catch (const std::exception&) {
+    // Nowhere to report from a destructor: the file stays NAME.open, which says it was not closed cleanly.
+  }
+}
+
+namespace {
+
+// Writes every byte the iovecs describe, IOV_MAX at a time, resuming after partial writes and signals.
+// Returns 0 or the errno of the failure. Consumes (modifies) the iovecs.
+int write_fully(int fd, iovec* iov, std::size_t count, std::size_t iov_max) noexcept {
+  while (count > 0) {
+    const int batch = static_cast<int>(std::min(count, iov_max));
+    const ssize_t written = ::writev(fd, iov, batch);
+    if (written < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (written == 0) return EIO;  // a regular file that accepts nothing would loop forever
+    auto done = static_cast<std::size_t>(written);
+    while (count > 0 && done >= iov->iov_len) {
+      done -= iov->iov_len;
+      ++iov;
+      --count;
+    }
+    if (done > 0) {
+      iov->iov_base = static_cast<std::byte*>(iov->iov_base) + done;
+      iov->iov_len -= done;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+void FileWriter::write(const EventRecordView& event) {
+  // Checked before anything is written, so a bad view never leaves half a record behind.
+  if (event.run != run_) {
+    throw std::runtime_error(concatenate({"event ", std::to_string(event.event), " of run ", std::to_string(event.run),
+                                          " given to the file writer of run ", std::to_string(run_)}));
+  }
+  std::uint64_t record_bytes = kEventRecordHeaderBytes + kFragmentEntryBytes * event.fragments.size();
+  for (const auto& fragment : event.fragments) {
+    std::size_t sum = 0;
+    for (const auto& piece : fragment.pieces) sum += piece.size();
+    if (sum != fragment.size) {
+      throw std::runtime_error(concatenate({"event ", std::to_string(event.event), ": the pieces of contributor ",
+                                            std::to_string(fragment.contributor), "'s fragment hold ",
+                                            std::to_string(sum), " bytes where its size says ",
+                                            std::to_string(fragment.size)}));
+    }
+    record_bytes += fragment.size + padding_of(fragment.size);
+  }
+  if (event.fragments.size() > UINT32_MAX) throw std::runtime_error("event with more than 2^32 fragments");
+
+  if (impl_->fd < 0) open_next();
+  Impl& impl = *impl_;
+
+  auto& head = impl.record_head;
+  head.resize(kEventRecordHeaderBytes + kFragmentEntryBytes * event.fragments.size());
+  put32(&head[0], kEventRecordMagic);
+  put32(&head[4], event.flags);
+  put64(&head[8], event.event);
+  put32(&head[16], event.run);
+  put32(&head[20], static_cast<std::uint32_t>(event.fragments.size()));
+  put64(&head[24], record_bytes);
+  std::size_t entry = kEventRecordHeaderBytes;
+  for (const auto& fragment : event.fragments) {
+    put32(&head[entry], fragment.contributor);
+    put32(&head[entry + 4], 0);
+    put64(&head[entry + 8], fragment.size);
+    entry += kFragmentEntryBytes;
+  }
+
+  // The iovecs point at the caller's pieces: no copy of the payload. One writev per event (IOV_MAX pieces
+  // at a time), because the pieces are the caller's only until this call returns.
+  auto& iov = impl.iov;
+  iov.clear();
+  iov.push_back({head.data(), head.size()});
+  for (const auto& fragment : event.fragments) {
+    for (const auto& piece : fragment.pieces) {
+      if (piece.empty()) continue;
+      iov.push_back({const_cast<std::byte*>(piece.data()), piece.size()});
+    }
+    if (const auto padding = padding_of(fragment.size); padding > 0) {
+      iov.push_back({const_cast<std::byte*>(kZeros), padding});
+    }
+  }
+
+  pace(record_bytes);
+  if (const int error = write_fully(impl.fd, iov.data(), iov.size(), impl.iov_max); error != 0) {
+    // Cut the file back to its last whole record, so closing it still gives a well-formed file.
+    if (::ftruncate(impl.fd, static_cast<off_t>(impl.file_bytes)) != 0 ||
+        ::lseek(impl.fd, static_cast<off_t>(impl.file_bytes), SEEK_SET) < 0) {
+      impl.damaged = true;
+    }
+    fail(concatenate({"cannot write event ", std::to_string(event.event), " to"}), impl.open_path, error);
+  }
+
+  impl.file_bytes += record_bytes;
+  if (impl.file_events == 0) impl.first_event = event.event;
+  impl.last_event = event.event;
+  ++impl.file_events;
+  ++stats_.events;
+  stats_.bytes += record_bytes;
+  if (impl.file_bytes >= config_.max_file_bytes) close();
+}
+
+void FileWriter::open_next() {
+  Impl& impl = *impl_;
+  create_directories(config_.directory);
+  std::string base = config_.directory;
+  if (base.back() != '/') base += '/';
+  // A name already taken (an earlier attempt at this run, a crashed writer's NAME.open) is skipped, never
+  // overwritten.
+  for (;; ++impl.next_sequence) {
+    std::string final_path = base;
+    final_path.append(event_file_name(run_, builder_, impl.next_sequence));
+    std::string open_path = final_path;
+    open_path.append(".open");
+    struct stat info {};
+    if (::stat(final_path.c_str(), &info) == 0) continue;
+    const int fd = ::open(open_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      if (errno == EEXIST) continue;
+      fail("cannot create event file", open_path, errno);
+    }
+    impl.fd = fd;
+    impl.open_path = std::move(open_path);
+    impl.final_path = std::move(final_path);
+    break;
+  }
+  impl.damaged = false;
+  impl.file_bytes = 0;
+  impl.file_events = 0;
+  impl.first_event = impl.last_event = 0;
+  stats_.current_file = impl.open_path;
+
+  std::byte header[kFileHeaderBytes] = {};
+  std::memcpy(header, kEventFileMagic, sizeof kEventFileMagic);
+  put32(&header[8], kEventFileVersion);
+  put32(&header[12], kFileHeaderBytes);
+  put32(&header[16], run_);
+  put32(&header[20], builder_);
+  put64(&header[24], now_ns());
+  put32(&header[32], impl.next_sequence);
+  ++impl.next_sequence;
+  iovec iov{header, sizeof header};
+  pace(sizeof header);
+  if (const int error = write_fully(impl.fd, &iov, 1, impl.iov_max); error != 0) {
+    ::close(impl.fd);
+    impl.fd = -1;
+    ::unlink(impl.open_path.c_str());
+    stats_.current_file.clear();
+    fail("cannot write the header of", impl.open_path, error);
+  }
+  impl.file_bytes = sizeof header;
+  stats_.bytes += sizeof header;
+}
+
+void FileWriter::close() {
+  Impl& impl = *impl_;
+  if (impl.fd < 0) return;
+  const int fd = std::exchange(impl.fd, -1);
+  stats_.current_file.clear();
+  if (impl.damaged) {
+    // The write that failed was reported; the file keeps its .open name: not closed cleanly.
+    ::close(fd);
+    return;
+  }
+  std::byte trailer[kTrailerRecordBytes] = {};
+  put32(&trailer[0], kTrailerRecordMagic);
+  put32(&trailer[4], kTrailerRecordBytes);
+  put64(&trailer[8], impl.file_events);
+  put64(&trailer[16], impl.file_bytes + kTrailerRecordBytes);
+  put64(&trailer[24], impl.first_event);
+  put64(&trailer[32], impl.last_event);
+  put64(&trailer[40], now_ns());
+  iovec iov{trailer, sizeof trailer};
+  pace(sizeof trailer);
+  if (const int error = write_fully(fd, &iov, 1, impl.iov_max); error != 0) {
+    ::close(fd);
+    fail("cannot write the trailer of", impl.open_path, error);
+  }
+  stats_.bytes += sizeof trailer;
+  // On disk before it has its final name: a file under that name is complete even after a power cut.
+  if (::fsync(fd) != 0) {
+    const int error = errno;
+    ::close(fd);
+    fail("cannot flush", impl.open_path, error);
+  }
+  if (::close(fd) != 0) fail("cannot close", impl.open_path, errno);
+  if (::rename(impl.open_path.c_str(), impl.final_path.c_str()) != 0) {
+    fail(concatenate({"cannot rename ", impl.open_path, " to"}), impl.final_path, errno);
+  }
+  ++stats_.files_closed;
+}
+
+// Sleeps so that the bytes written stay below max_bytes_per_second on average. Idle time earns at most a
+// short burst, so a writer that was idle cannot then flood slow storage.
+void FileWriter::pace(std::uint64_t bytes) {
+  if (config_.max_bytes_per_second <= 0) return;
+  using Clock = std::chrono::steady_clock;
+  constexpr auto kBurst = std::chrono::milliseconds(50);
+  Impl& impl = *impl_;
+  const auto now = Clock::now();
+  if (!impl.pacing_started || impl.paced_until < now - kBurst) {
+    impl.paced_until = impl.pacing_started ? now - kBurst : now;
+    impl.pacing_started = true;
+  }
+  if (impl.paced_until > now) std::this_thread::sleep_until(impl.paced_until);
+  impl.paced_until += std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(static_cast<double>(bytes) / config_.max_bytes_per_second));
+}
+
+// ---- reading -------------------------------------------------------------------------------------------
+
+namespace {
+
+std::string at_offset(std::uint64_t offset) { return concatenate({"offset ", std::to_string(offset), ": "}); }
+
+std::string hex32(std::uint32_t value) {
+  char text[16];
+  std::snprintf(text, sizeof text, "0x%08x", value);
+  return text;
+}
+
+// Parses the records from the header on; stops at the first problem, which it writes into file.problem.
+void parse_event_file(EventFile& file) {
+  const auto data = file.data;
+  const std::uint64_t size = data.size();
+  if (size < kFileHeaderBytes) {
+    file.problem = concatenate({"the file has ", std::to_string(size), " bytes, fewer than a file header (",
+                                std::to_string(kFileHeaderBytes), ")"});
+    return;
+  }
+  if (std::memcmp(data.data(), kEventFileMagic, sizeof kEventFileMagic) != 0) {
+    file.problem = "not an event file (no DAQXEVB1 magic)";
+    return;
+  }
+  file.version = get32(&data[8]);
+  const std::uint32_t header_bytes = get32(&data[12]);
+  file.run = get32(&data[16]);
+  file.builder = get32(&data[20]);
+  file.created_ns = get64(&data[24]);
+  file.sequence = get32(&data[32]);
+  if (file.version != kEventFileVersion) {
+    file.problem = concatenate({"format version ", std::to_string(file.version), " (this reader knows ",
+                                std::to_string(kEventFileVersion), ")"});
+    return;
+  }
+  if (header_bytes < kFileHeaderBytes || header_bytes > size) {
+    file.problem = concatenate({"file header claims ", std::to_string(header_bytes), " bytes"});
+    return;
+  }
+
+  std::uint64_t offset = header_bytes;
+  for (;;) {
+    const std::uint64_t left = size - offset;
+    if (left == 0) {
+      file.problem = "no trailer: the file was not closed cleanly (or is still being written)";
+      return;
+    }
+    if (left < 4) {
+      file.problem = concatenate({at_offset(offset), std::to_string(left), " stray bytes at the end"});
+      return;
+    }
+    const std::byte* at = &data[offset];
+    const std::uint32_t magic = get32(at);
+    if (magic == kTrailerRecordMagic) {
+      if (left < kTrailerRecordBytes) {
+        file.problem = concatenate({at_offset(offset), "trailer cut short (", std::to_string(left), " bytes)"});
+        return;
+      }
+      file.has_trailer = true;
+      auto& trailer = file.trailer;
+      trailer.events = get64(at + 8);
+      trailer.file_bytes = get64(at + 16);
+      trailer.first_event = get64(at + 24);
+      trailer.last_event = get64(at + 32);
+      trailer.closed_ns = get64(at + 40);
+      const std::uint64_t end = offset + kTrailerRecordBytes;
+      if (get32(at + 4) != kTrailerRecordBytes) {
+        file.problem = concatenate({at_offset(offset), "trailer claims ", std::to_string(get32(at + 4)),
+                                    " bytes (", std::to_string(kTrailerRecordBytes), " expected)"});
+      } else if (trailer.events != file.records.size()) {
+        file.problem = concatenate({"trailer counts ", std::to_string(trailer.events), " events, the file holds ",
+                                    std::to_string(file.records.size())});
+      } else if (trailer.file_bytes != end) {
+        file.problem = concatenate({"trailer counts ", std::to_string(trailer.file_bytes),
+                                    " bytes, it ends the file at ", std::to_string(end)});
+      } else if (end != size) {
+        file.problem = concatenate({std::to_string(size - end), " bytes after the trailer"});
+      } else if (!file.records.empty() && (trailer.first_event != file.records.front().event ||
+                                           trailer.last_event != file.records.back().event)) {
+        file.problem = concatenate({"trailer names events ", std::to_string(trailer.first_event), "..",
+                                    std::to_string(trailer.last_event), ", the file holds ",
+                                    std::to_string(file.records.front().event), "..",
+                                    std::to_string(file.records.back().event)});
+      }
+      return;
+    }
+    if (magic != kEventRecordMagic) {
+      file.problem = concatenate({at_offset(offset), "no record here (magic ", hex32(magic), ")"});
+      return;
+    }
+    if (left < kEventRecordHeaderBytes) {
+      file.problem =
+          concatenate({at_offset(offset), "record header cut short (", std::to_string(left), " bytes left)"});
+      return;
+    }
+    EventFileRecord record;
+    record.offset = offset;
+    record.flags = get32(at + 4);
+    record.event = get64(at + 8);
+    record.run = get32(at + 16);
+    const std::uint32_t count = get32(at + 20);
+    record.bytes = get64(at + 24);
+    const std::uint64_t table_end = kEventRecordHeaderBytes + std::uint64_t{kFragmentEntryBytes} * count;
+    const std::string where = concatenate({at_offset(offset), "event ", std::to_string(record.event), ": "});
+    if (record.bytes > left) {
+      file.problem = concatenate({where, "record of ", std::to_string(record.bytes), " bytes runs past the end (",
+                                  std::to_string(left), " bytes left)"});
+      return;
+    }
+    if (table_end > record.bytes) {
+      file.problem = concatenate({where, std::to_string(count), " fragments do not fit a record of ",
+                                  std::to_string(record.bytes), " bytes"});
+      return;
+    }
+    record.fragments.reserve(count);
+    std::uint64_t position = table_end;
+    for (std::uint32_t i = 0; i < count; ++i) {
+      const std::byte* entry = at + kEventRecordHeaderBytes + std::uint64_t{kFragmentEntryBytes} * i;
+      const std::uint32_t contributor = get32(entry);
+      const std::uint64_t fragment_size = get64(entry + 8);
+      if (get32(entry + 4) != 0) {
+        file.problem = concatenate({where, "fragment ", std::to_string(i), ": reserved field not zero"});
+        return;
+      }
+      if (fragment_size > record.bytes - position ||
+          padding_of(fragment_size) > record.bytes - position - fragment_size) {
+        file.problem = concatenate({where, "fragment ", std::to_string(i), " of ", std::to_string(fragment_size),
+                                    " bytes runs past the record's ", std::to_string(record.bytes), " bytes"});
+        return;
+      }
+      record.fragments.push_back({contributor, data.subspan(offset + position, fragment_size)});
+      position += fragment_size;
+      for (std::uint64_t p = 0; p < padding_of(fragment_size); ++p, ++position) {
+        if (at[position] != std::byte{0}) {
+          file.problem = concatenate({where, "fragment ", std::to_string(i), ": padding not zero"});
+          return;
+        }
+      }
+    }
+    if (position != record.bytes) {
+      file.problem = concatenate({where, "record claims ", std::to_string(record.bytes),
+                                  " bytes, its fragments take ", std::to_string(position)});
+      return;
+    }
+    if (record.run != file.run) {
+      file.problem = concatenate({where, "run ", std::to_string(record.run), " in a file of run ",
+                                  std::to_string(file.run)});
+      return;
+    }
+    offset += record.bytes;
+    file.records.push_back(std::move(record));
+  }
+}
+
+}  // namespace
+
+EventFile read_event_file(const std::string& path) {
+  EventFile file;
+  file.path = path;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail("cannot open", path, errno);
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) {
+    const int error = errno;
+    ::close(fd);
+    fail("cannot read", path, error);
+  }
+  const auto size = static_cast<std::size_t>(info.st_size);
+  if (size > 0) {
+    void* address = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (address == MAP_FAILED) {
+      const int error = errno;
+      ::close(fd);
+      fail("cannot map", path, error);
+    }
+    ::posix_madvise(address, size, POSIX_MADV_SEQUENTIAL);
+    file.mapping = std::shared_ptr<const void>(address, [size](const void* mapped) {
+      ::munmap(const_cast<void*>(mapped), size);
+    });
+    file.data = std::span<const std::byte>(static_cast<const std::byte*>(address), size);
+  }
+  ::close(fd);
+  parse_event_file(file);
+  return file;
+}
+
+}  // namespace daqx::evb
