@@ -527,7 +527,10 @@ void BU::output_loop(std::stop_token stop) {
     }
     const Slot& s = slots_[index];
     try {
-      if (writer && writer_run != s.run) writer.reset();  // closes the last run's file
+      if (writer && writer_run != s.run) {  // the last run's file: closed here, so an error is reported
+        writer->close();
+        writer.reset();
+      }
       if (!writer) {
         writer = std::make_unique<FileWriter>(config_.files, s.run, context().tid());
         writer_run = s.run;
