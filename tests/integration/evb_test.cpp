@@ -91,6 +91,15 @@ class EvbRun {
       if (std::find(skip.begin(), skip.end(), tid) == skip.end()) process(tid).transition("stop");
   }
 
+  // Ends every executive still running with SIGTERM: each must exit 0 (a sanitizer report or a hang would not).
+  void finish() {
+    for (auto& [tid, p] : processes_)
+      if (p->running()) {
+        INFO("unit " << tid << ":\n" << p->output());
+        CHECK(p->stop() == 0);
+      }
+  }
+
   double metric(std::uint32_t tid, const std::string& name) { return process(tid).metric(tid, name); }
   std::string state(std::uint32_t tid) { return process(tid).application(tid)->getValue<std::string>("state"); }
   std::string reason(std::uint32_t tid) {
@@ -168,6 +177,7 @@ TEST_CASE("2x2 over pttcp builds every assigned event exactly once and every eve
   // Every block is back in its pool once the run is stopped.
   for (std::uint32_t r : {ru(0), ru(1), kEvm}) CHECK(run.pool_blocks(r, "evb/") == 0);
   for (std::uint32_t b : {bu(0), bu(1)}) CHECK(run.pool_blocks(b, "pt/tcp/recv") == 0);
+  run.finish();
 }
 
 TEST_CASE("2x2_failBU: a BU killed mid-run is dropped within 2 s, its events counted lost, and the run goes on, "
@@ -194,7 +204,11 @@ TEST_CASE("2x2_failBU: a BU killed mid-run is dropped within 2 s, its events cou
   run.bring_up(bu(1));
   REQUIRE(run.wait_until([&] { return run.metric(kEvm, "bus_alive") == 2; }, std::chrono::seconds(10)));
   CHECK(run.metric(kEvm, "bu_readmissions") == 1);
-  REQUIRE(run.process(bu(1)).wait_metric(bu(1), "events_built", 1000, std::chrono::seconds(30)));
+  const bool building = run.process(bu(1)).wait_metric(bu(1), "events_built", 1000, std::chrono::seconds(30));
+  INFO("restarted BU: built " << run.metric(bu(1), "events_built") << ", stale blocks " << run.metric(bu(1), "stale_blocks")
+       << ", protocol errors " << run.metric(bu(1), "protocol_errors") << ", resets " << run.metric(bu(1), "resets")
+       << "; EvM assigned to it " << run.metric(kEvm, "events_assigned") << ", BUs alive " << run.metric(kEvm, "bus_alive"));
+  REQUIRE(building);
 
   run.stop_run();
   CHECK(run.metric(kEvm, "drained") == 1);
@@ -215,6 +229,7 @@ TEST_CASE("2x2_failBU: a BU killed mid-run is dropped within 2 s, its events cou
   for (std::uint32_t r : {ru(0), ru(1), kEvm}) CHECK(run.pool_blocks(r, "evb/") == 0);
   CHECK(run.pool_blocks(bu(0), "pt/tcp/recv") == 0);
   for (std::uint32_t t : {ru(0), ru(1), kEvm, bu(0), bu(1)}) CHECK(run.state(t) == "Configured");
+  run.finish();
 }
 
 TEST_CASE("2x2_failRU: an RU killed mid-run fails the run with the reason on every unit (policy fail)",
@@ -232,6 +247,7 @@ TEST_CASE("2x2_failRU: an RU killed mid-run fails the run with the reason on eve
   // Failed units halt cleanly and give every block back.
   for (std::uint32_t t : {kEvm, ru(0), bu(0), bu(1)}) CHECK(run.process(t).transition("halt").status == 200);
   for (std::uint32_t t : {kEvm, ru(0)}) CHECK(run.pool_blocks(t, "evb/") == 0);
+  run.finish();
 }
 
 TEST_CASE("3x1_incompleteEvents: an RU killed mid-run makes the BU build events without it, flagged and counted "
@@ -253,6 +269,7 @@ TEST_CASE("3x1_incompleteEvents: an RU killed mid-run makes the BU build events 
   CHECK(run.metric(kEvm, "events_incomplete") == run.metric(bu(0), "events_incomplete"));
   CHECK(run.metric(bu(0), "events_corrupt") == 0);
   for (std::uint32_t r : {ru(0), ru(1), kEvm}) CHECK(run.pool_blocks(r, "evb/") == 0);
+  run.finish();
 }
 
 TEST_CASE("1x1_failEvM: the EvM killed mid-run fails every unit with a clear reason and nothing hangs",
@@ -268,6 +285,7 @@ TEST_CASE("1x1_failEvM: the EvM killed mid-run fails every unit with a clear rea
   }
   CHECK(run.pool_blocks(ru(0), "evb/") == 0);
   CHECK(run.pool_blocks(bu(0), "pt/tcp/recv") == 0);
+  run.finish();
 }
 
 namespace {
@@ -321,6 +339,7 @@ TEST_CASE("a BU whose consumer is slow throttles, then blocks, keeps building as
   CHECK(evb.metric(300, "events") == evb.metric(kEvm, "events_completed"));
   CHECK(evb.metric(300, "check_failures") == 0);
   CHECK(evb.metric(300, "events_incomplete") == 0);
+  CHECK(evb.process->stop() == 0);
 }
 
 TEST_CASE("file output writes every event, rotates files by size, and daqx-evb-dump verifies them", "[evb][output]") {
@@ -351,6 +370,7 @@ TEST_CASE("file output writes every event, rotates files by size, and daqx-evb-d
   const ProcessResult dump = run_process(argv, std::chrono::seconds(60));
   INFO(dump.output);
   CHECK(dump.exit_code == 0);
+  CHECK(evb.process->stop() == 0);
 }
 
 TEST_CASE("2x2_stallBU: a BU that stalls (SIGSTOP) is dropped within 2 s and taken in again when it resumes, "
@@ -381,4 +401,5 @@ TEST_CASE("2x2_stallBU: a BU that stalls (SIGSTOP) is dropped within 2 s and tak
     CHECK(run.pool_blocks(b, "pt/tcp/recv") == 0);
   }
   for (std::uint32_t r : {ru(0), ru(1), kEvm}) CHECK(run.pool_blocks(r, "evb/") == 0);
+  run.finish();
 }

@@ -47,6 +47,7 @@ std::vector<ParamSpec> EvM::parameters() {
 EvM::EvM(ApplicationContext& context) : Application(context), outbox_(context), trigger_sender_(context, outbox_) {
   context.bind(function::request, [this](Frame&& f) { on_request(std::move(f)); });
   context.bind(function::ru_status, [this](Frame&& f) { on_ru_status(std::move(f)); });
+  context.bind(function::control, [this](Frame&& f) { on_unit_report(std::move(f)); });
   context.on_send_ready([this] {
     outbox_.flush();
     pump_fragments();
@@ -271,6 +272,32 @@ void EvM::on_ru_status(Frame&& frame) {
   assign();
 }
 
+// An RU lost its connection to a BU: the events of that BU's current generation cannot all be built.
+void EvM::on_unit_report(Frame&& frame) {
+  if (!running_ || failed_) return;
+  std::optional<Control> c = decode_control(frame.payload(), frame.payload_size_in_head());
+  if (!c || find_ru(frame.header.initiator) == nullptr || c->kind != ControlKind::bu_down) {
+    bump(malformed_);
+    return;
+  }
+  BuProxy* bu = find_bu(c->subject);
+  if (bu != nullptr && bu->state == BuProxy::State::alive && bu->generation == c->generation)
+    drop_builder(*bu, c->text);
+}
+
+// Frames the EvM could not send: an RU that misses allocations leaves events unbuildable, so it is down;
+// a BU that misses trigger fragments cannot build its events, so it is dropped.
+void EvM::handle_failed_sends() {
+  for (Tid target : outbox_.take_failed()) {
+    if (BuProxy* bu = find_bu(target); bu != nullptr && bu->state == BuProxy::State::alive) {
+      drop_builder(*bu, "the EvM lost its connection to it");
+    } else if (RuProxy* ru = find_ru(target); ru != nullptr && ru->state == RuProxy::State::alive) {
+      ru_down(*ru, "the EvM lost its connection to it (allocations could not be sent)");
+      if (failed_) return;
+    }
+  }
+}
+
 bool EvM::rus_ready() const {
   return std::all_of(rus_.begin(), rus_.end(), [](const RuProxy& r) { return r.state != RuProxy::State::unknown; });
 }
@@ -340,6 +367,7 @@ void EvM::assign() {
     flush_allocations();
     pump_fragments();
   }
+  handle_failed_sends();
 }
 
 void EvM::flush_allocations() {
@@ -466,6 +494,7 @@ void EvM::tick() {
   assign();
   flush_allocations();
   pump_fragments();
+  handle_failed_sends();
   publish();
 }
 

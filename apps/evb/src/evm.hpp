@@ -94,6 +94,8 @@ class EvM final : public Application {
   // Dispatch thread.
   void on_request(Frame&& frame);
   void on_ru_status(Frame&& frame);
+  void on_unit_report(Frame&& frame);
+  void handle_failed_sends();
   void tick();
   void assign();
   BuProxy* pick_builder();

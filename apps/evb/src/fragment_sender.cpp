@@ -30,6 +30,7 @@ void FragmentSender::add(const Assignment& assignment) {
   BuQueue& q = queue_for(assignment.bu);
   if (assignment.generation < q.dropped_below || assignment.count == 0) return;
   q.batches.push_back(assignment);
+  q.latest_generation = std::max(q.latest_generation, assignment.generation);
   events_queued_ += assignment.count;
 }
 

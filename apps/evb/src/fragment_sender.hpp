@@ -40,6 +40,13 @@ class FragmentSender {
   // must wait (pool exhausted, or every BU with work would block).
   Progress pump();
 
+  // The newest generation of bu this sender was given work for (0: none).
+  std::uint32_t generation_of(Tid bu) const noexcept {
+    for (const BuQueue& q : queues_)
+      if (q.bu == bu) return q.latest_generation;
+    return 0;
+  }
+
   std::uint64_t events_queued() const noexcept { return events_queued_; }  // assigned, not yet fully sent
   std::uint64_t fragments_sent() const noexcept { return fragments_sent_; }
   std::uint64_t bytes_sent() const noexcept { return bytes_sent_; }  // super-fragment bytes
@@ -51,6 +58,7 @@ class FragmentSender {
   struct BuQueue {
     Tid bu = kNoTid;
     std::uint32_t dropped_below = 0;    // generations below this are gone
+    std::uint32_t latest_generation = 0;
     std::deque<Assignment> batches;     // front: being sent
     std::uint32_t next_event = 0;       // index in the front batch of the event being written
     bool event_started = false;         // writer holds that event's super-fragment, partly written

@@ -11,6 +11,7 @@ SendStatus Outbox::send(Tid target, std::uint16_t function, std::uint64_t transa
     if (status == SendStatus::ok) return status;
     if (status != SendStatus::would_block) {
       ++errors_;
+      failed_.push_back(target);
       frame.reset();
       return status;
     }
@@ -40,7 +41,10 @@ bool Outbox::flush() {
         ++would_blocks_;
         break;
       }
-      if (status != SendStatus::ok) ++errors_;
+      if (status != SendStatus::ok) {
+        ++errors_;
+        failed_.push_back(target);
+      }
       queue.pop_front();
       --waiting_total_;
     }

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <deque>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "daqx/executive/application.hpp"
 
@@ -26,6 +28,11 @@ class Outbox {
   // Releases everything waiting for target (it is gone); returns how many frames.
   std::size_t drop(Tid target);
   void clear();
+  void reset_counters() noexcept { would_blocks_ = errors_ = dropped_ = 0; }
+
+  // Targets a send to failed since the last call (connection lost: frames to them were released). The
+  // owner decides what that means for the protocol, e.g. that the events in those frames are gone.
+  std::vector<Tid> take_failed() { return std::exchange(failed_, {}); }
 
   std::size_t waiting(Tid target) const;
   std::size_t waiting() const noexcept { return waiting_total_; }
@@ -42,6 +49,7 @@ class Outbox {
   };
   ApplicationContext& context_;
   std::unordered_map<Tid, std::deque<Pending>> waiting_;
+  std::vector<Tid> failed_;
   std::size_t waiting_total_ = 0;
   std::uint64_t would_blocks_ = 0;
   std::uint64_t errors_ = 0;

@@ -84,7 +84,9 @@ void RU::enable() {
     outbox_.clear();
     sender_.start_run(0);
     sender_.reset_counters();
+    outbox_.reset_counters();
     for (Counter* c : {&fragments_sent_, &bytes_sent_, &blocks_sent_, &allocations_, &events_dropped_, &bu_downs_,
+                       &lost_connections_,
                        &stale_frames_, &malformed_, &pool_waits_, &would_blocks_, &send_errors_})
       put(*c, 0);
     rate_.start(Clock::now(), sender_.fragments_sent(), sender_.bytes_sent());
@@ -183,6 +185,7 @@ void RU::pump() {
       pump();
     });
   }
+  report_lost_builders();
   put(fragments_sent_, sender_.fragments_sent());
   put(bytes_sent_, sender_.bytes_sent());
   put(blocks_sent_, sender_.blocks_sent());
@@ -191,6 +194,27 @@ void RU::pump() {
   put(pool_waits_, sender_.pool_waits());
   put(would_blocks_, outbox_.would_blocks());
   put(send_errors_, outbox_.errors());
+}
+
+// Blocks to a BU were lost with the connection: the events they carried can never be built there. The EvM
+// decides (it drops the BU if that generation is still current, and the BU is reset when it asks again);
+// meanwhile this RU stops sending it that generation's work.
+void RU::report_lost_builders() {
+  for (Tid bu : outbox_.take_failed()) {
+    if (bu == config_.evm) continue;  // status reports: the EvM's own silence handling covers it
+    const std::uint32_t generation = sender_.generation_of(bu);
+    if (generation == 0) continue;
+    bump(events_dropped_, sender_.drop_bu(bu, generation + 1));
+    outbox_.drop(bu);
+    bump(lost_connections_);
+    const Control c{ControlKind::bu_down, run_, generation, bu,
+                    concatenate({"RU ", to_text(std::uint64_t{context().tid()}), " lost its connection to it"})};
+    const std::size_t bytes = control_bytes(c);
+    mem::Ref frame = context().allocate_frame(bytes);
+    if (!frame || !encode(c, frame.data() + kFrameHeaderSize, bytes)) continue;
+    frame.resize(kFrameHeaderSize + bytes);
+    outbox_.send(config_.evm, function::control, run_, std::move(frame), frame_flags::send_now);
+  }
 }
 
 void RU::send_status() {
@@ -234,6 +258,7 @@ void RU::report(MetricSink& sink) const {
   sink.counter("allocations", read(allocations_), "allocate messages received from the EvM");
   sink.counter("events_dropped", read(events_dropped_), "events not sent because their BU was dropped");
   sink.counter("bu_downs", read(bu_downs_), "builder units the EvM dropped");
+  sink.counter("lost_connections", read(lost_connections_), "sends to a BU that failed (connection lost), reported to the EvM");
   sink.counter("stale_frames", read(stale_frames_), "allocations of another run, ignored");
   sink.counter("malformed_frames", read(malformed_), "frames that did not decode or came from another than the EvM");
   sink.counter("pool_waits", read(pool_waits_), "times sending paused for free pool blocks (back-pressure)");

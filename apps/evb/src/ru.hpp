@@ -44,6 +44,7 @@ class RU final : public Application {
   void tick();
   void pump();
   void send_status();
+  void report_lost_builders();
   void end_run();
 
   RuConfiguration config_;
@@ -71,6 +72,7 @@ class RU final : public Application {
   Counter allocations_{0};
   Counter events_dropped_{0};
   Counter bu_downs_{0};
+  Counter lost_connections_{0};
   Counter stale_frames_{0};
   Counter malformed_{0};
   Counter pool_waits_{0};

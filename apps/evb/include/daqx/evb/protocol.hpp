@@ -27,7 +27,8 @@ inline constexpr std::uint16_t request = 0x0E01;    // BU -> EvM: free slots, di
 inline constexpr std::uint16_t allocate = 0x0E02;   // EvM -> RU: which BU slot gets which events
 inline constexpr std::uint16_t fragments = 0x0E03;  // RU or EvM -> BU: a block of super-fragment pieces
 inline constexpr std::uint16_t ru_status = 0x0E04;  // RU -> EvM: liveness and counts
-inline constexpr std::uint16_t control = 0x0E05;    // EvM -> BU, RU: heartbeat, reset, down, end, failure
+inline constexpr std::uint16_t control = 0x0E05;    // EvM -> BU, RU: heartbeat, reset, down, end, failure;
+                                                    // RU -> EvM: bu_down when its connection to a BU failed
 }  // namespace function
 
 // Little-endian encoding into a window with a cursor; a write past the end sets overflow and writes nothing.
@@ -210,7 +211,8 @@ struct RuStatus {
 enum class ControlKind : std::uint16_t {
   heartbeat = 1,   // the EvM is alive and its run is `run`
   reset = 2,       // to one BU: forget every slot, take `generation`, offer all slots again
-  bu_down = 3,     // to RUs: BU `subject` was dropped; drop its work of generations below `generation`
+  bu_down = 3,     // to RUs: BU `subject` was dropped; drop its work of generations below `generation`.
+                   // From an RU to the EvM: blocks to BU `subject` of `generation` were lost with the connection
   ru_down = 4,     // to BUs (and RUs): RU `subject` is gone; build events without it, flagged incomplete
   end_of_run = 5,  // the EvM stopped and drained: stop watching it
   run_failed = 6,  // the run failed; `text` says why: every unit goes to Failed with it
