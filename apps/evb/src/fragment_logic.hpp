@@ -16,6 +16,13 @@ namespace daqx::evb {
 // CRC-32C (Castagnoli), continuing from crc (start with 0). Uses the SSE4.2 instruction when the CPU has it.
 std::uint32_t crc32c(std::uint32_t crc, const std::byte* data, std::size_t size) noexcept;
 
+// For tests: both implementations must agree, so a test can choose one.
+namespace test_hooks {
+bool crc32c_hardware_available() noexcept;
+// Selects hardware (when the CPU has it) or software; returns whether hardware was in use before.
+bool use_crc32c_hardware(bool hardware) noexcept;
+}  // namespace test_hooks
+
 // The shape of one contributor's data.
 struct FragmentShape {
   std::uint32_t sources = 8;     // data sources (FEDs) per super-fragment

@@ -15,12 +15,6 @@
 using namespace daqx;
 using namespace daqx::evb;
 
-// Test hooks of fragment_logic.cpp: which CRC-32C implementation crc32c() and the writer use.
-namespace daqx::evb::test_hooks {
-bool crc32c_hardware_available() noexcept;
-bool use_crc32c_hardware(bool hardware) noexcept;
-}  // namespace daqx::evb::test_hooks
-
 namespace {
 
 // Runs a scope on one CRC-32C implementation and puts the previous one back.
