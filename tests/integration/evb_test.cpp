@@ -238,10 +238,10 @@ TEST_CASE("2x2_failRU: an RU killed mid-run fails the run with the reason on eve
   run.start_run();
   REQUIRE(run.process(bu(0)).wait_metric(bu(0), "events_built", 2000, std::chrono::seconds(30)));
   run.process(ru(1)).kill_now();
-  REQUIRE(run.wait_state(kEvm, "Failed", std::chrono::seconds(5)));
+  REQUIRE(run.wait_state(kEvm, "Failed", std::chrono::seconds(15)));  // ruTimeout is 5 s
   CHECK_THAT(run.reason(kEvm), Contains("RU 101"));
   for (std::uint32_t t : {ru(0), bu(0), bu(1)}) {
-    REQUIRE(run.wait_state(t, "Failed", std::chrono::seconds(5)));
+    REQUIRE(run.wait_state(t, "Failed", std::chrono::seconds(10)));
     CHECK_THAT(run.reason(t), Contains("RU 101"));
   }
   // Failed units halt cleanly and give every block back.
@@ -256,7 +256,7 @@ TEST_CASE("3x1_incompleteEvents: an RU killed mid-run makes the BU build events 
   run.start_run();
   REQUIRE(run.process(bu(0)).wait_metric(bu(0), "events_built", 2000, std::chrono::seconds(30)));
   run.process(ru(2)).kill_now();
-  REQUIRE(run.process(bu(0)).wait_metric(bu(0), "events_incomplete", 1000, std::chrono::seconds(10)));
+  REQUIRE(run.process(bu(0)).wait_metric(bu(0), "events_incomplete", 1000, std::chrono::seconds(30)));
   const double built = run.metric(bu(0), "events_built");
   REQUIRE(run.process(bu(0)).wait_metric(bu(0), "events_built", built + 2000, std::chrono::seconds(30)));
   CHECK(run.state(kEvm) == "Enabled");
@@ -279,7 +279,7 @@ TEST_CASE("1x1_failEvM: the EvM killed mid-run fails every unit with a clear rea
   REQUIRE(run.process(bu(0)).wait_metric(bu(0), "events_built", 1000, std::chrono::seconds(30)));
   run.process(kEvm).kill_now();
   for (std::uint32_t t : {ru(0), bu(0)}) {
-    REQUIRE(run.wait_state(t, "Failed", std::chrono::seconds(5)));
+    REQUIRE(run.wait_state(t, "Failed", std::chrono::seconds(15)));  // evmTimeout is 5 s
     CHECK_THAT(run.reason(t), Contains("EvM (TID 10) was silent"));
     CHECK(run.process(t).transition("halt").status == 200);
   }

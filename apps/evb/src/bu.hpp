@@ -38,7 +38,7 @@ struct BuConfiguration {
   double block_level = 0.9;         // ... at which none are offered
   bool check_data = true;           // verify every super-fragment's headers and CRCs
   double request_interval = 0.1;    // s between requests when nothing else prompts one (liveness)
-  double evm_timeout = 1.0;         // s of EvM silence after which this unit fails
+  double evm_timeout = 5.0;         // s of EvM silence after which this unit fails
 };
 
 class BU final : public Application {

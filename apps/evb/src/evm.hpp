@@ -33,7 +33,7 @@ struct EvmConfiguration {
   FragmentShape trigger{1, 1024, 0, 1u << 24, true, 0};  // the EvM's own fragment: one source, 1 KiB
   std::size_t block_size = 65536;       // bytes per fragment block
   double bu_timeout = 1.0;              // s without a request before a BU is dropped
-  double ru_timeout = 1.0;              // s without a status before an RU is declared down
+  double ru_timeout = 5.0;              // s without a status before an RU is declared down (it fails the run: be patient)
   double heartbeat_interval = 0.1;      // s between the EvM's heartbeats
   double drain_timeout = 5;             // s stop() waits for the BUs to finish the assigned events
   RuFailurePolicy ru_failure = RuFailurePolicy::fail;

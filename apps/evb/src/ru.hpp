@@ -23,7 +23,7 @@ struct RuConfiguration {
   FragmentShape shape;              // sources, sizes, pattern
   std::size_t block_size = 65536;   // bytes per block sent to a BU
   double heartbeat_interval = 0.1;  // s between status reports to the EvM
-  double evm_timeout = 1.0;         // s of EvM silence after which this unit fails
+  double evm_timeout = 5.0;         // s of EvM silence after which this unit fails
 };
 
 class RU final : public Application {
