@@ -5,6 +5,7 @@
 #   scripts/dev.sh build   packages + release build only
 #   scripts/dev.sh bench   packages + release build + every benchmark (tables and CSV in build/bench-results)
 #   scripts/dev.sh bench-tcp  packages + iperf3, libzmq, matplotlib + release build + the TCP comparison
+#   scripts/dev.sh bench-evb  packages + matplotlib + release build + the event-building efficiency benchmark
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,6 +21,8 @@ packages=(
 
 # What the TCP comparison (bench/tcp_comparison.py) adds: the programs it compares daqx with, and the plot.
 bench_tcp_packages=(iperf3 libzmq3-dev python3-matplotlib)
+# What the event-building efficiency benchmark (bench/evb_efficiency.py) adds: the plots.
+bench_evb_packages=(python3-matplotlib)
 
 install_packages() {  # install_packages [package ...]: the given list, or the project's
   local missing=()
@@ -69,6 +72,12 @@ bench_tcp() {
   /usr/bin/python3 "$root/bench/tcp_comparison.py" --build "$root/build/release" --out "$root/build/bench-results" "$@"
 }
 
+bench_evb() {
+  # Its own folder: the driver writes partitions and one log per executive (up to 17 per point) there.
+  mkdir -p "$root/build/bench/evb"
+  /usr/bin/python3 "$root/bench/evb_efficiency.py" --build "$root/build/release" --out "$root/build/bench/evb" "$@"
+}
+
 case "${1:-}" in
   main) install_packages; build_release; main_job ;;
   test)
@@ -84,5 +93,6 @@ case "${1:-}" in
   bench) install_packages; build_release; bench ;;
   # The TCP comparison's packages come before the build: the ZeroMQ programs are built only if libzmq is there.
   bench-tcp) install_packages; install_packages "${bench_tcp_packages[@]}"; build_release; shift; bench_tcp "$@" ;;
-  *) echo "usage: $0 main|test|build|bench|bench-tcp [driver options]" >&2; exit 2 ;;
+  bench-evb) install_packages; install_packages "${bench_evb_packages[@]}"; build_release; shift; bench_evb "$@" ;;
+  *) echo "usage: $0 main|test|build|bench|bench-tcp|bench-evb [driver options]" >&2; exit 2 ;;
 esac

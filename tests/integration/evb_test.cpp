@@ -403,3 +403,25 @@ TEST_CASE("2x2_stallBU: a BU that stalls (SIGSTOP) is dropped within 2 s and tak
   for (std::uint32_t r : {ru(0), ru(1), kEvm}) CHECK(run.pool_blocks(r, "evb/") == 0);
   run.finish();
 }
+
+TEST_CASE("a BU offers only as many slots as its memory budget can hold once it knows how big a batch is",
+          "[evb][output]") {
+  // A batch is 8 events of 512 KiB in 4 blocks of 1 MiB: with a 24 MiB budget at most 6 slots are in use.
+  // (Why it matters: part-filled slots holding more than the transport's receive pool stopped a 4x4 run at
+  // 1 MiB in the benchmark; that needs many processes and is checked there, not here.)
+  InProcessEvb evb("evb-memory-budget",
+                   application("evb::BU", bu(0),
+                               "<slots type=\"unsigned\">32</slots><memoryBudget type=\"unsigned\">25165824</memoryBudget>") +
+                       application("evb::RU", ru(0),
+                                   "<sources type=\"unsigned\">1</sources><fragmentSize type=\"unsigned\">524000</fragmentSize>"
+                                   "<blockSize type=\"unsigned\">1048576</blockSize>") +
+                       application("evb::EvM", kEvm, "<maxEvents type=\"unsigned\">800</maxEvents>"));
+  REQUIRE(evb.process->transition("configure").status == 200);
+  REQUIRE(evb.process->transition("enable").status == 200);
+  REQUIRE(evb.process->wait_metric(kEvm, "events_completed", 800, std::chrono::seconds(60)));
+  CHECK(evb.metric(bu(0), "slot_limit") <= 6);
+  CHECK(evb.metric(bu(0), "slot_limit") >= 1);
+  REQUIRE(evb.process->transition("stop").status == 200);
+  CHECK(evb.metric(bu(0), "events_built") == 800);
+  CHECK(evb.process->stop() == 0);
+}

@@ -35,6 +35,8 @@ std::vector<ParamSpec> BU::parameters() {
             "fraction of slots waiting for the output at which a quarter of the slots are offered", 0.01, 1),
       param("blockLevel", ParamType::real, to_text(d.block_level), "",
             "fraction of slots waiting for the output at which no slot is offered", 0.01, 1),
+      param("memoryBudget", ParamType::unsigned_integer, to_text(std::uint64_t{d.memory_budget}), "bytes",
+            "received blocks the slots in use may hold; keep below the transport's receive pool", 1 << 20),
       param("checkData", ParamType::boolean, to_text(d.check_data), "",
             "verify each super-fragment's headers, sizes and CRC-32C"),
       param("requestInterval", ParamType::real, to_text(d.request_interval), "s",
@@ -78,6 +80,7 @@ void BU::configure() {
   c.throttle_level = p.real("throttleLevel");
   c.block_level = p.real("blockLevel");
   c.check_data = p.boolean("checkData");
+  c.memory_budget = p.unsigned_integer("memoryBudget");
   c.request_interval = p.real("requestInterval");
   c.evm_timeout = p.real("evmTimeout");
   if (c.block_level < c.throttle_level) throw std::runtime_error("blockLevel is below throttleLevel");
@@ -110,6 +113,7 @@ void BU::enable() {
     abandon_slots();
     contributor_down_.assign(contributors_.size(), false);
     for (Slot& slot : slots_) slot.finished_first = 0;
+    batch_bytes_ = 0;
     for (Counter* c : {&events_built_, &bytes_built_, &events_incomplete_, &events_corrupt_, &events_abandoned_,
                        &fragments_received_, &blocks_received_, &duplicate_pieces_, &stale_blocks_, &protocol_errors_,
                        &requests_sent_, &resets_})
@@ -365,6 +369,10 @@ void BU::try_build(Slot& s, std::uint32_t index) {
 
 void BU::slot_built(std::uint32_t index) {
   Slot& s = slots_[index];
+  std::uint64_t held = 0;
+  for (const mem::Ref& block : s.blocks) held += block.capacity();
+  // The largest recent batch, decaying slowly, so one small batch does not open the gates to big ones.
+  batch_bytes_ = std::max(held, batch_bytes_ - batch_bytes_ / 64);
   switch (config_.output) {
     case OutputKind::discard:
       finish_slot(index, s.run, s.generation);
@@ -437,6 +445,14 @@ void BU::request(bool heartbeat) {
     limit = std::max<std::uint32_t>(1, total / 4);
   }
   put(output_state_, state);
+  // Memory: a slot holds its blocks until its whole batch is built, so the slots in use must fit the received
+  // blocks the transport can lend (else every slot ends part-filled and nothing completes). Until a batch has
+  // shown how big batches are, two slots at a time.
+  const std::uint32_t memory_limit =
+      batch_bytes_ == 0 ? 2
+                        : static_cast<std::uint32_t>(std::clamp<std::uint64_t>(config_.memory_budget / batch_bytes_, 1, total));
+  limit = std::min(limit, memory_limit);
+  put(slot_limit_, limit);
   Request r;
   r.run = run_;
   r.generation = generation_;
@@ -497,6 +513,7 @@ void BU::publish() {
   put(slots_building_, building);
   put(slots_in_output_, in_output);
   put(blocks_held_, blocks);
+  batch_bytes_published_.store(batch_bytes_, std::memory_order_relaxed);
   const Clock::time_point now = Clock::now();
   rate_.update(now, events_built_.load(std::memory_order_relaxed), bytes_built_.load(std::memory_order_relaxed));
   if (now - latency_published_ >= std::chrono::seconds(1) && !latencies_.empty()) {
@@ -620,6 +637,9 @@ void BU::report(MetricSink& sink) const {
   sink.gauge("slots_building", read(slots_building_), "slots whose events are being assembled");
   sink.gauge("slots_in_output", read(slots_in_output_), "slots built and waiting for the output");
   sink.gauge("blocks_held", read(blocks_held_), "received blocks held by events under construction");
+  sink.gauge("slot_limit", read(slot_limit_), "slots that may be offered or building now (output backlog, memory budget)");
+  sink.gauge("batch_bytes", static_cast<double>(batch_bytes_published_.load(std::memory_order_relaxed)),
+             "received block bytes a batch holds (largest recent)");
   sink.gauge("output_state", read(output_state_), "0 running, 1 throttled (fewer slots offered), 2 blocked (none)");
   sink.gauge("build_latency_median_us", latency_median_us_.load(std::memory_order_relaxed),
              "first block of a batch to event built, median over the last second");

@@ -37,6 +37,7 @@ struct BuConfiguration {
   double throttle_level = 0.5;      // fraction of slots waiting for the output at which fewer are offered
   double block_level = 0.9;         // ... at which none are offered
   bool check_data = true;           // verify every super-fragment's headers and CRCs
+  std::uint64_t memory_budget = 128ull << 20;  // received blocks the slots in use may hold (transport pool: 256 MiB)
   double request_interval = 0.1;    // s between requests when nothing else prompts one (liveness)
   double evm_timeout = 5.0;         // s of EvM silence after which this unit fails
 };
@@ -124,6 +125,7 @@ class BU final : public Application {
   std::vector<double> latencies_;  // build latency samples (us) since the last publication
   Clock::time_point latency_published_{};
   std::uint32_t problems_logged_ = 0;
+  std::uint64_t batch_bytes_ = 0;  // received block bytes of a batch, largest recent; 0: none built yet
 
   // The output worker's queue of built slots (file output).
   std::mutex output_mutex_;
@@ -153,6 +155,8 @@ class BU final : public Application {
   Counter slots_in_output_{0};
   Counter blocks_held_{0};
   Counter output_state_{0};
+  Counter slot_limit_{0};
+  std::atomic<std::uint64_t> batch_bytes_published_{0};
   Counter run_published_{0};
   std::atomic<double> latency_median_us_{0};
   std::atomic<double> latency_p99_us_{0};

@@ -1,0 +1,854 @@
+#!/usr/bin/env python3
+"""Event-building efficiency: the event builder (evb::EvM, RU, BU) against the N-to-N test applications
+(nton::Sender, Receiver) with the same fragment sizes, unit counts and transport, one executive per unit on
+loopback over pttcp, in one run; printed as tables and written as CSV and PNG plots. A benchmark, never a test.
+
+Usage: python3 bench/evb_efficiency.py [--build BUILD] [--out DIR] [--sizes 1K 16K ...] [--topologies 1x1,2x2]
+                                       [--seconds S] [--warmup S] [--quick] [--pin [CPUS]] [--repeat N]
+See docs/benchmarks.md ("The event-building efficiency") for what every column means.
+Shares its process, HTTP and table helpers with bench/tcp_comparison.py (imported from this folder).
+"""
+
+import argparse
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+
+sys.dont_write_bytecode = True  # importing the sibling would leave bench/__pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tcp_comparison import (  # noqa: E402  (the shared helpers live beside this file)
+    BenchError, Executive, Processes, cpu_seconds, free_ports, load_average, machine_busy, machine_conditions,
+    parse_size, print_notes, print_table, size_name, xml_properties)
+
+PTTCP = "libdaqx_pttcp.so"
+EVB = "libdaqx_evb.so"
+NTON = "libdaqx_nton.so"
+
+DEFAULT_SIZES = [1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20]
+QUICK_SIZES = [4 << 10, 64 << 10, 1 << 20]
+DEFAULT_TOPOLOGIES = "1x1,2x2,4x4,8x8"
+QUICK_TOPOLOGIES = "1x1,2x2"
+
+# A source fragment is a 24-byte header, the payload padded to 8 bytes, and an 8-byte trailer
+# (apps/evb/src/fragment_logic.cpp): with one source, fragmentSize = S - 32 makes the super-fragment S bytes.
+SOURCE_OVERHEAD = 32
+# Room in a block beyond one super-fragment: frame header (32), block header (32), piece header (24) and
+# padding, with a margin. The largest block the RU takes is 1 MiB (its parameter's maximum).
+BLOCK_ROOM = 4096
+MAX_BLOCK = 1 << 20
+MIN_BLOCK = 64 << 10
+# A BU holds every block of a slot until the whole batch is built; they come from pttcp's receive pool, which
+# has at most this much per block size class (pt/pttcp/src/tcp_transport.cpp). Past it a BU can stall.
+RECEIVE_POOL_CLASS_BYTES = 256 << 20
+
+EVM_TID, RU_TID, BU_TID = 10, 100, 200  # as apps/evb/tools/evb_partition.py numbers them
+SENDER_TID, RECEIVER_TID = 300, 400
+
+# The systems of the size scan, in table order.
+SYSTEMS = ["evb", "evb-checks", "evb-sized", "nton"]
+LABEL = {"evb": "EvB", "evb-checks": "EvB+checks", "evb-sized": "EvB sized", "nton": "N-to-N"}
+EVB_SYSTEMS = ["evb", "evb-checks", "evb-sized"]
+
+# Counters that must stay 0 in a healthy run (anything else is reported under the table).
+EVM_PROBLEMS = ["events_lost", "events_incomplete", "events_corrupt", "unexpected_discards", "bu_drops", "ru_downs",
+                "malformed_frames"]
+RU_PROBLEMS = ["send_errors", "events_dropped", "bu_downs", "malformed_frames"]
+BU_PROBLEMS = ["events_corrupt", "events_incomplete", "events_abandoned", "protocol_errors", "duplicate_pieces",
+               "malformed_frames"]
+SENDER_PROBLEMS = ["send_errors"]
+RECEIVER_PROBLEMS = ["pattern_errors", "sequence_errors", "malformed_frames", "send_errors"]
+
+
+# ---------------------------------------------------------------- partitions
+
+class Unit:
+    """One application in its own context (one executive) on 127.0.0.1, with a pttcp endpoint."""
+
+    def __init__(self, role, cls, tid, instance, properties, control_port, data_port):
+        self.role = role  # evm, ru, bu, sender, receiver
+        self.cls = cls
+        self.tid = tid
+        self.instance = instance
+        self.properties = properties
+        self.control_port = control_port
+        self.data_port = data_port
+        self.url = f"http://127.0.0.1:{control_port}"
+        self.cores = None  # CPUs its threads are pinned to (--pin)
+        self.executive = None
+
+
+def make_units(spec):
+    """spec: [(role, class, tid, instance, properties)] in partition order; a control and a data port each,
+    picked free all at once."""
+    ports = free_ports(2 * len(spec))
+    return [Unit(role, cls, tid, instance, properties, ports[2 * i], ports[2 * i + 1])
+            for i, (role, cls, tid, instance, properties) in enumerate(spec)]
+
+
+def partition_xml(name, units, modules, endpoint_properties):
+    policy = ""
+    pinned = [u for u in units if u.cores]
+    if pinned:
+        # Every thread the executive registers (dispatch, transport, workers) of the context goes to its CPUs.
+        rules = "".join(f'    <Thread pattern="*" cores="{",".join(map(str, sorted(u.cores)))}" context="{u.url}"/>\n'
+                        for u in pinned)
+        policy = f"  <Policy>\n{rules}  </Policy>\n"
+    contexts = ""
+    module_lines = "".join(f'    <Module path="{m}"/>\n' for m in modules)
+    for u in units:
+        contexts += (
+            f'  <Context url="{u.url}">\n'
+            f'    <Endpoint protocol="tcp" hostname="127.0.0.1" port="{u.data_port}" network="data">'
+            f'<Properties>{xml_properties(endpoint_properties)}</Properties></Endpoint>\n'
+            f'{module_lines}'
+            f'    <Application class="{u.cls}" id="{u.tid}" instance="{u.instance}" network="data">\n'
+            f'      <Properties>{xml_properties(u.properties)}</Properties>\n'
+            f'    </Application>\n  </Context>\n')
+    return f'<!-- Generated by bench/evb_efficiency.py. -->\n<Partition name="{name}">\n{policy}{contexts}</Partition>\n'
+
+
+def block_size_for(size):
+    return min(max(MIN_BLOCK, size + BLOCK_ROOM), MAX_BLOCK)
+
+
+def parse_topology(text):
+    n, _, m = text.lower().partition("x")
+    if not n.isdigit() or not m.isdigit() or int(n) < 1 or int(m) < 1:
+        raise argparse.ArgumentTypeError(f"topology '{text}' is not NxM (e.g. 2x2)")
+    return int(n), int(m)
+
+
+def parse_cpus(text):
+    result = set()
+    for item in text.split(","):
+        low, _, high = item.partition("-")
+        result.update(range(int(low), int(high or low) + 1))
+    return sorted(result)
+
+
+# ---------------------------------------------------------------- one measured run
+
+class Setup:
+    """What every run shares: binaries, options, the process list."""
+
+    def __init__(self, args, processes, build, out):
+        self.args = args
+        self.processes = processes
+        self.binary = os.path.join(build, "executive", "daqx-executive")
+        self.modules = os.path.join(build, "modules")
+        self.env = dict(os.environ, DAQX_MODULE_PATH=self.modules)
+        self.config_dir = os.path.join(out, "partitions")
+        os.makedirs(self.config_dir, exist_ok=True)
+        self.pin = args.pin_cpus
+        self.serial = 0
+
+    def missing(self, modules):
+        for path in [self.binary] + [os.path.join(self.modules, m) for m in modules]:
+            if not os.path.exists(path):
+                return f"{os.path.basename(path)} not built in {os.path.dirname(path)}"
+        return None
+
+
+class Run:
+    """A partition of one unit per executive: started, configured and enabled in partition order (the
+    receiving side first), sampled twice, then stopped and halted in reverse order and terminated."""
+
+    def __init__(self, setup, name, units, modules):
+        self.setup = setup
+        self.units = units
+        if setup.pin:
+            for i, u in enumerate(units):
+                u.cores = {setup.pin[i % len(setup.pin)]}
+        setup.serial += 1
+        self.name = f"{setup.serial:03d}-{name}"
+        path = os.path.join(setup.config_dir, f"{self.name}.xml")
+        with open(path, "w") as f:
+            f.write(partition_xml(name, units, [PTTCP] + modules, {"mode": "throughput"}))
+        self.path = path
+
+    def start(self):
+        for u in self.units:
+            u.executive = Executive(self.setup.processes, self.setup.binary, self.setup.env, self.path, u.url,
+                                    f"{self.name}-{u.role}{u.instance}", u.role)
+        for u in self.units:
+            u.executive.wait_ready(timeout=60)
+        for command in ("configure", "enable"):
+            for u in self.units:
+                u.executive.transition(command)
+
+    def application(self, unit):
+        return unit.executive.request(f"/api/applications/{unit.tid}")
+
+    def sample(self):
+        """Every unit's unlabelled metrics and its process's CPU, each timed at the middle of its request."""
+        result = {}
+        for u in self.units:
+            before = time.monotonic()
+            app = self.application(u)
+            after = time.monotonic()
+            if app.get("state") == "Failed":
+                raise BenchError(f"{u.cls} {u.tid} failed: {app.get('reason')}")
+            metrics = {m["name"]: m["value"] for m in app.get("metrics", []) if not m.get("labels")}
+            result[u.tid] = {"t": (before + after) / 2, "m": metrics, "cpu": cpu_seconds(u.executive.process.pid),
+                             "state": app.get("state")}
+        result["busy"] = machine_busy()
+        return result
+
+    def measure(self):
+        """Two samples: `warmup` s after the last enable and `seconds` s later."""
+        enabled = time.monotonic()
+        time.sleep(self.setup.args.warmup)
+        first = self.sample()
+        time.sleep(max(0.0, enabled + self.setup.args.warmup + self.setup.args.seconds - time.monotonic()))
+        second = self.sample()
+        return Window(self.units, first, second)
+
+    def command_all(self, command):
+        """A command to every context in reverse order, refusals ignored (the executive's own shutdown halts
+        whatever is left)."""
+        for u in reversed(self.units):
+            if u.executive is None or u.executive.process.poll() is not None:
+                continue
+            try:
+                u.executive.transition(command)
+            except BenchError:
+                pass
+
+    def shut(self):
+        self.command_all("stop")
+
+    def terminate(self):
+        """Halt, then SIGTERM to every executive at once (one by one, each would see its peers vanish and
+        log it), SIGKILL to any still there after 15 s."""
+        self.command_all("halt")
+        started = [u.executive.process for u in self.units if u.executive is not None]
+        for process in started:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 15
+        for process in started:
+            try:
+                process.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            if process in self.setup.processes.running:
+                self.setup.processes.running.remove(process)
+
+
+class Window:
+    """Counter differences between two samples, per unit over its own sampling interval."""
+
+    def __init__(self, units, first, second):
+        self.units = units
+        self.first = first
+        self.second = second
+
+    def of(self, role):
+        return [u for u in self.units if u.role == role]
+
+    def rate(self, role, name):
+        """Sum over the role's units of (counter difference / that unit's interval)."""
+        total = 0.0
+        for u in self.of(role):
+            a, b = self.first[u.tid], self.second[u.tid]
+            total += (b["m"].get(name, 0) - a["m"].get(name, 0)) / (b["t"] - a["t"])
+        return total
+
+    def gauge(self, role, name):
+        """Sum over the role's units of a gauge at the second sample."""
+        return sum(self.second[u.tid]["m"].get(name) or 0 for u in self.of(role))
+
+    def mean_gauge(self, role, name):
+        units = self.of(role)
+        return self.gauge(role, name) / len(units) if units else None
+
+    def seconds(self):
+        times = [self.second[u.tid]["t"] - self.first[u.tid]["t"] for u in self.units]
+        return sum(times) / len(times)
+
+    def cores(self, role=None):
+        """CPU of the role's processes (all if None) over the window, in cores."""
+        return sum((self.second[u.tid]["cpu"] - self.first[u.tid]["cpu"]) / (self.second[u.tid]["t"] - self.first[u.tid]["t"])
+                   for u in self.units if role is None or u.role == role)
+
+    def other_cores(self):
+        wall = self.second["busy"][0] - self.first["busy"][0]
+        ours = sum(self.second[u.tid]["cpu"] - self.first[u.tid]["cpu"] for u in self.units)
+        return max(0.0, (self.second["busy"][1] - self.first["busy"][1] - ours) / wall) if wall > 0 else None
+
+    def problems(self, checks):
+        """Non-zero problem counters at the second sample: ["RU 100 send_errors=3", ...]."""
+        found = []
+        for u in self.units:
+            for name in checks.get(u.role, []):
+                value = self.second[u.tid]["m"].get(name)
+                if value:
+                    found.append(f"{u.role.upper() if u.role in ('evm', 'ru', 'bu') else u.role} {u.tid} {name}={value:.0f}")
+        return found
+
+
+# ---------------------------------------------------------------- the event builder
+
+def sized_batch(args, size):
+    """Events per request for a batch of about --batch-bytes per RU (what the BU's slots hold then is bounded
+    in bytes, not in events)."""
+    return max(1, min(4096, args.batch_bytes // size))
+
+
+def evb_units(args, rus, bus, size, integrity, events_per_request):
+    block = block_size_for(size)
+    evm = {"eventsPerRequest": events_per_request, "triggerSize": args.trigger_size, "blockSize": block}
+    ru = {"sources": 1, "fragmentSize": size - SOURCE_OVERHEAD, "fragmentSpread": 0, "blockSize": block,
+          "pattern": "true" if integrity else "false"}
+    bu = {"slots": args.slots, "checkData": "true" if integrity else "false", "output": "discard"}
+    spec = [("bu", "evb::BU", BU_TID + j, j, bu) for j in range(bus)]
+    spec += [("ru", "evb::RU", RU_TID + i, i, ru) for i in range(rus)]
+    spec.append(("evm", "evb::EvM", EVM_TID, 0, evm))  # last: it starts the flow once BUs and RUs are enabled
+    return make_units(spec)
+
+
+def run_evb(setup, rus, bus, size, integrity=False, sized=False):
+    if size <= SOURCE_OVERHEAD or size % 8:
+        raise BenchError(f"size {size} must be a multiple of 8 above {SOURCE_OVERHEAD}")
+    missing = setup.missing([EVB])
+    if missing:
+        raise BenchError(missing)
+    events_per_request = sized_batch(setup.args, size) if sized else setup.args.events_per_request
+    units = evb_units(setup.args, rus, bus, size, integrity, events_per_request)
+    run = Run(setup, f"evb-{rus}x{bus}-{size}{'-checks' if integrity else ''}{'-sized' if sized else ''}", units, [EVB])
+    try:
+        run.start()
+        window = run.measure()
+        evm = window.of("evm")[0]
+        events = window.rate("evm", "events_completed")
+        if events <= 0:
+            held = setup.args.slots * events_per_request * rus * size
+            hint = (f" (a BU with every slot full holds slots x eventsPerRequest x RUs x S = {held >> 20} MiB, more "
+                    f"than pttcp's receive pool of {RECEIVE_POOL_CLASS_BYTES >> 20} MiB per block size)"
+                    if held >= RECEIVE_POOL_CLASS_BYTES else "")
+            raise BenchError(f"stalled: no event completed in the window{hint}; " + evb_state(window))
+        result = {
+            "bytes_per_s": window.rate("ru", "bytes_sent"),
+            "events_per_s": events,
+            "fragments_per_s": window.rate("ru", "fragments_sent"),
+            "bu_bytes_per_s": window.rate("bu", "bytes_built"),
+            "trigger_bytes_per_s": window.rate("evm", "trigger_bytes"),
+            "event_rate_gauge": window.gauge("evm", "event_rate"),
+            "seconds": window.seconds(),
+            "cores": window.cores(),
+            "cores_evm": window.cores("evm"),
+            "cores_rus": window.cores("ru"),
+            "cores_bus": window.cores("bu"),
+            "other_cores": window.other_cores(),
+            "build_latency_median_us": window.mean_gauge("bu", "build_latency_median_us"),
+            "evm_credits_queued": window.gauge("evm", "credits_queued"),
+            "evm_events_in_flight": window.gauge("evm", "events_in_flight"),
+            "ru_fragments_in_flight": window.gauge("ru", "fragments_in_flight"),
+            "ru_blocks_waiting": window.gauge("ru", "blocks_waiting"),
+            "ru_pool_waits_per_s": window.rate("ru", "pool_waits"),
+            "ru_would_blocks_per_s": window.rate("ru", "send_would_blocks"),
+            "ru_blocks_per_s": window.rate("ru", "blocks_sent"),
+            "requests_per_s": window.rate("evm", "requests"),
+            "block_size": block_size_for(size),
+            "events_per_request": events_per_request,
+        }
+        problems = window.problems({"evm": EVM_PROBLEMS, "ru": RU_PROBLEMS, "bu": BU_PROBLEMS})
+        # After the window: stop (the EvM first, it drains the BUs); every assigned event must be accounted for.
+        run.shut()
+        final = run.application(evm)
+        m = {x["name"]: x["value"] for x in final.get("metrics", []) if not x.get("labels")}
+        if m.get("drained") != 1:
+            problems.append(f"EvM not drained at stop (events_in_flight={m.get('events_in_flight')})")
+        if m.get("events_completed", 0) + m.get("events_lost", 0) != m.get("events_assigned", 0):
+            problems.append(f"EvM completed {m.get('events_completed')} + lost {m.get('events_lost')} != assigned "
+                            f"{m.get('events_assigned')}")
+        result["note"] = "; ".join(problems)
+        return result
+    finally:
+        run.terminate()
+
+
+def evb_state(window):
+    """The gauges that say where a stalled event builder waits."""
+    parts = []
+    for u in window.units:
+        m = window.second[u.tid]["m"]
+        keys = {"evm": ["events_assigned", "events_completed", "events_in_flight", "credits_queued", "bus_alive",
+                        "rus_alive", "waiting_for_rus"],
+                "ru": ["fragments_sent", "fragments_in_flight", "blocks_waiting", "pool_waits", "send_errors"],
+                "bu": ["events_built", "credits_outstanding", "slots_building", "blocks_held"]}[u.role]
+        parts.append(f"{u.role.upper()} {u.tid}: " + ", ".join(f"{k}={m.get(k)}" for k in keys))
+    return "; ".join(parts)
+
+
+# ---------------------------------------------------------------- N-to-N
+
+def nton_units(args, senders, receivers, size):
+    sender = {"frameSize": size, "duration": 0, "window": args.window, "pattern": "false",
+              "receivers": "class:nton::Receiver"}
+    spec = [("receiver", "nton::Receiver", RECEIVER_TID + j, j, {}) for j in range(receivers)]
+    spec += [("sender", "nton::Sender", SENDER_TID + i, i, sender) for i in range(senders)]
+    return make_units(spec)
+
+
+def run_nton(setup, senders, receivers, size):
+    missing = setup.missing([NTON])
+    if missing:
+        raise BenchError(missing)
+    units = nton_units(setup.args, senders, receivers, size)
+    run = Run(setup, f"nton-{senders}x{receivers}-{size}", units, [NTON])
+    try:
+        run.start()
+        window = run.measure()
+        frames = window.rate("receiver", "frames_received")
+        if frames <= 0:
+            raise BenchError("stalled: no frame received in the window")
+        result = {
+            "bytes_per_s": window.rate("receiver", "bytes_received"),
+            "frames_per_s": frames,
+            # One event of the event builder is one super-fragment from each RU: the same in frames.
+            "events_per_s": frames / senders,
+            "seconds": window.seconds(),
+            "cores": window.cores(),
+            "cores_senders": window.cores("sender"),
+            "cores_receivers": window.cores("receiver"),
+            "other_cores": window.other_cores(),
+            "pool_exhausted_per_s": window.rate("sender", "pool_exhausted"),
+            "would_blocks_per_s": window.rate("sender", "would_blocks"),
+        }
+        result["note"] = "; ".join(window.problems({"sender": SENDER_PROBLEMS, "receiver": RECEIVER_PROBLEMS}))
+        run.shut()
+        return result
+    finally:
+        run.terminate()
+
+
+# ---------------------------------------------------------------- repeats, tables, CSV, plots
+
+def attempt(what, run):
+    print(f"  {what:>40} ...", end="", flush=True)
+    started = time.monotonic()
+    try:
+        r = run()
+    except BenchError as e:
+        r = {"na": str(e)}
+    except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError) as e:  # this point only is lost
+        r = {"na": f"{type(e).__name__}: {e}"}
+    took = time.monotonic() - started
+    if "na" in r:
+        print(f" n/a ({took:.0f} s): {r['na']}")
+    else:
+        print(f" {r['bytes_per_s'] / 1e9:.3f} GB/s, {r['events_per_s']:.0f} ev/s, {r['cores']:.2f} cores used, "
+              f"other {r['other_cores']:.2f} ({took:.0f} s){'  ! ' + r['note'] if r.get('note') else ''}")
+    return r
+
+
+def median_run(tries):
+    good = sorted((r for r in tries if "na" not in r), key=lambda r: r["bytes_per_s"])
+    if not good:
+        return tries[-1]
+    chosen = dict(good[(len(good) - 1) // 2])
+    chosen["repeats"] = " ".join("n/a" if "na" in r else f"{r['bytes_per_s'] / 1e9:.4g}" for r in tries)
+    failed = [r["na"] for r in tries if "na" in r]
+    if failed:
+        chosen["note"] = "; ".join(filter(None, [chosen.get("note"), f"{len(failed)} repeat(s) failed: {failed[0]}"]))
+    return chosen
+
+
+def value(results, key, field):
+    r = results.get(key)
+    if r is None or "na" in r:
+        return None
+    return r.get(field)
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def fmt(v, spec):
+    return "n/a" if v is None else format(v, spec)
+
+
+def rate_cell(v):
+    if v is None:
+        return "n/a"
+    if v >= 1e6:
+        return f"{v / 1e6:.2f}M"
+    if v >= 1e4:
+        return f"{v / 1e3:.1f}k"
+    return f"{v:.0f}"
+
+
+def conditions_line(start_load, at_start=False):
+    c = machine_conditions()
+    # The end value counts the benchmark's own runnable threads too; 'other' is the outside load.
+    end = "" if at_start else f", at end {load_average()} (ours included)"
+    return (f"machine: nproc {c['nproc']} (usable {c['usable_cpus']}), load average at start {start_load}{end}; "
+            f"kernel {c['kernel']}; cpu {c['cpu']}")
+
+
+def size_table(results, sizes, systems):
+    labels = [LABEL[s] for s in systems]
+    groups = [("", ["S"]), ("GB/s", labels)]
+    eff = [s for s in EVB_SYSTEMS if s in systems] if "nton" in systems else []
+    if eff:
+        groups.append(("efficiency", [LABEL[s] + "/N-to-N" for s in eff]))
+    groups.append(("cores used", labels))
+    groups.append(("other", ["cores"]))
+    rows = []
+    for size in sizes:
+        row = [size_name(size)]
+        row += [fmt(value(results, (s, size), "bytes_per_s") and value(results, (s, size), "bytes_per_s") / 1e9, ".3f")
+                for s in systems]
+        row += [fmt(ratio(value(results, (s, size), "bytes_per_s"), value(results, ("nton", size), "bytes_per_s")), ".3f")
+                for s in eff]
+        row += [fmt(value(results, (s, size), "cores"), ".2f") for s in systems]
+        loads = [value(results, (s, size), "other_cores") for s in systems]
+        loads = [v for v in loads if v is not None]
+        row.append(f"{max(loads):.2f}" if loads else "n/a")
+        rows.append(row)
+    print_table(groups, rows)
+
+
+def events_table(results, sizes, systems, rus):
+    evb = [s for s in EVB_SYSTEMS if s in systems]
+    groups = [("", ["S", "event"]), ("events/s", [LABEL[s] for s in systems])]
+    if evb:
+        groups.append(("events/request", [LABEL[s] for s in evb]))
+        groups.append(("build latency us", [LABEL[s] for s in evb]))
+        groups.append(("RU blocks/s", [LABEL[s] for s in evb]))
+    rows = []
+    for size in sizes:
+        row = [size_name(size), size_name(rus * size)]
+        row += [rate_cell(value(results, (s, size), "events_per_s")) for s in systems]
+        row += [fmt(value(results, (s, size), "events_per_request"), "d") for s in evb]
+        row += [fmt(value(results, (s, size), "build_latency_median_us"), ".0f") for s in evb]
+        row += [rate_cell(value(results, (s, size), "ru_blocks_per_s")) for s in evb]
+        rows.append(row)
+    print_table(groups, rows)
+
+
+def topology_table(results, topologies, size, systems):
+    labels = [LABEL[s] for s in systems]
+    evb = [s for s in EVB_SYSTEMS if s in systems] if "nton" in systems else []
+    groups = [("", ["NxM", "event"]), ("events/s", labels), ("GB/s", labels)]
+    if evb:
+        groups.append(("efficiency", [LABEL[s] + "/N-to-N" for s in evb]))
+    groups.append(("cores used", labels))
+    groups.append(("other", ["cores"]))
+    rows = []
+    for n, m in topologies:
+        def get(s, field):
+            return value(results, (s, n, m), field)
+        row = [f"{n}x{m}", size_name(n * size)]
+        row += [rate_cell(get(s, "events_per_s")) for s in systems]
+        row += [fmt(get(s, "bytes_per_s") and get(s, "bytes_per_s") / 1e9, ".3f") for s in systems]
+        row += [fmt(ratio(get(s, "bytes_per_s"), get("nton", "bytes_per_s")), ".3f") for s in evb]
+        row += [fmt(get(s, "cores"), ".2f") for s in systems]
+        loads = [get(s, "other_cores") for s in systems]
+        loads = [v for v in loads if v is not None]
+        row.append(f"{max(loads):.2f}" if loads else "n/a")
+        rows.append(row)
+    print_table(groups, rows)
+
+
+def worst_other(results):
+    loads = [r["other_cores"] for r in results.values() if "na" not in r and r.get("other_cores") is not None]
+    return f"{max(loads):.2f}" if loads else "n/a"
+
+
+def print_problems(results, describe):
+    for key, r in results.items():
+        if "na" in r:
+            print(f"  n/a {describe(key)}: {r['na']}")
+        elif r.get("note"):
+            print(f"  note {describe(key)}: {r['note']}")
+
+
+CSV_FIELDS = ["bytes_per_s", "events_per_s", "fragments_per_s", "frames_per_s", "efficiency", "bu_bytes_per_s",
+              "trigger_bytes_per_s", "event_rate_gauge", "seconds", "cores", "cores_evm", "cores_rus", "cores_bus",
+              "cores_senders", "cores_receivers", "other_cores", "build_latency_median_us", "evm_credits_queued",
+              "evm_events_in_flight", "ru_fragments_in_flight", "ru_blocks_waiting", "ru_pool_waits_per_s",
+              "ru_would_blocks_per_s", "ru_blocks_per_s", "requests_per_s", "pool_exhausted_per_s",
+              "would_blocks_per_s", "block_size", "events_per_request", "repeats"]
+
+
+def write_csv(path, rows, key_fields):
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(key_fields + CSV_FIELDS + ["note"])
+        for key, r in rows:
+            cells = ["" if r.get(k) is None else (f"{r[k]:.6g}" if isinstance(r[k], float) else r[k]) for k in CSV_FIELDS]
+            writer.writerow(list(key) + cells + [r.get("na", r.get("note", ""))])
+    print(f"wrote {path}")
+
+
+def pyplot():
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        import matplotlib.ticker
+        return plt, matplotlib.ticker
+    except ImportError:
+        return None, None
+
+
+def log2_size_axis(axes, ticker, sizes):
+    axes.set_xscale("log", base=2)
+    axes.set_xticks(sizes)
+    axes.set_xticklabels([size_name(s) for s in sizes])
+    axes.xaxis.set_minor_locator(ticker.NullLocator())
+    axes.grid(True, which="both", alpha=0.3)
+
+
+def plot_sizes(out, results, sizes, systems, title):
+    plt, ticker = pyplot()
+    if plt is None:
+        print("matplotlib is missing (Debian: python3-matplotlib, run with /usr/bin/python3): no plots")
+        return
+    # Efficiency and throughput against size.
+    figure, (top, bottom) = plt.subplots(2, 1, figsize=(9, 8), sharex=True)
+    for s in [x for x in EVB_SYSTEMS if x in systems and "nton" in systems]:
+        points = [(size, ratio(value(results, (s, size), "bytes_per_s"), value(results, ("nton", size), "bytes_per_s")))
+                  for size in sizes]
+        points = [(x, y) for x, y in points if y is not None]
+        if points:
+            top.plot([x for x, _ in points], [y for _, y in points], marker="o", label=f"{LABEL[s]} / N-to-N")
+    top.axhline(0.95, color="grey", linestyle="--", linewidth=1, label="target 0.95")
+    top.set_ylabel("efficiency (EvB GB/s / N-to-N GB/s)")
+    top.set_title(title, fontsize=10)
+    top.legend()
+    log2_size_axis(top, ticker, sizes)
+    for s in systems:
+        points = [(size, value(results, (s, size), "bytes_per_s")) for size in sizes]
+        points = [(x, y / 1e9) for x, y in points if y is not None]
+        if points:
+            bottom.plot([x for x, _ in points], [y for _, y in points], marker="o", label=LABEL[s])
+    bottom.set_ylabel("throughput, GB/s (payload)")
+    bottom.set_xlabel("super-fragment size S (per RU per event) = N-to-N frame size")
+    bottom.legend()
+    log2_size_axis(bottom, ticker, sizes)
+    figure.tight_layout()
+    path = os.path.join(out, "evb_efficiency.png")
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    print(f"wrote {path}")
+
+    figure, axes = plt.subplots(figsize=(9, 5.5))
+    for s in systems:
+        points = [(size, value(results, (s, size), "events_per_s")) for size in sizes]
+        points = [(x, y) for x, y in points if y is not None]
+        if points:
+            label = LABEL[s] if s != "nton" else "N-to-N (frames/s per sender)"
+            axes.plot([x for x, _ in points], [y for _, y in points], marker="o", label=label)
+    axes.set_yscale("log")
+    axes.set_ylabel("events/s")
+    axes.set_xlabel("super-fragment size S (per RU per event)")
+    axes.set_title(title, fontsize=10)
+    axes.legend()
+    log2_size_axis(axes, ticker, sizes)
+    figure.tight_layout()
+    path = os.path.join(out, "evb_events_vs_size.png")
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    print(f"wrote {path}")
+
+
+def plot_topologies(out, results, topologies, systems, title):
+    plt, _ = pyplot()
+    if plt is None:
+        return
+    names = [f"{n}x{m}" for n, m in topologies]
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 5))
+    for s in systems:
+        label = LABEL[s] if s != "nton" else "N-to-N (frames/s per sender)"
+        events = [value(results, (s, n, m), "events_per_s") for n, m in topologies]
+        left.plot([x for x, y in zip(names, events) if y is not None], [y for y in events if y is not None],
+                  marker="o", label=label)
+        gbs = [value(results, (s, n, m), "bytes_per_s") for n, m in topologies]
+        right.plot([x for x, y in zip(names, gbs) if y is not None], [y / 1e9 for y in gbs if y is not None],
+                   marker="o", label=LABEL[s])
+    left.set_ylabel("events/s")
+    right.set_ylabel("throughput, GB/s (payload)")
+    for a in (left, right):
+        a.set_xlabel("N RUs x M BUs (N senders x M receivers)")
+        a.grid(True, alpha=0.3)
+        a.legend()
+        a.set_ylim(bottom=0)
+    figure.suptitle(title, fontsize=10)
+    figure.tight_layout()
+    path = os.path.join(out, "evb_events_vs_nxm.png")
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    print(f"wrote {path}")
+
+
+# ---------------------------------------------------------------- main
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--build", default="build/release", help="the daqx build tree, Release (build/release)")
+    parser.add_argument("--out", default="build/bench/evb", help="folder for CSV, plots, partitions, logs (build/bench/evb)")
+    parser.add_argument("--sizes", nargs="+", help="super-fragment sizes S (1K 4KiB 1M ...), default 1 KiB .. 1 MiB")
+    parser.add_argument("--topology", default="2x2", type=parse_topology,
+                        help="RUs x BUs (= senders x receivers) of the size scan (2x2)")
+    parser.add_argument("--topologies", help=f"NxM list of the topology scan ({DEFAULT_TOPOLOGIES}); 'none' skips it")
+    parser.add_argument("--nxm-size", default="16K", help="S of the topology scan (16K)")
+    parser.add_argument("--nxm-systems", default="evb,nton",
+                        help="systems of the topology scan, from evb,evb-checks,evb-sized,nton (evb,nton)")
+    parser.add_argument("--seconds", type=float, help="measurement window, s (5; --quick 2)")
+    parser.add_argument("--warmup", type=float, help="s from the last enable to the window's start (2; --quick 1)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="runs per point, the systems taking turns; the median by GB/s is reported (1)")
+    parser.add_argument("--systems", default=",".join(SYSTEMS), help="systems of the size scan, from evb,evb-checks,evb-sized,nton (all; 'none' skips the scan)")
+    parser.add_argument("--events-per-request", type=int, default=8, help="EvM eventsPerRequest (8, its default)")
+    parser.add_argument("--batch-bytes", type=parse_size, default=1 << 20,
+                        help="EvB sized: eventsPerRequest = this / S, 1..4096 (1M)")
+    parser.add_argument("--slots", type=int, default=16, help="BU slots (16, its default)")
+    parser.add_argument("--trigger-size", type=int, default=1024,
+                        help="EvM triggerSize, payload bytes of its own fragment per event (1024, its default)")
+    parser.add_argument("--window", type=int, default=4096,
+                        help="nton::Sender window, frames per receiver (4096, as in the TCP comparison)")
+    parser.add_argument("--pin", nargs="?", const="", metavar="CPUS",
+                        help="pin each context's threads to one CPU (partition Policy), contexts round-robin over "
+                             "CPUS (e.g. 0-1; default: every usable CPU)")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"smoke test: sizes 4 KiB, 64 KiB, 1 MiB, topologies {QUICK_TOPOLOGIES}, 1 s warmup, 2 s windows")
+    args = parser.parse_args()
+
+    args.seconds = args.seconds if args.seconds is not None else (2.0 if args.quick else 5.0)
+    args.warmup = args.warmup if args.warmup is not None else (1.0 if args.quick else 2.0)
+    sizes = [parse_size(s) for s in args.sizes] if args.sizes else (QUICK_SIZES if args.quick else DEFAULT_SIZES)
+    topology_text = args.topologies or (QUICK_TOPOLOGIES if args.quick else DEFAULT_TOPOLOGIES)
+    try:
+        topologies = [] if topology_text == "none" else [parse_topology(t) for t in topology_text.split(",")]
+    except argparse.ArgumentTypeError as e:
+        parser.error(str(e))
+    nxm_size = parse_size(args.nxm_size)
+    systems = [s for s in SYSTEMS if s in args.systems.split(",")]
+    topology_systems = [s for s in SYSTEMS if s in args.nxm_systems.split(",")]
+    args.pin_cpus = None
+    if args.pin is not None:
+        args.pin_cpus = parse_cpus(args.pin) if args.pin else sorted(os.sched_getaffinity(0))
+    rus, bus = args.topology
+    for size in sizes + [nxm_size]:
+        if size <= SOURCE_OVERHEAD or size % 8:
+            parser.error(f"size {size}: must be a multiple of 8 above {SOURCE_OVERHEAD} (the per-source header+trailer)")
+
+    build = os.path.abspath(args.build)
+    out = os.path.abspath(args.out)
+    log_dir = os.path.join(out, "logs")
+    os.makedirs(log_dir, exist_ok=True)
+
+    # A SIGTERM to the driver unwinds like Ctrl-C, through the finally that stops every process.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
+    start_load = load_average()
+    conditions = machine_conditions()
+    print("== Event-building efficiency on loopback (127.0.0.1): evb::EvM/RU/BU vs nton::Sender/Receiver over pttcp")
+    print(conditions_line(start_load, at_start=True))
+    print(f"one executive per unit, every process shares these {conditions['usable_cpus']} CPUs"
+          + (f"; contexts pinned round-robin to CPUs {args.pin_cpus}" if args.pin_cpus else " (nothing pinned)"))
+    print(f"window {args.seconds:g} s after {args.warmup:g} s warm-up; size scan {rus}x{bus}: "
+          f"{', '.join(size_name(s) for s in sizes)}; topology scan at {size_name(nxm_size)}: "
+          f"{', '.join(f'{n}x{m}' for n, m in topologies) or 'none'}")
+
+    processes = Processes(log_dir)
+    setup = Setup(args, processes, build, out)
+    if setup.missing([EVB]):
+        print(f"cannot run: {setup.missing([EVB])} (build with: ninja -C {build} daqx-executive daqx_evb daqx_nton daqx_pttcp)")
+        return 2
+    runs = {
+        "evb": lambda n, m, size: run_evb(setup, n, m, size, integrity=False),
+        "evb-checks": lambda n, m, size: run_evb(setup, n, m, size, integrity=True),
+        "evb-sized": lambda n, m, size: run_evb(setup, n, m, size, sized=True),
+        "nton": lambda n, m, size: run_nton(setup, n, m, size),
+    }
+    by_size, by_topology = {}, {}
+    started = time.monotonic()
+    try:
+        tries = {}
+        for size in sizes:
+            for n_try in range(args.repeat):
+                for s in systems:
+                    r = attempt(f"{LABEL[s]} {rus}x{bus} {size_name(size)} #{n_try + 1}", lambda: runs[s](rus, bus, size))
+                    tries.setdefault((s, size), []).append(r)
+            for s in systems:
+                by_size[(s, size)] = median_run(tries[(s, size)])
+        for n, m in topologies:
+            for n_try in range(args.repeat):
+                for s in topology_systems:
+                    r = attempt(f"{LABEL[s]} {n}x{m} {size_name(nxm_size)} #{n_try + 1}",
+                                lambda: runs[s](n, m, nxm_size))
+                    tries.setdefault((s, n, m), []).append(r)
+            for s in topology_systems:
+                by_topology[(s, n, m)] = median_run(tries[(s, n, m)])
+    except KeyboardInterrupt:
+        print("\ninterrupted: stopping every executive")
+        return 130
+    finally:
+        processes.stop_all()
+
+    conditions_now = conditions_line(start_load)
+    repeats = f"median of {args.repeat} runs" if args.repeat > 1 else "one run"
+    title = (f"{rus}x{bus} on loopback over pttcp, one executive per unit, {conditions['usable_cpus']} CPUs shared; "
+             f"{repeats}; outside load up to {worst_other(by_size)} cores")
+    common = (f"EvM eventsPerRequest {args.events_per_request} (EvB sized: {size_name(args.batch_bytes)} / S, 1..4096, "
+              f"otherwise as EvB), triggerSize {args.trigger_size} B (not counted); BU slots "
+              f"{args.slots}, output discard; RU sources 1, fragmentSize S-32 (super-fragment = S), fragmentSpread 0, "
+              f"blockSize min(max(64 KiB, S + 4 KiB), 1 MiB) (S = 1 MiB spans two blocks); pttcp mode throughput. "
+              f"EvB: pattern=false, checkData=false; EvB+checks: pattern=true, checkData=true. N-to-N: frameSize S, "
+              f"pattern=false, window {args.window}, duration until stop. GB/s = 10^9 bytes/s of super-fragments "
+              f"(sum over RUs of bytes_sent) or of frames (sum over receivers of bytes_received), from counter "
+              f"differences over the window; events/s from the EvM's events_completed, for N-to-N frames/s per sender. "
+              f"cores used: CPU of all the run's processes over the window; other: the rest of the machine.")
+    if systems and sizes:
+        print()
+        print(f"== 1. Efficiency, {rus} RUs x {bus} BUs (+ EvM) vs {rus} senders x {bus} receivers; {repeats}; {conditions_now}")
+        size_table(by_size, sizes, systems)
+        print()
+        print(f"== 2. Events/s against super-fragment size, {rus}x{bus} (same runs); event = {rus} x S (+ trigger)")
+        events_table(by_size, sizes, systems, rus)
+        print_notes(common)
+        print_problems(by_size, lambda k: f"{LABEL[k[0]]} {size_name(k[1])}")
+        rows = []
+        for (s, size), r in sorted(by_size.items(), key=lambda kv: (kv[0][1], SYSTEMS.index(kv[0][0]))):
+            r = dict(r)
+            if s != "nton":
+                r["efficiency"] = ratio(value(by_size, (s, size), "bytes_per_s"), value(by_size, ("nton", size), "bytes_per_s"))
+            rows.append(((size, s, rus, bus), r))
+        write_csv(os.path.join(out, "evb_sizes.csv"), rows, ["size_bytes", "system", "n", "m"])
+        plot_sizes(out, by_size, sizes, systems, title)
+    if topologies:
+        print()
+        print(f"== 3. Events/s and GB/s against NxM at S = {size_name(nxm_size)}; {repeats}; {conditions_line(start_load)}")
+        topology_table(by_topology, topologies, nxm_size, topology_systems)
+        print_notes("NxM = N RUs x M BUs plus the EvM, each its own executive (N + M + 1 processes); N-to-N: N senders x "
+                    "M receivers (N + M processes). Parameters as above; EvB without checks. On a machine with few "
+                    "cores the larger topologies are CPU-bound: compare 'cores used' with the CPU count.")
+        print_problems(by_topology, lambda k: f"{LABEL[k[0]]} {k[1]}x{k[2]}")
+        rows = []
+        for (s, n, m), r in sorted(by_topology.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])):
+            r = dict(r)
+            if s != "nton":
+                r["efficiency"] = ratio(r.get("bytes_per_s"), value(by_topology, ("nton", n, m), "bytes_per_s"))
+            rows.append(((nxm_size, s, n, m), r))
+        write_csv(os.path.join(out, "evb_topologies.csv"), rows, ["size_bytes", "system", "n", "m"])
+        plot_topologies(out, by_topology, topologies, topology_systems,
+                        f"S = {size_name(nxm_size)}, loopback, {conditions['usable_cpus']} CPUs shared by all processes; "
+                        f"{repeats}; outside load up to {worst_other(by_topology)} cores")
+    with open(os.path.join(out, "evb_machine.txt"), "w") as f:
+        f.write(conditions_line(start_load) + "\n" + " ".join(sys.argv) + "\n")
+    print(f"{time.monotonic() - started:.0f} s in all; logs in {log_dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
