@@ -409,7 +409,7 @@ void BU::slot_built(std::uint32_t index) {
     }
   }
   publish();
-  request(false);
+  schedule_request();
 }
 
 // The output is done with the slot: give its batch back (if it is still ours to give) and offer it again.
@@ -422,7 +422,17 @@ void BU::finish_slot(std::uint32_t index, std::uint32_t run, std::uint32_t gener
   s.state = Slot::State::free;
   s.blocks.clear();
   s.count = 0;
-  if (running_) request(false);
+  if (running_) schedule_request();
+}
+
+// Slots finished together (one dispatch round) go back in one request.
+void BU::schedule_request() {
+  if (request_posted_) return;
+  request_posted_ = true;
+  context().post_task([this] {
+    request_posted_ = false;
+    request(false);
+  });
 }
 
 // Offers free slots (as many as the output's backlog allows) and gives back finished batches. A heartbeat

@@ -93,6 +93,7 @@ class BU final : public Application {
   void finish_slot(std::uint32_t index, std::uint32_t run, std::uint32_t generation);
   void abandon_slots();
   void request(bool heartbeat);
+  void schedule_request();
   void new_run(std::uint32_t run);
   void publish();
   int contributor_index(Tid tid) const noexcept;
@@ -110,6 +111,7 @@ class BU final : public Application {
 
   // Dispatch thread only.
   bool running_ = false;
+  bool request_posted_ = false;
   bool heard_evm_ = false;
   bool evm_ended_ = false;
   std::uint32_t run_ = 0;

@@ -241,7 +241,7 @@ void EvM::on_request(Frame&& frame) {
     }
     bu->credits.push_back({slot, now});
   }
-  assign();
+  schedule_assign();  // after the other frames of this round: one Allocate for their requests
   publish();
 }
 
@@ -328,6 +328,17 @@ EvM::BuProxy* EvM::pick_builder() {
   }
   if (best != nullptr) next_builder_ = (best_index + 1) % bus_.size();
   return best;
+}
+
+// Requests that arrive together (one dispatch round) are served together: their assignments share one
+// Allocate frame per RU instead of one each (a system call and a wake-up per RU per batch otherwise).
+void EvM::schedule_assign() {
+  if (assign_posted_) return;
+  assign_posted_ = true;
+  context().post_task([this] {
+    assign_posted_ = false;
+    assign();
+  });
 }
 
 void EvM::assign() {

@@ -98,6 +98,7 @@ class EvM final : public Application {
   void handle_failed_sends();
   void tick();
   void assign();
+  void schedule_assign();
   BuProxy* pick_builder();
   std::uint64_t events_available(Clock::time_point now) const;
   void flush_allocations();
@@ -129,6 +130,7 @@ class EvM final : public Application {
   std::uint64_t next_event_ = 1;
   std::size_t next_builder_ = 0;
   bool pump_posted_ = false;
+  bool assign_posted_ = false;
   std::vector<BuProxy> bus_;
   std::vector<RuProxy> rus_;
   std::vector<std::pair<Tid, Control>> unsent_controls_;  // waiting for a pool block
