@@ -61,11 +61,7 @@ BU::~BU() {
 void BU::configure() {
   const ParamSet& p = context().params();
   BuConfiguration c;
-  const std::vector<Tid>& evm = p.applications("evm");
-  if (evm.size() != 1)
-    throw std::runtime_error(concatenate({"evm: '", p.text("evm"), "' selects ", to_text(std::uint64_t{evm.size()}),
-                                          " applications; exactly one is needed"}));
-  c.evm = evm.front();
+  c.evm = exactly_one(p, "evm");
   c.rus = p.applications("rus");
   c.slots = static_cast<std::uint32_t>(p.unsigned_integer("slots"));
   const std::string& output = p.string("output");

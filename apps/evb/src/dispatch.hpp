@@ -13,7 +13,9 @@
 #include <random>
 #include <stdexcept>
 #include <stop_token>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "daqx/executive/application.hpp"
 
@@ -91,6 +93,15 @@ inline std::uint64_t new_incarnation() {
   std::random_device device;
   return (std::uint64_t{device()} << 32) ^ device() ^
          static_cast<std::uint64_t>(Clock::now().time_since_epoch().count());
+}
+
+// The one application a selector parameter must name (an RU's or BU's "evm"); configure fails otherwise.
+inline Tid exactly_one(const ParamSet& params, const std::string& name) {
+  const std::vector<Tid>& tids = params.applications(name);
+  if (tids.size() != 1)
+    throw std::runtime_error(name + ": '" + params.text(name) + "' selects " + std::to_string(tids.size()) +
+                             " applications; exactly one is needed");
+  return tids.front();
 }
 
 // Counters written by the dispatch thread only and read by report() on the control thread.

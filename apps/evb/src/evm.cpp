@@ -415,15 +415,12 @@ void EvM::pump_fragments() {
 }
 
 void EvM::send_control(Tid target, const Control& control, bool queue) {
-  const std::size_t bytes = control_bytes(control);
-  mem::Ref frame = context().allocate_frame(bytes);
+  mem::Ref frame = control_frame(context(), control);
   if (!frame) {
     // Out of blocks (trigger fragments hold them): a heartbeat can be skipped, news of a unit cannot.
     if (queue) unsent_controls_.emplace_back(target, control);
     return;
   }
-  if (!encode(control, frame.data() + kFrameHeaderSize, bytes)) return;
-  frame.resize(kFrameHeaderSize + bytes);
   if (queue) outbox_.send(target, function::control, run_, std::move(frame), frame_flags::send_now);
   else outbox_.send_if_idle(target, function::control, std::move(frame), frame_flags::send_now);
 }

@@ -9,9 +9,20 @@
 #include <utility>
 #include <vector>
 
+#include "daqx/evb/protocol.hpp"
 #include "daqx/executive/application.hpp"
 
 namespace daqx::evb {
+
+// A Control frame from the application's pool, encoded; empty when the pool has no block.
+inline mem::Ref control_frame(ApplicationContext& context, const Control& control) {
+  const std::size_t bytes = control_bytes(control);
+  mem::Ref frame = context.allocate_frame(bytes);
+  if (!frame) return frame;
+  if (!encode(control, frame.data() + kFrameHeaderSize, bytes)) return {};
+  frame.resize(kFrameHeaderSize + bytes);
+  return frame;
+}
 
 class Outbox {
  public:

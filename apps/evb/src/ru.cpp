@@ -46,11 +46,7 @@ RU::~RU() { ticker_.stop(); }
 void RU::configure() {
   const ParamSet& p = context().params();
   RuConfiguration c;
-  const std::vector<Tid>& evm = p.applications("evm");
-  if (evm.size() != 1)
-    throw std::runtime_error(concatenate({"evm: '", p.text("evm"), "' selects ", to_text(std::uint64_t{evm.size()}),
-                                          " applications; exactly one is needed"}));
-  c.evm = evm.front();
+  c.evm = exactly_one(p, "evm");
   c.shape.sources = static_cast<std::uint32_t>(p.unsigned_integer("sources"));
   c.shape.mean_size = static_cast<std::uint32_t>(p.unsigned_integer("fragmentSize"));
   c.shape.spread = static_cast<std::uint32_t>(p.unsigned_integer("fragmentSpread"));
@@ -209,10 +205,8 @@ void RU::report_lost_builders() {
     bump(lost_connections_);
     const Control c{ControlKind::bu_down, run_, generation, bu,
                     concatenate({"RU ", to_text(std::uint64_t{context().tid()}), " lost its connection to it"})};
-    const std::size_t bytes = control_bytes(c);
-    mem::Ref frame = context().allocate_frame(bytes);
-    if (!frame || !encode(c, frame.data() + kFrameHeaderSize, bytes)) continue;
-    frame.resize(kFrameHeaderSize + bytes);
+    mem::Ref frame = control_frame(context(), c);
+    if (!frame) continue;
     outbox_.send(config_.evm, function::control, run_, std::move(frame), frame_flags::send_now);
   }
 }
