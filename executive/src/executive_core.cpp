@@ -76,6 +76,10 @@ std::jthread TransportBinding::start_thread(const std::string& name, std::functi
 
 void TransportBinding::log(LogLevel level, const std::string& message) { daqx::log(level, prefix(), message); }
 
+std::size_t TransportBinding::register_memory(mem::Registrar& registrar) { return core_.add_registrar(registrar); }
+
+void TransportBinding::deregister_memory(std::size_t slot) noexcept { core_.remove_registrar(slot); }
+
 // ---- ExecutiveCore: construction -----------------------------------------------------------------------
 
 ExecutiveCore::ExecutiveCore(config::Partition partition, const std::string& context_url, std::size_t inbox_capacity)
@@ -187,6 +191,8 @@ void ExecutiveCore::shutdown() {
     if (host.state() != State::halted) host.run(Command::halt);
   }
   for (auto& binding : bindings_) binding->transport().stop();
+  // A transport should have deregistered at stop(); none may outlive its registrar in the pools.
+  for (std::size_t slot = 0; slot < mem::kMaxRegistrars; ++slot) remove_registrar(slot);
   for (auto it = hosts_.rbegin(); it != hosts_.rend(); ++it) (*it)->finish();
   hosts_.clear();
   routes_.clear();
@@ -205,8 +211,35 @@ mem::Pool& ExecutiveCore::make_pool(const std::string& name, const mem::PoolConf
   std::string allocator = policy_.allocator_for_pool(name);
   auto pool = std::make_unique<mem::Pool>(named, mem::make_allocator(allocator));
   std::lock_guard lock(pools_mutex_);
+  // A pool made after a transport registered memory is registered with it too, before anyone uses it.
+  for (std::size_t slot = 0; slot < registrars_.size(); ++slot)
+    if (registrars_[slot] != nullptr) pool->add_registrar(*registrars_[slot], slot);
   pools_.push_back(std::move(pool));
   return *pools_.back();
+}
+
+std::size_t ExecutiveCore::add_registrar(mem::Registrar& registrar) {
+  std::lock_guard lock(pools_mutex_);
+  std::size_t slot = 0;
+  while (slot < registrars_.size() && registrars_[slot] != nullptr) ++slot;
+  if (slot == registrars_.size())
+    throw std::runtime_error("more than " + std::to_string(registrars_.size()) + " transports register memory");
+  std::size_t done = 0;
+  try {
+    for (; done < pools_.size(); ++done) pools_[done]->add_registrar(registrar, slot);
+  } catch (...) {
+    for (std::size_t undo = 0; undo < done; ++undo) pools_[undo]->remove_registrar(slot);
+    throw;
+  }
+  registrars_[slot] = &registrar;
+  return slot;
+}
+
+void ExecutiveCore::remove_registrar(std::size_t slot) noexcept {
+  std::lock_guard lock(pools_mutex_);
+  if (slot >= registrars_.size() || registrars_[slot] == nullptr) return;
+  for (auto& pool : pools_) pool->remove_registrar(slot);
+  registrars_[slot] = nullptr;
 }
 
 void ExecutiveCore::notify_peer_ready(const void* transport, PeerId peer) noexcept {

@@ -1,6 +1,7 @@
 // The executive's insides: modules, pools, transports, hosted applications, routes, control model.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -36,6 +37,8 @@ class TransportBinding final : public TransportHost {
   mem::Pool& make_pool(const std::string& name, const mem::PoolConfig& config) override;
   std::jthread start_thread(const std::string& name, std::function<void(std::stop_token)> body) override;
   void log(LogLevel level, const std::string& message) override;
+  std::size_t register_memory(mem::Registrar& registrar) override;
+  void deregister_memory(std::size_t slot) noexcept override;
 
   Transport& transport() noexcept { return *transport_; }
   const EndpointAddress& local() const noexcept { return local_; }
@@ -74,6 +77,8 @@ class ExecutiveCore final : public ControlModel {
   const config::Partition& partition() const noexcept { return partition_; }
   const config::ContextConfig& context() const noexcept { return *context_; }
   mem::Pool& make_pool(const std::string& name, const mem::PoolConfig& config);
+  std::size_t add_registrar(mem::Registrar& registrar);
+  void remove_registrar(std::size_t slot) noexcept;
   void note_bad_frame() noexcept { bad_frames_.fetch_add(1, std::memory_order_relaxed); }
   void note_delivered() noexcept { frames_from_transports_.fetch_add(1, std::memory_order_relaxed); }
   void notify_peer_ready(const void* transport, PeerId peer) noexcept;
@@ -105,6 +110,7 @@ class ExecutiveCore final : public ControlModel {
 
   mutable std::mutex pools_mutex_;
   std::vector<std::unique_ptr<mem::Pool>> pools_;  // destroyed last: every Ref is back by then
+  std::array<mem::Registrar*, mem::kMaxRegistrars> registrars_{};  // pools_mutex_; slot -> registrar
   std::vector<std::unique_ptr<TransportBinding>> bindings_;
   std::vector<std::unique_ptr<ApplicationHost>> hosts_;  // in partition order
   std::unordered_map<Tid, Route> routes_;                // built once before any application starts

@@ -293,6 +293,20 @@ std::size_t Pool::add_registrar(Registrar& registrar) {
   while (slot < kMaxRegistrars && registrars_[slot] != nullptr) ++slot;
   if (slot == kMaxRegistrars)
     throw std::runtime_error("pool '" + config_.name + "': more than " + std::to_string(kMaxRegistrars) + " registrars");
+  register_at(registrar, slot);
+  return slot;
+}
+
+void Pool::add_registrar(Registrar& registrar, std::size_t slot) {
+  std::lock_guard lock(config_mutex_);
+  if (slot >= kMaxRegistrars)
+    throw std::runtime_error("pool '" + config_.name + "': registrar slot " + std::to_string(slot) + " out of range");
+  if (registrars_[slot] != nullptr)
+    throw std::runtime_error("pool '" + config_.name + "': registrar slot " + std::to_string(slot) + " is taken");
+  register_at(registrar, slot);
+}
+
+void Pool::register_at(Registrar& registrar, std::size_t slot) {
   for (std::size_t c = 0; c < classes_.size(); ++c) {
     try {
       classes_[c]->register_chunks(slot, registrar);
@@ -302,7 +316,6 @@ std::size_t Pool::add_registrar(Registrar& registrar) {
     }
   }
   registrars_[slot] = &registrar;
-  return slot;
 }
 
 void Pool::remove_registrar(std::size_t slot) noexcept {

@@ -666,45 +666,30 @@ void TcpTransport::receive_loop(std::stop_token stop) {
 // ---- reports --------------------------------------------------------------------------------------------
 
 void TcpTransport::report(MetricSink& sink) const {
-  std::uint64_t frames_sent = 0, bytes_sent = 0, would_blocks = 0, errors = 0, reconnects = 0, up = 0;
-  std::uint64_t frames_received = retired_frames_received_, bytes_received = retired_bytes_received_;
+  TransportTotals totals;
+  totals.frames_received = retired_frames_received_;
+  totals.bytes_received = retired_bytes_received_;
   {
     std::lock_guard peers(peers_mutex_);
-    for (const auto& c : outgoing_) {
-      frames_sent += c->counters.frames.load(std::memory_order_relaxed);
-      bytes_sent += c->counters.bytes.load(std::memory_order_relaxed);
-      would_blocks += c->counters.would_blocks.load(std::memory_order_relaxed);
-      errors += c->counters.errors.load(std::memory_order_relaxed);
-      reconnects += c->counters.reconnects.load(std::memory_order_relaxed);
-    }
+    for (const auto& c : outgoing_) totals.add_outgoing(c->counters);
     for (const Incoming& c : incoming_) {
-      frames_received += c.counters.frames.load(std::memory_order_relaxed);
-      bytes_received += c.counters.bytes.load(std::memory_order_relaxed);
-      up += c.fd >= 0 ? 1 : 0;
+      totals.add_incoming(c.counters);
+      totals.incoming_connections += c.fd >= 0 ? 1 : 0;
     }
   }
-  auto d = [](std::uint64_t v) { return static_cast<double>(v); };
-  sink.counter("frames_sent", d(frames_sent), "frames written whole to a socket");
-  sink.counter("bytes_sent", d(bytes_sent), "bytes of frames written");
-  sink.counter("frames_received", d(frames_received), "frames received and accepted by the executive");
-  sink.counter("bytes_received", d(bytes_received), "bytes of frames received");
-  sink.counter("would_blocks", d(would_blocks), "posts refused because a connection's queue was full");
-  sink.counter("send_errors", d(errors), "connection failures and frames lost with them");
-  sink.counter("reconnects", d(reconnects), "outgoing connections re-established");
-  sink.counter("connections_accepted", d(accepted_.load()), "incoming connections accepted");
-  sink.counter("bad_streams", d(bad_streams_.load()), "incoming connections closed for a malformed or misaddressed frame");
-  sink.counter("connections_closed_by_peer", d(closed_by_peer_.load()), "incoming connections the peer closed between frames");
-  sink.counter("truncated_frames", d(truncated_frames_.load()), "incoming connections that ended in the middle of a frame");
-  sink.counter("receive_pool_waits", d(receive_pool_waits_.load()), "times reading paused for lack of receive blocks");
-  sink.counter("delivery_waits", d(delivery_waits_.load()), "times reading paused because an application's queue was full");
-  sink.gauge("incoming_connections", d(up), "incoming connections open");
+  totals.connections_accepted = accepted_.load();
+  totals.bad_streams = bad_streams_.load();
+  totals.closed_by_peer = closed_by_peer_.load();
+  totals.truncated_frames = truncated_frames_.load();
+  totals.receive_pool_waits = receive_pool_waits_.load();
+  totals.delivery_waits = delivery_waits_.load();
+  report_totals(sink, totals);
   sink.gauge("mode_throughput", settings_.throughput_mode ? 1 : 0, "1 in throughput mode, 0 in latency mode");
 }
 
 std::vector<ConnectionInfo> TcpTransport::connections() const {
   std::vector<ConnectionInfo> list;
   std::lock_guard peers(peers_mutex_);
-  auto d = [](const std::atomic<std::uint64_t>& v) { return static_cast<double>(v.load(std::memory_order_relaxed)); };
   for (const auto& c : outgoing_) {
     ConnectionInfo info;
     info.peer = c->id;
@@ -714,11 +699,7 @@ std::vector<ConnectionInfo> TcpTransport::connections() const {
       info.up = c->state == Outgoing::State::up;
       info.metrics.push_back({"queued_frames", Metric::Kind::gauge, static_cast<double>(c->queue.size()), "frames waiting", {}});
     }
-    info.metrics.push_back({"frames_sent", Metric::Kind::counter, d(c->counters.frames), "frames written", {}});
-    info.metrics.push_back({"bytes_sent", Metric::Kind::counter, d(c->counters.bytes), "bytes written", {}});
-    info.metrics.push_back({"would_blocks", Metric::Kind::counter, d(c->counters.would_blocks), "posts refused: queue full", {}});
-    info.metrics.push_back({"errors", Metric::Kind::counter, d(c->counters.errors), "failures and frames lost with them", {}});
-    info.metrics.push_back({"reconnects", Metric::Kind::counter, d(c->counters.reconnects), "times re-established", {}});
+    add_outgoing_metrics(info.metrics, c->counters);
     list.push_back(std::move(info));
   }
   for (const Incoming& c : incoming_) {
@@ -727,8 +708,7 @@ std::vector<ConnectionInfo> TcpTransport::connections() const {
     info.peer = c.id;
     info.remote = c.remote + " (in)";
     info.up = true;
-    info.metrics.push_back({"frames_received", Metric::Kind::counter, d(c.counters.frames), "frames received", {}});
-    info.metrics.push_back({"bytes_received", Metric::Kind::counter, d(c.counters.bytes), "bytes received", {}});
+    add_incoming_metrics(info.metrics, c.counters);
     list.push_back(std::move(info));
   }
   return list;

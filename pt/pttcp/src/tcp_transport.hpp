@@ -15,8 +15,9 @@
 #include <vector>
 
 #include "daqx/executive/transport.hpp"
+#include "daqx/executive/transport_counters.hpp"
+#include "daqx/mempool/ref_ring.hpp"
 #include "frame_reader.hpp"
-#include "ref_ring.hpp"
 
 namespace daqx::pttcp {
 
@@ -53,13 +54,7 @@ class TcpTransport final : public Transport {
   std::vector<ConnectionInfo> connections() const override;
 
  private:
-  struct Counters {
-    std::atomic<std::uint64_t> frames{0};
-    std::atomic<std::uint64_t> bytes{0};
-    std::atomic<std::uint64_t> would_blocks{0};
-    std::atomic<std::uint64_t> errors{0};
-    std::atomic<std::uint64_t> reconnects{0};
-  };
+  using Counters = ConnectionCounters;
 
   struct Outgoing {
     enum class State { idle, connecting, up, down };
@@ -72,7 +67,7 @@ class TcpTransport final : public Transport {
     State state = State::idle;
     bool ever_up = false;
     explicit Outgoing(std::size_t capacity) : queue(capacity) {}
-    RefRing queue;  // frames not yet written whole; the first may be partly written
+    mem::RefRing queue;  // frames not yet written whole; the first may be partly written
     std::size_t head_written = 0;
     std::size_t queued_bytes = 0;
     bool output_armed = false;   // EPOLLOUT requested: the socket was full

@@ -104,3 +104,24 @@ TEST_CASE("removing a registrar deregisters its chunks and frees its slot", "[re
   CHECK(counting.live.empty());
   CHECK(pool.add_registrar(counting) == slot);
 }
+
+TEST_CASE("a registrar can be given the same slot in every pool, and a taken slot is refused", "[registrar]") {
+  CountingRegistrar network(3000);
+  CountingRegistrar other(4000);
+  Pool a(config(), std::make_shared<HeapAllocator>());
+  Pool b(config(), std::make_shared<HeapAllocator>());
+  a.add_registrar(other);  // takes slot 0 in a only
+  a.add_registrar(network, 2);
+  b.add_registrar(network, 2);
+  Ref from_a = a.allocate(1024);
+  Ref from_b = b.allocate(1024);
+  CHECK(from_a.head()->key(2).key != 0);
+  CHECK(from_b.head()->key(2).key != 0);
+  CHECK(from_a.head()->key(2).key != from_b.head()->key(2).key);
+  CHECK_THROWS_WITH(a.add_registrar(other, 2), Catch::Contains("slot 2 is taken"));
+  CHECK_THROWS_WITH(a.add_registrar(other, kMaxRegistrars), Catch::Contains("out of range"));
+  CHECK(a.add_registrar(other) == 1);  // the first free slot
+  a.remove_registrar(2);
+  b.remove_registrar(2);
+  CHECK(network.deregistered == 2);
+}

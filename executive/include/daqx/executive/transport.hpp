@@ -15,6 +15,7 @@
 #include "daqx/executive/status.hpp"
 #include "daqx/mempool/log.hpp"
 #include "daqx/mempool/pool.hpp"
+#include "daqx/mempool/registrar.hpp"
 
 namespace daqx {
 
@@ -60,6 +61,14 @@ class TransportHost {
   // A thread named e.g. "pt/tcp/recv-0", pinned as the policy says.
   virtual std::jthread start_thread(const std::string& name, std::function<void(std::stop_token)> body) = 0;
   virtual void log(LogLevel level, const std::string& message) = 0;
+  // For networks that must know memory before they touch it (RDMA): registers every chunk of every pool
+  // of this executive, those there now and those made or grown later, once each. The slot is the same in
+  // every pool, so Block::key(slot) finds the registration of any block a frame is made of. Throws
+  // std::runtime_error when a chunk cannot be registered.
+  virtual std::size_t register_memory(mem::Registrar& registrar) = 0;
+  // Deregisters every chunk registered under slot; the transport calls it before it closes what the
+  // registrations belong to (its domain or protection domain).
+  virtual void deregister_memory(std::size_t slot) noexcept = 0;
 };
 
 class Transport {

@@ -98,6 +98,9 @@ class Pool {
   // Registers every existing and future chunk with registrar; returns its slot for Block::key().
   // Throws std::runtime_error when an existing chunk cannot be registered (nothing is left registered).
   std::size_t add_registrar(Registrar& registrar);
+  // The same at a given slot (std::runtime_error if taken): an executive gives one registrar the same
+  // slot in every pool, so a transport finds its key in any block without knowing the block's pool.
+  void add_registrar(Registrar& registrar, std::size_t slot);
   void remove_registrar(std::size_t slot) noexcept;
 
   // Called (on the releasing thread) when a block is freed after an allocation failed; once per episode.
@@ -111,6 +114,7 @@ class Pool {
  private:
   friend class SizeClass;
   SizeClass* class_for(std::size_t bytes) const noexcept;
+  void register_at(Registrar& registrar, std::size_t slot);  // under config_mutex_
   void note_exhausted() noexcept { exhausted_.store(true, std::memory_order_release); }
   void note_freed() noexcept {
     if (exhausted_.load(std::memory_order_relaxed) && exhausted_.exchange(false, std::memory_order_acq_rel)) notify();

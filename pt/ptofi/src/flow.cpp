@@ -1,0 +1,66 @@
+// ptofi's credit message and message cutting.
+#include "flow.hpp"
+
+#include <algorithm>
+
+namespace daqx::ptofi {
+
+void encode_credit(const CreditMessage& message, std::byte* out) noexcept {
+  detail::store_le<std::uint32_t>(out, kCreditMagic);
+  detail::store_le<std::uint32_t>(out + 4, message.buffer_size);
+  detail::store_le<std::uint64_t>(out + 8, message.posted_total);
+}
+
+bool decode_credit(const std::byte* in, std::size_t length, CreditMessage& out) noexcept {
+  if (length != kCreditMessageSize || detail::load_le<std::uint32_t>(in) != kCreditMagic) return false;
+  out.buffer_size = detail::load_le<std::uint32_t>(in + 4);
+  out.posted_total = detail::load_le<std::uint64_t>(in + 8);
+  return out.buffer_size != 0;
+}
+
+bool next_message(const mem::Ref& frame, SendCursor& cursor, std::size_t max_bytes, std::size_t max_pieces,
+                  std::size_t registrar_slot, MessagePieces& pieces) noexcept {
+  pieces.count = 0;
+  pieces.bytes = 0;
+  max_pieces = std::min(max_pieces, MessagePieces::kMaxPieces);
+  if (cursor.at_frame_start()) {
+    cursor.block = frame.head();
+    cursor.offset = 0;
+  }
+  const mem::Block* block = cursor.block;
+  std::size_t offset = cursor.offset;
+  while (block != nullptr && pieces.count < max_pieces && pieces.bytes < max_bytes) {
+    std::size_t left = block->size() - offset;
+    if (left == 0) {  // an empty block (or one already sent whole): nothing to gather
+      block = block->next();
+      offset = 0;
+      continue;
+    }
+    std::size_t take = std::min(left, max_bytes - pieces.bytes);
+    pieces.iov[pieces.count].iov_base = block->data() + offset;
+    pieces.iov[pieces.count].iov_len = take;
+    pieces.descriptors[pieces.count] =
+        registrar_slot == kNoRegistration ? nullptr : block->key(registrar_slot).descriptor;
+    ++pieces.count;
+    pieces.bytes += take;
+    offset += take;
+    if (offset == block->size()) {
+      block = block->next();
+      offset = 0;
+    }
+  }
+  // Skip trailing empty blocks, so that "the frame is done" is known with its last message.
+  while (block != nullptr && offset == block->size()) {
+    block = block->next();
+    offset = 0;
+  }
+  if (block == nullptr) {
+    cursor = SendCursor{};
+    return true;
+  }
+  cursor.block = block;
+  cursor.offset = offset;
+  return false;
+}
+
+}  // namespace daqx::ptofi
