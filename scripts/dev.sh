@@ -6,6 +6,7 @@
 #   scripts/dev.sh bench   packages + release build + every benchmark (tables and CSV in build/bench-results)
 #   scripts/dev.sh bench-tcp  packages + iperf3, libzmq, matplotlib + release build + the TCP comparison
 #   scripts/dev.sh bench-evb  packages + matplotlib + release build + the event-building efficiency benchmark
+#   scripts/dev.sh bench-ofi  packages + matplotlib + release build + fi_msg_bw + ptofi vs libfabric's tools
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,12 +18,17 @@ packages=(
   catch2 libpugixml-dev libpoco-dev libnuma-dev numactl
   libfabric-dev libfabric-bin libibverbs-dev librdmacm-dev rdma-core
   iproute2 procps curl python3
+  # The soft-RoCE guest that tests needing real verbs run in (tests/rdma-vm, docs/rdma-vm.md): QEMU, what
+  # prepare.sh builds the guest's initramfs with, and the verbs and rdma_cm tools its smoke test runs there.
+  qemu-system-x86 busybox-static kmod cpio xz-utils ibverbs-utils rdmacm-utils
 )
 
 # What the TCP comparison (bench/tcp_comparison.py) adds: the programs it compares daqx with, and the plot.
 bench_tcp_packages=(iperf3 libzmq3-dev python3-matplotlib)
 # What the event-building efficiency benchmark (bench/evb_efficiency.py) adds: the plots.
 bench_evb_packages=(python3-matplotlib)
+# What the ptofi comparison (bench/ofi_comparison.py) adds: the plots (fi_pingpong is in libfabric-bin above).
+bench_ofi_packages=(python3-matplotlib)
 
 install_packages() {  # install_packages [package ...]: the given list, or the project's
   local missing=()
@@ -78,6 +84,47 @@ bench_evb() {
   /usr/bin/python3 "$root/bench/evb_efficiency.py" --build "$root/build/release" --out "$root/build/bench/evb" "$@"
 }
 
+# fi_msg_bw, libfabric's bandwidth benchmark, for the ptofi comparison. Debian ships fabtests in no binary
+# package, so it is compiled here from a libfabric source of the installed version into build/fabtests:
+# LIBFABRIC_SRC is a source tree with fabtests/ or a git directory with the tag v<version>. Without one the
+# comparison measures throughput against fi_pingpong's MB/s and says so.
+build_fi_msg_bw() {
+  local out="$root/build/fabtests" version
+  version="$(pkg-config --modversion libfabric)"
+  [[ -x "$out/fi_msg_bw" && "$(cat "$out/version" 2>/dev/null)" == "$version" ]] && return 0
+  if [[ -z "${LIBFABRIC_SRC:-}" ]]; then
+    echo "== fi_msg_bw: LIBFABRIC_SRC is not set (a libfabric $version source tree or git directory); not built"
+    return 0
+  fi
+  rm -rf "$out/src"
+  mkdir -p "$out/src"
+  if [[ -d "$LIBFABRIC_SRC/fabtests" ]]; then
+    cp -r "$LIBFABRIC_SRC/fabtests" "$out/src/"
+  elif ! git --git-dir="$LIBFABRIC_SRC" archive "v$version" fabtests | tar -x -C "$out/src"; then
+    echo "== fi_msg_bw: no tag v$version in $LIBFABRIC_SRC; not built"
+    return 0
+  fi
+  local tests="$out/src/fabtests"
+  grep -q "AC_INIT(\[fabtests\], \[$version\]" "$tests/configure.ac" ||
+    echo "== fi_msg_bw: warning: $LIBFABRIC_SRC is not fabtests $version, the installed libfabric's version"
+  # What fabtests' configure defines on Linux; the GPU memory back-ends (hmem_*.c) compile to stubs.
+  if cc -O2 -w -D_GNU_SOURCE -DHAVE___INT128=1 -I"$tests/include" -I"$tests/include/unix" -o "$out/fi_msg_bw" \
+      "$tests/benchmarks/msg_bw.c" "$tests/benchmarks/benchmark_shared.c" "$tests/common/shared.c" \
+      "$tests"/common/hmem*.c -lfabric -lpthread -ldl -lm; then
+    echo "$version" >"$out/version"
+    echo "== built $out/fi_msg_bw (fabtests $version)"
+  else
+    echo "== fi_msg_bw did not build; the comparison goes on without it"
+  fi
+}
+
+bench_ofi() {
+  # Its own folder: the driver writes partitions and one log per executive and per fi program there.
+  mkdir -p "$root/build/bench/ofi"
+  /usr/bin/python3 "$root/bench/ofi_comparison.py" --build "$root/build/release" --out "$root/build/bench/ofi" \
+    --fi-msg-bw "$root/build/fabtests/fi_msg_bw" "$@"
+}
+
 case "${1:-}" in
   main) install_packages; build_release; main_job ;;
   test)
@@ -94,5 +141,6 @@ case "${1:-}" in
   # The TCP comparison's packages come before the build: the ZeroMQ programs are built only if libzmq is there.
   bench-tcp) install_packages; install_packages "${bench_tcp_packages[@]}"; build_release; shift; bench_tcp "$@" ;;
   bench-evb) install_packages; install_packages "${bench_evb_packages[@]}"; build_release; shift; bench_evb "$@" ;;
-  *) echo "usage: $0 main|test|build|bench|bench-tcp|bench-evb [driver options]" >&2; exit 2 ;;
+  bench-ofi) install_packages; install_packages "${bench_ofi_packages[@]}"; build_release; build_fi_msg_bw; shift; bench_ofi "$@" ;;
+  *) echo "usage: $0 main|test|build|bench|bench-tcp|bench-evb|bench-ofi [driver options]" >&2; exit 2 ;;
 esac

@@ -14,6 +14,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -26,16 +28,24 @@ std::string module_directory() { return DAQX_TEST_MODULE_DIR; }
 std::string config_directory() { return DAQX_TEST_CONFIG_DIR; }
 
 std::uint16_t free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-  socklen_t length = sizeof address;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  close(fd);
-  return ntohs(address.sin_port);
+  // The kernel may hand the same ephemeral port out again once it is released: remember what this program was
+  // given, so that two endpoints of one partition never share a port.
+  static std::mutex mutex;
+  static std::set<std::uint16_t> given;
+  std::lock_guard lock(mutex);
+  for (;;) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = 0;
+    bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+    socklen_t length = sizeof address;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+    close(fd);
+    const std::uint16_t port = ntohs(address.sin_port);
+    if (given.insert(port).second) return port;
+  }
 }
 
 namespace {

@@ -21,7 +21,8 @@ std::string tool_program(const std::string& name);  // daqxctl, daqx-launch
 std::string module_directory();
 std::string config_directory();  // the repository's config/
 
-// A port nobody listens on now (bound once and released: good enough on a test machine).
+// A port nobody listens on now (bound once and released: good enough on a test machine), never one this program
+// was given before.
 std::uint16_t free_port();
 
 // A scratch directory per test program run, removed at exit.

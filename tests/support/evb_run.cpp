@@ -1,0 +1,109 @@
+// Starting, driving and reading an event builder spread over executives, one per unit.
+#include "evb_run.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <stdexcept>
+#include <thread>
+
+#include "executive_metrics.hpp"
+
+namespace daqx::test {
+
+EvbRun::EvbRun(const TransportProfile& profile, const std::string& name, int rus, int bus,
+               const std::string& evm_properties, const std::string& ru_properties, const std::string& bu_properties)
+    : profile_(profile) {
+  for (int j = 0; j < bus; ++j) units_.push_back({"evb::BU", bu(j), j, bu_properties});
+  for (int i = 0; i < rus; ++i) units_.push_back({"evb::RU", ru(i), i, ru_properties});
+  units_.push_back({"evb::EvM", kEvm, 0, evm_properties});
+  std::string xml = "<Partition name=\"" + name + "\">\n";
+  for (const EvbUnit& u : units_) xml.append(context_xml(u));
+  xml.append("</Partition>\n");
+  path_ = write_file(name + ".xml", xml);
+  for (const EvbUnit& u : units_) start(u.tid);
+  for (const EvbUnit& u : units_) {
+    const bool ready = process(u.tid).wait_ready();
+    INFO("unit " << u.tid << ":\n" << process(u.tid).output());
+    REQUIRE(ready);
+  }
+}
+
+std::string EvbRun::context_xml(const EvbUnit& u) const {
+  std::string xml("  <Context url=\"");
+  xml.append(u.url()).append("\">\n    ").append(profile_.endpoint_xml(u.data, Traffic::throughput));
+  xml.append("\n    ").append(profile_.module_xml()).append("\n    <Module path=\"libdaqx_evb.so\"/>\n");
+  xml.append("    <Application class=\"").append(u.cls).append("\" id=\"").append(std::to_string(u.tid));
+  xml.append("\" instance=\"").append(std::to_string(u.instance)).append("\" network=\"data\"><Properties>");
+  xml.append(u.properties).append("</Properties></Application>\n  </Context>\n");
+  return xml;
+}
+
+void EvbRun::start(std::uint32_t tid) { processes_[tid] = std::make_unique<ExecutiveProcess>(path_, unit(tid).url()); }
+
+const EvbUnit& EvbRun::unit(std::uint32_t tid) const {
+  for (const EvbUnit& u : units_)
+    if (u.tid == tid) return u;
+  throw std::out_of_range("no unit " + std::to_string(tid));
+}
+
+std::vector<std::uint32_t> EvbRun::tids() const {
+  std::vector<std::uint32_t> all;
+  for (const EvbUnit& u : units_) all.push_back(u.tid);
+  return all;
+}
+
+void EvbRun::bring_up(std::uint32_t tid) {
+  REQUIRE(process(tid).transition("configure").status == 200);
+  REQUIRE(process(tid).transition("enable").status == 200);
+}
+
+void EvbRun::start_run() {
+  for (std::uint32_t tid : tids()) REQUIRE(process(tid).transition("configure").status == 200);
+  for (std::uint32_t tid : tids()) REQUIRE(process(tid).transition("enable").status == 200);
+}
+
+void EvbRun::stop_run(const std::vector<std::uint32_t>& skip) {
+  std::vector<std::uint32_t> order = tids();
+  std::reverse(order.begin(), order.end());
+  for (std::uint32_t tid : order)
+    if (std::find(skip.begin(), skip.end(), tid) == skip.end()) process(tid).transition("stop");
+}
+
+void EvbRun::finish() {
+  for (auto& [tid, p] : processes_)
+    if (p->running()) {
+      INFO("unit " << tid << ":\n" << p->output());
+      CHECK(p->stop() == 0);
+    }
+}
+
+double EvbRun::sum(const std::vector<std::uint32_t>& units, const std::string& name) {
+  double total = 0;
+  for (std::uint32_t tid : units) total += metric(tid, name);
+  return total;
+}
+
+std::string EvbRun::state(std::uint32_t tid) {
+  Poco::JSON::Object::Ptr app = process(tid).application(tid);
+  return app ? app->getValue<std::string>("state") : std::string("unreachable");
+}
+
+std::string EvbRun::reason(std::uint32_t tid) {
+  Poco::JSON::Object::Ptr app = process(tid).application(tid);
+  return app && app->has("reason") ? app->getValue<std::string>("reason") : std::string();
+}
+
+bool EvbRun::wait_state(std::uint32_t tid, const std::string& wanted, std::chrono::seconds limit) {
+  return wait_until([&] { return state(tid) == wanted; }, limit);
+}
+
+double EvbRun::pool_blocks(std::uint32_t tid, const std::string& pool) { return pool_blocks_used(process(tid), pool); }
+
+bool EvbRun::receive_pool_at_rest(std::uint32_t tid) {
+  return wait_until([&] {
+    return pool_blocks(tid, profile_.receive_pool) == receive_blocks_at_rest(process(tid), profile_);
+  }, std::chrono::seconds(10));
+}
+
+}  // namespace daqx::test

@@ -1,0 +1,78 @@
+// Reading pools and transports of a running executive over its JSON API.
+#include "executive_metrics.hpp"
+
+#include <Poco/JSON/Parser.h>
+
+#include <cmath>
+#include <thread>
+
+namespace daqx::test {
+namespace {
+
+Poco::JSON::Array::Ptr get_array(const ExecutiveProcess& executive, const std::string& path) {
+  HttpReply reply = executive.get(path);
+  if (reply.status != 200) return nullptr;
+  return Poco::JSON::Parser().parse(reply.body).extract<Poco::JSON::Array::Ptr>();
+}
+
+}  // namespace
+
+double pool_blocks_used(const ExecutiveProcess& executive, const std::string& pool) {
+  Poco::JSON::Array::Ptr pools = get_array(executive, "/api/pools");
+  for (std::size_t i = 0; pools && i < pools->size(); ++i) {
+    Poco::JSON::Object::Ptr p = pools->getObject(static_cast<unsigned>(i));
+    if (p->getValue<std::string>("name").find(pool) == std::string::npos) continue;
+    double used = 0;
+    Poco::JSON::Array::Ptr classes = p->getArray("classes");
+    for (std::size_t c = 0; classes && c < classes->size(); ++c)
+      used += classes->getObject(static_cast<unsigned>(c))->getValue<double>("blocks_used");
+    return used;
+  }
+  return -1;
+}
+
+double transport_metric(const ExecutiveProcess& executive, const std::string& name) {
+  Poco::JSON::Array::Ptr transports = get_array(executive, "/api/transports");
+  double total = 0;
+  bool found = false;
+  for (std::size_t t = 0; transports && t < transports->size(); ++t) {
+    Poco::JSON::Array::Ptr metrics = transports->getObject(static_cast<unsigned>(t))->getArray("metrics");
+    for (std::size_t i = 0; metrics && i < metrics->size(); ++i) {
+      Poco::JSON::Object::Ptr m = metrics->getObject(static_cast<unsigned>(i));
+      if (m->getValue<std::string>("name") != name) continue;
+      total += m->getValue<double>("value");
+      found = true;
+    }
+  }
+  return found ? total : std::nan("");
+}
+
+std::string transport_parameter(const ExecutiveProcess& executive, const std::string& name) {
+  Poco::JSON::Array::Ptr transports = get_array(executive, "/api/transports");
+  for (std::size_t t = 0; transports && t < transports->size(); ++t) {
+    Poco::JSON::Array::Ptr parameters = transports->getObject(static_cast<unsigned>(t))->getArray("parameters");
+    for (std::size_t i = 0; parameters && i < parameters->size(); ++i) {
+      Poco::JSON::Object::Ptr p = parameters->getObject(static_cast<unsigned>(i));
+      if (p->getValue<std::string>("name") == name) return p->getValue<std::string>("value");
+    }
+  }
+  return "";
+}
+
+double receive_blocks_at_rest(const ExecutiveProcess& executive, const TransportProfile& profile) {
+  if (!profile.posts_receive_buffers) return 0;
+  const std::string depth = transport_parameter(executive, "recvDepth");
+  if (depth.empty()) return std::nan("");
+  return std::stod(depth) * transport_metric(executive, "incoming_connections");
+}
+
+bool wait_until(const std::function<bool()>& condition, std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return condition();
+}
+
+}  // namespace daqx::test

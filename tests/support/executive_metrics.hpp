@@ -1,0 +1,29 @@
+// What process-level tests read from a running executive beyond its applications: pool occupancy, transport
+// counters and parameters, and waiting for a condition with a bound.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include "executive_process.hpp"
+#include "transport_profile.hpp"
+
+namespace daqx::test {
+
+// Blocks in use in the executive's first pool whose name contains `pool` (-1 when there is none).
+double pool_blocks_used(const ExecutiveProcess& executive, const std::string& pool);
+
+// A metric of the executive's transports, summed over them (NaN when none reports it or it is unreachable).
+double transport_metric(const ExecutiveProcess& executive, const std::string& name);
+// A parameter of the executive's first transport that has it, as text (empty when none has it).
+std::string transport_parameter(const ExecutiveProcess& executive, const std::string& name);
+
+// Blocks of the profile's receive pool in use when no frame is on its way: none, or for a transport that posts
+// receive buffers, recvDepth for every incoming connection open now.
+double receive_blocks_at_rest(const ExecutiveProcess& executive, const TransportProfile& profile);
+
+// Polls condition every 20 ms until it holds or `limit` passes; returns its last value.
+bool wait_until(const std::function<bool()>& condition, std::chrono::milliseconds limit = std::chrono::seconds(20));
+
+}  // namespace daqx::test

@@ -1,0 +1,188 @@
+// Transport suite, event building: an EvM, RUs and BUs, each its own executive, build verified events over the
+// transport of the run; units killed (SIGKILL) or stalled (SIGSTOP) mid-run are handled as the failure policy
+// says, and the counters add up (built + lost = assigned, nothing built twice). Named by topology and fault.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include "../support/evb_run.hpp"
+#include "suite.hpp"
+
+using namespace daqx::test;
+using Catch::Contains;
+using Clock = std::chrono::steady_clock;
+
+TEST_CASE("2x2 builds every assigned event exactly once and every event passes its checks", "[transport][process][evb]") {
+  const TransportProfile& transport = suite_transport();
+  EvbRun run(transport, "evb-2x2", 2, 2, "<maxEvents type=\"unsigned\">20000</maxEvents>",
+             "<fragmentSize type=\"unsigned\">3000</fragmentSize><fragmentSpread type=\"unsigned\">2000</fragmentSpread>");
+  run.start_run();
+  REQUIRE(run.process(kEvm).wait_metric(kEvm, "events_completed", 20000, std::chrono::seconds(90)));
+  run.stop_run();
+  CHECK(run.metric(kEvm, "events_assigned") == 20000);
+  CHECK(run.metric(kEvm, "events_lost") == 0);
+  CHECK(run.metric(kEvm, "unexpected_discards") == 0);
+  CHECK(run.sum({bu(0), bu(1)}, "events_built") == 20000);
+  CHECK(run.metric(bu(0), "events_built") > 0);
+  CHECK(run.metric(bu(1), "events_built") > 0);
+  for (std::uint32_t b : {bu(0), bu(1)}) {
+    CHECK(run.metric(b, "events_corrupt") == 0);
+    CHECK(run.metric(b, "events_incomplete") == 0);
+    CHECK(run.metric(b, "duplicate_pieces") == 0);
+    CHECK(run.metric(b, "protocol_errors") == 0);
+    CHECK(run.metric(b, "fragments_received") == run.metric(b, "events_built") * 3);  // EvM + 2 RUs
+  }
+  for (std::uint32_t r : {ru(0), ru(1)}) CHECK(run.metric(r, "fragments_sent") == 20000);
+  // Every block is back in its pool once the run is stopped.
+  for (std::uint32_t r : {ru(0), ru(1), kEvm}) CHECK(run.pool_blocks(r, "evb/") == 0);
+  for (std::uint32_t b : {bu(0), bu(1)}) CHECK(run.receive_pool_at_rest(b));
+  run.finish();
+}
+
+TEST_CASE("2x2_failBU: a BU killed mid-run is dropped within 2 s, its events counted lost, and the run goes on, "
+          "takes it back when it returns and drains cleanly", "[transport][process][evb][failure]") {
+  const TransportProfile& transport = suite_transport();
+  EvbRun run(transport, "evb-2x2-failbu", 2, 2, "");
+  run.start_run();
+  REQUIRE(run.process(bu(1)).wait_metric(bu(1), "events_built", 2000, std::chrono::seconds(30)));
+  run.process(bu(1)).kill_now();
+  const auto killed = Clock::now();
+  REQUIRE(wait_until([&] { return run.metric(kEvm, "bus_alive") == 1; }, std::chrono::seconds(5)));
+  const double drop_seconds = std::chrono::duration<double>(Clock::now() - killed).count();
+  INFO("dropped after " << drop_seconds << " s");
+  CHECK(drop_seconds < 2.0);
+  CHECK(run.metric(kEvm, "bu_drops") == 1);
+  // The survivor keeps building.
+  const double built = run.metric(bu(0), "events_built");
+  REQUIRE(run.process(bu(0)).wait_metric(bu(0), "events_built", built + 5000, std::chrono::seconds(30)));
+
+  // The BU comes back (a new process): configured and enabled, it is taken in again without a new run.
+  run.start(bu(1));
+  REQUIRE(run.process(bu(1)).wait_ready());
+  run.bring_up(bu(1));
+  REQUIRE(wait_until([&] { return run.metric(kEvm, "bus_alive") == 2; }, std::chrono::seconds(10)));
+  {
+    INFO("EvM:\n" << run.process(kEvm).output());
+    // At least once: an RU whose connection to the new process is still coming back (reconnection backoff)
+    // loses the first blocks it sends there and reports it; the EvM then rightly drops that generation and
+    // takes the BU in once more. What matters is that it ends up building (below).
+    CHECK(run.metric(kEvm, "bu_readmissions") >= 1);
+  }
+  const bool building = run.process(bu(1)).wait_metric(bu(1), "events_built", 1000, std::chrono::seconds(30));
+  INFO("restarted BU: built " << run.metric(bu(1), "events_built") << ", stale blocks " << run.metric(bu(1), "stale_blocks")
+       << ", protocol errors " << run.metric(bu(1), "protocol_errors") << ", resets " << run.metric(bu(1), "resets")
+       << "; EvM assigned to it " << run.metric(kEvm, "events_assigned") << ", BUs alive " << run.metric(kEvm, "bus_alive"));
+  REQUIRE(building);
+
+  run.stop_run();
+  CHECK(run.metric(kEvm, "drained") == 1);
+  const double assigned = run.metric(kEvm, "events_assigned");
+  const double completed = run.metric(kEvm, "events_completed");
+  const double lost = run.metric(kEvm, "events_lost");
+  INFO("assigned " << assigned << " completed " << completed << " lost " << lost);
+  CHECK(lost > 0);
+  CHECK(completed + lost == assigned);
+  CHECK(run.metric(kEvm, "unexpected_discards") == 0);
+  // The survivors built what the EvM counts completed (the first BU's built events died with it).
+  CHECK(run.metric(bu(0), "events_built") + run.metric(bu(1), "events_built") <= completed);
+  for (std::uint32_t b : {bu(0), bu(1)}) {
+    CHECK(run.metric(b, "events_corrupt") == 0);
+    CHECK(run.metric(b, "duplicate_pieces") == 0);
+  }
+  // Survivors hold no block for the dead BU: every pool is back to empty.
+  for (std::uint32_t r : {ru(0), ru(1), kEvm}) CHECK(run.pool_blocks(r, "evb/") == 0);
+  CHECK(run.receive_pool_at_rest(bu(0)));
+  for (std::uint32_t t : {ru(0), ru(1), kEvm, bu(0), bu(1)}) CHECK(run.state(t) == "Configured");
+  run.finish();
+}
+
+TEST_CASE("2x2_failRU: an RU killed mid-run fails the run with the reason on every unit (policy fail)",
+          "[transport][process][evb][failure]") {
+  const TransportProfile& transport = suite_transport();
+  EvbRun run(transport, "evb-2x2-failru", 2, 2, "<ruFailurePolicy>fail</ruFailurePolicy>");
+  run.start_run();
+  REQUIRE(run.process(bu(0)).wait_metric(bu(0), "events_built", 2000, std::chrono::seconds(30)));
+  run.process(ru(1)).kill_now();
+  REQUIRE(run.wait_state(kEvm, "Failed", std::chrono::seconds(15)));  // ruTimeout is 5 s
+  CHECK_THAT(run.reason(kEvm), Contains("RU 101"));
+  for (std::uint32_t t : {ru(0), bu(0), bu(1)}) {
+    REQUIRE(run.wait_state(t, "Failed", std::chrono::seconds(10)));
+    CHECK_THAT(run.reason(t), Contains("RU 101"));
+  }
+  // Failed units halt cleanly and give every block back.
+  for (std::uint32_t t : {kEvm, ru(0), bu(0), bu(1)}) CHECK(run.process(t).transition("halt").status == 200);
+  for (std::uint32_t t : {kEvm, ru(0)}) CHECK(run.pool_blocks(t, "evb/") == 0);
+  run.finish();
+}
+
+TEST_CASE("2x2_stallBU: a BU that stalls (SIGSTOP) is dropped within 2 s and taken in again when it resumes, "
+          "without a new run", "[transport][process][evb][failure]") {
+  const TransportProfile& transport = suite_transport();
+  EvbRun run(transport, "evb-2x2-stallbu", 2, 2, "");
+  run.start_run();
+  REQUIRE(run.process(bu(1)).wait_metric(bu(1), "events_built", 2000, std::chrono::seconds(30)));
+  ::kill(run.process(bu(1)).pid(), SIGSTOP);
+  const auto stalled = Clock::now();
+  REQUIRE(wait_until([&] { return run.metric(kEvm, "bus_alive") == 1; }, std::chrono::seconds(5)));
+  const double drop_seconds = std::chrono::duration<double>(Clock::now() - stalled).count();
+  INFO("dropped after " << drop_seconds << " s");
+  CHECK(drop_seconds < 2.0);
+  const double built = run.metric(bu(0), "events_built");
+  REQUIRE(run.process(bu(0)).wait_metric(bu(0), "events_built", built + 2000, std::chrono::seconds(30)));
+  ::kill(run.process(bu(1)).pid(), SIGCONT);
+  REQUIRE(wait_until([&] { return run.metric(kEvm, "bus_alive") == 2; }, std::chrono::seconds(10)));
+  CHECK(run.metric(kEvm, "bu_readmissions") == 1);
+  const double resumed = run.metric(bu(1), "events_built");
+  REQUIRE(run.process(bu(1)).wait_metric(bu(1), "events_built", resumed + 1000, std::chrono::seconds(30)));
+  run.stop_run();
+  CHECK(run.metric(kEvm, "drained") == 1);
+  CHECK(run.metric(kEvm, "events_completed") + run.metric(kEvm, "events_lost") == run.metric(kEvm, "events_assigned"));
+  CHECK(run.metric(kEvm, "unexpected_discards") == 0);
+  for (std::uint32_t b : {bu(0), bu(1)}) {
+    CHECK(run.metric(b, "events_corrupt") == 0);
+    CHECK(run.metric(b, "duplicate_pieces") == 0);
+    CHECK(run.receive_pool_at_rest(b));
+  }
+  for (std::uint32_t r : {ru(0), ru(1), kEvm}) CHECK(run.pool_blocks(r, "evb/") == 0);
+  run.finish();
+}
+
+TEST_CASE("1x1_failEvM: the EvM killed mid-run fails every unit with a clear reason and nothing hangs",
+          "[transport][process][evb][failure]") {
+  const TransportProfile& transport = suite_transport();
+  EvbRun run(transport, "evb-1x1-failevm", 1, 1, "");
+  run.start_run();
+  REQUIRE(run.process(bu(0)).wait_metric(bu(0), "events_built", 1000, std::chrono::seconds(30)));
+  run.process(kEvm).kill_now();
+  for (std::uint32_t t : {ru(0), bu(0)}) {
+    REQUIRE(run.wait_state(t, "Failed", std::chrono::seconds(15)));  // evmTimeout is 5 s
+    CHECK_THAT(run.reason(t), Contains("EvM (TID 10) was silent"));
+    CHECK(run.process(t).transition("halt").status == 200);
+  }
+  CHECK(run.pool_blocks(ru(0), "evb/") == 0);
+  CHECK(run.receive_pool_at_rest(bu(0)));
+  run.finish();
+}
+
+TEST_CASE("3x1_incompleteEvents: an RU killed mid-run makes the BU build events without it, flagged and counted "
+          "(policy incomplete)", "[transport][process][evb][failure]") {
+  const TransportProfile& transport = suite_transport();
+  EvbRun run(transport, "evb-3x1-incomplete", 3, 1, "<ruFailurePolicy>incomplete</ruFailurePolicy>");
+  run.start_run();
+  REQUIRE(run.process(bu(0)).wait_metric(bu(0), "events_built", 2000, std::chrono::seconds(30)));
+  run.process(ru(2)).kill_now();
+  REQUIRE(run.process(bu(0)).wait_metric(bu(0), "events_incomplete", 1000, std::chrono::seconds(30)));
+  const double built = run.metric(bu(0), "events_built");
+  REQUIRE(run.process(bu(0)).wait_metric(bu(0), "events_built", built + 2000, std::chrono::seconds(30)));
+  CHECK(run.state(kEvm) == "Enabled");
+  CHECK(run.metric(kEvm, "ru_downs") == 1);
+  run.stop_run({ru(2)});
+  const double assigned = run.metric(kEvm, "events_assigned");
+  CHECK(run.metric(kEvm, "events_completed") + run.metric(kEvm, "events_lost") == assigned);
+  CHECK(run.metric(kEvm, "events_lost") == 0);
+  CHECK(run.metric(bu(0), "events_built") == assigned);
+  CHECK(run.metric(kEvm, "events_incomplete") == run.metric(bu(0), "events_incomplete"));
+  CHECK(run.metric(bu(0), "events_corrupt") == 0);
+  for (std::uint32_t r : {ru(0), ru(1), kEvm}) CHECK(run.pool_blocks(r, "evb/") == 0);
+  run.finish();
+}

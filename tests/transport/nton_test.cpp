@@ -1,0 +1,123 @@
+// Transport suite, data paths: the nton applications in separate executives move verified frames over the
+// transport of the run, from a 256-byte ping to frames many times larger than any block.
+#include <catch2/catch.hpp>
+
+#include "suite.hpp"
+
+using namespace daqx::test;
+
+TEST_CASE("ping-pong between two executives measures round trips", "[transport][process]") {
+  const TransportProfile& transport = suite_transport();
+  Host a, b;
+  const std::string path = write_file("pingpong.xml", partition_xml("pingpong", {
+      nton_context(transport, a, Traffic::latency, application_xml("nton::PingPong", 2, 1)),
+      nton_context(transport, b, Traffic::latency, application_xml("nton::PingPong", 1, 0,
+          "<role>ping</role><peer>2</peer><count>3000</count><frameSize>256</frameSize>"))}));
+  ExecutiveProcess pong(path, a.url()), ping(path, b.url());
+  REQUIRE(pong.wait_ready());
+  REQUIRE(ping.wait_ready());
+  for (auto* e : {&pong, &ping}) REQUIRE(e->transition("configure").status == 200);
+  for (auto* e : {&pong, &ping}) REQUIRE(e->transition("enable").status == 200);
+  const bool done = ping.wait_metric(1, "done", 1, std::chrono::seconds(60));
+  INFO(ping.output() << pong.output());
+  REQUIRE(done);
+  CHECK(ping.metric(1, "samples") == 3000);
+  CHECK(ping.metric(1, "rtt_median_us") > 0);
+  CHECK(ping.metric(1, "rtt_p99_us") >= ping.metric(1, "rtt_median_us"));
+  if (transport.provider == "verbs") {
+    // Verbs needs local registration (FI_MR_LOCAL): every pool was registered with the domain, once per chunk.
+    for (auto* e : {&pong, &ping}) {
+      CHECK(transport_metric(*e, "memory_registration") == 1);
+      CHECK(transport_metric(*e, "registrations") > 0);
+      CHECK(transport_metric(*e, "registered_bytes") > 0);
+    }
+  }
+  CHECK(ping.stop() == 0);
+  CHECK(pong.stop() == 0);
+}
+
+TEST_CASE("N-to-N 2x2 delivers every frame once, in order, with its pattern", "[transport][process]") {
+  const TransportProfile& transport = suite_transport();
+  const std::uint32_t frame_size = GENERATE(256u, 70000u);
+  INFO("frames of " << frame_size << " B");
+  // Two senders and two receivers, each in its own executive: every frame crosses the transport, and each
+  // receiver takes frames from two connections at once.
+  Host s1, s2, r1, r2;
+  const std::string sender_properties = "<frameSize>" + std::to_string(frame_size) +
+                                        "</frameSize><frameCount>6000</frameCount><window>128</window>";
+  const std::string path = write_file("nton-2x2-" + std::to_string(frame_size) + ".xml", partition_xml("nton-2x2", {
+      nton_context(transport, r1, Traffic::throughput, application_xml("nton::Receiver", 21, 0)),
+      nton_context(transport, r2, Traffic::throughput, application_xml("nton::Receiver", 22, 1)),
+      nton_context(transport, s1, Traffic::throughput, application_xml("nton::Sender", 11, 0, sender_properties)),
+      nton_context(transport, s2, Traffic::throughput, application_xml("nton::Sender", 12, 1, sender_properties))}));
+  ExecutiveProcess first_receiver(path, r1.url()), second_receiver(path, r2.url());
+  ExecutiveProcess first_sender(path, s1.url()), second_sender(path, s2.url());
+  const std::vector<ExecutiveProcess*> all{&first_receiver, &second_receiver, &first_sender, &second_sender};
+  for (auto* e : all) REQUIRE(e->wait_ready());
+  for (auto* e : all) REQUIRE(e->transition("configure").status == 200);
+  // Receivers first: a sender's frames must not reach a receiver that is not enabled.
+  for (auto* e : all) REQUIRE(e->transition("enable").status == 200);
+  const std::vector<std::pair<ExecutiveProcess*, std::uint32_t>> receivers{{&first_receiver, 21u}, {&second_receiver, 22u}};
+  for (auto [e, tid] : receivers) {
+    const bool received = e->wait_metric(tid, "frames_received", 6000, std::chrono::seconds(90));
+    INFO("receiver " << tid << ":\n" << e->output());
+    REQUIRE(received);
+  }
+  REQUIRE(first_sender.wait_metric(11, "done", 1));
+  REQUIRE(second_sender.wait_metric(12, "done", 1));
+  for (auto [e, tid] : receivers) {
+    INFO("receiver " << tid);
+    CHECK(e->metric(tid, "frames_received") == 6000);  // 3000 from each sender
+    CHECK(e->metric(tid, "bytes_received") == 6000.0 * frame_size);
+    CHECK(e->metric(tid, "pattern_errors") == 0);
+    CHECK(e->metric(tid, "sequence_errors") == 0);
+    CHECK(transport_metric(*e, "frames_received") >= 6000);  // every one crossed the transport
+  }
+  for (auto* e : {&first_sender, &second_sender}) {
+    CHECK(transport_metric(*e, "send_errors") == 0);
+    CHECK(transport_metric(*e, "frames_sent") >= 6000);
+  }
+  for (auto* e : {&first_sender, &second_sender, &first_receiver, &second_receiver})
+    CHECK(e->transition("stop").status == 200);
+  for (auto* e : {&first_receiver, &second_receiver})
+    CHECK(wait_until([&] { return pool_blocks_used(*e, transport.receive_pool) == receive_blocks_at_rest(*e, transport); }));
+  for (auto* e : all) CHECK(e->stop() == 0);
+}
+
+TEST_CASE("frames larger than the largest block cross as chains", "[transport][process]") {
+  const TransportProfile& transport = suite_transport();
+  struct Shape {
+    std::uint32_t frame_size;
+    int count;
+    int window;
+  };
+  // 4 MiB and 16 MiB: many receive blocks (1 MiB in pttcp) or buffers (128 KiB in ptofi) each.
+  const Shape shape = GENERATE(Shape{4u << 20, 24, 8}, Shape{16u << 20, 6, 2});
+  INFO(shape.count << " frames of " << shape.frame_size << " B");
+  Host a, b;
+  const std::string path = write_file("large-" + std::to_string(shape.frame_size) + ".xml", partition_xml("large", {
+      nton_context(transport, a, Traffic::throughput, application_xml("nton::Receiver", 21, 0)),
+      nton_context(transport, b, Traffic::throughput, application_xml("nton::Sender", 11, 0,
+          "<frameSize>" + std::to_string(shape.frame_size) + "</frameSize><frameCount>" + std::to_string(shape.count) +
+          "</frameCount><window>" + std::to_string(shape.window) + "</window><ackEvery>" +
+          std::to_string(shape.window / 2) + "</ackEvery><receivers>21</receivers>"))}));
+  ExecutiveProcess receiver(path, a.url()), sender(path, b.url());
+  REQUIRE(receiver.wait_ready());
+  REQUIRE(sender.wait_ready());
+  for (auto* e : {&receiver, &sender}) REQUIRE(e->transition("configure").status == 200);
+  for (auto* e : {&receiver, &sender}) REQUIRE(e->transition("enable").status == 200);
+  const bool received = receiver.wait_metric(21, "frames_received", shape.count, std::chrono::seconds(90));
+  INFO(receiver.output() << sender.output());
+  REQUIRE(received);
+  CHECK(receiver.metric(21, "frames_received") == shape.count);
+  CHECK(receiver.metric(21, "bytes_received") == static_cast<double>(shape.count) * shape.frame_size);
+  CHECK(receiver.metric(21, "pattern_errors") == 0);
+  CHECK(receiver.metric(21, "sequence_errors") == 0);
+  CHECK(transport_metric(receiver, "bytes_received") >= static_cast<double>(shape.count) * shape.frame_size);
+  for (auto* e : {&sender, &receiver}) CHECK(e->transition("stop").status == 200);
+  CHECK(wait_until([&] {
+    return pool_blocks_used(receiver, transport.receive_pool) == receive_blocks_at_rest(receiver, transport);
+  }));
+  CHECK(sender.stop() == 0);
+  CHECK(receiver.stop() == 0);
+}

@@ -1,0 +1,298 @@
+// Transport suite, faults: bad peers of each kind the transport can meet lose only their own connection, and a
+// peer killed mid-run frees its buffers on the survivor and is reconnected when it restarts.
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <thread>
+
+#include "../support/process.hpp"
+#include "daqx/executive/frame.hpp"
+#include "suite.hpp"
+
+using namespace daqx::test;
+using Catch::Contains;
+
+namespace {
+
+constexpr std::uint32_t kReceiver = 21;
+constexpr std::uint32_t kSender = 11;
+
+// A receiver fed by an honest sender over the transport, for bad peers to try to disturb. Its receive pool is
+// measured at rest once the honest connection is open and before any frame moves.
+class HonestTraffic {
+ public:
+  HonestTraffic(const TransportProfile& transport, const std::string& name) : transport_(transport) {
+    const std::string path = write_file(name + ".xml", partition_xml(name, {
+        nton_context(transport, receiver_host_, Traffic::latency, application_xml("nton::Receiver", kReceiver, 0)),
+        nton_context(transport, sender_host_, Traffic::latency, application_xml("nton::Sender", kSender, 0,
+            "<frameSize>4096</frameSize><receivers>21</receivers>"))}));
+    receiver_ = std::make_unique<ExecutiveProcess>(path, receiver_host_.url());
+    sender_ = std::make_unique<ExecutiveProcess>(path, sender_host_.url());
+    REQUIRE(receiver_->wait_ready());
+    REQUIRE(sender_->wait_ready());
+    for (auto* e : {receiver_.get(), sender_.get()}) REQUIRE(e->transition("configure").status == 200);
+    REQUIRE(wait_until([&] { return transport_metric(*receiver_, "incoming_connections") >= 1; }));
+    receive_blocks_before_ = pool_blocks_used(*receiver_, transport.receive_pool);
+    CHECK(receive_blocks_before_ == receive_blocks_at_rest(*receiver_, transport));
+    for (auto* e : {receiver_.get(), sender_.get()}) REQUIRE(e->transition("enable").status == 200);
+    REQUIRE(receiver_->wait_metric(kReceiver, "frames_received", 1000));
+  }
+
+  ExecutiveProcess& receiver() { return *receiver_; }
+  std::uint16_t receiver_port() const { return receiver_host_.data; }
+
+  // The honest sender was never disturbed; once both stop, the receive pool is back where it was at rest.
+  void check_undisturbed_and_drained() {
+    INFO(receiver_->output());
+    CHECK(receiver_->get("/api/executive").status == 200);
+    const double before = receiver_->metric(kReceiver, "frames_received");
+    CHECK(receiver_->wait_metric(kReceiver, "frames_received", before + 1000));
+    CHECK(receiver_->metric(kReceiver, "pattern_errors") == 0);
+    CHECK(receiver_->metric(kReceiver, "sequence_errors") == 0);
+    CHECK(sender_->metric(kSender, "send_errors") == 0);
+    CHECK(sender_->transition("stop").status == 200);
+    CHECK(receiver_->transition("stop").status == 200);
+    CHECK(wait_until([&] { return pool_blocks_used(*receiver_, transport_.receive_pool) == receive_blocks_before_; }));
+    CHECK(pool_blocks_used(*receiver_, "nton/receiver/0/pool") == 0);
+    CHECK(receiver_->stop() == 0);
+    CHECK(sender_->stop() == 0);
+  }
+
+ private:
+  const TransportProfile& transport_;
+  Host receiver_host_, sender_host_;
+  std::unique_ptr<ExecutiveProcess> receiver_, sender_;
+  double receive_blocks_before_ = -1;
+};
+
+int raw_connect(const std::string& host, std::uint16_t port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  inet_pton(AF_INET, host.c_str(), &address.sin_addr);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+void send_all(int fd, const void* data, std::size_t bytes) {
+  const char* at = static_cast<const char*>(data);
+  while (bytes > 0) {
+    ssize_t n = send(fd, at, bytes, MSG_NOSIGNAL);
+    if (n <= 0) return;
+    at += n;
+    bytes -= static_cast<std::size_t>(n);
+  }
+}
+
+void reset_connection(int fd) {  // SO_LINGER 0 makes close() send RST
+  linger hard{1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+  close(fd);
+}
+
+std::array<std::byte, daqx::kFrameHeaderSize> header(std::uint32_t total, daqx::Tid target) {
+  daqx::FrameHeader h;
+  h.total_length = total;
+  h.target = target;
+  h.initiator = 999;
+  h.function = 0x20;
+  std::array<std::byte, daqx::kFrameHeaderSize> bytes{};
+  daqx::encode_header(h, bytes.data());
+  return bytes;
+}
+
+// tests/programs/ofi_bad_peer: a libfabric client that connects to the endpoint and sends one malformed frame.
+ProcessResult run_fabric_bad_peer(const TransportProfile& transport, std::uint16_t port, const std::string& kind) {
+#ifdef DAQX_TEST_OFI_BAD_PEER
+  return run_process({DAQX_TEST_OFI_BAD_PEER, "--provider", transport.provider, "--host", transport.host, "--port",
+                      std::to_string(port), "--case", kind, "--target", std::to_string(kReceiver)},
+                     std::chrono::seconds(20));
+#else
+  (void)transport;
+  (void)port;
+  (void)kind;
+  skip_test("ofi_bad_peer is not built (libfabric was not found)");
+#endif
+}
+
+}  // namespace
+
+TEST_CASE("bad peers sending malformed frames on a plain socket lose only their own connection: the executive "
+          "stays up, frees every block and serves others", "[transport][process][faults]") {
+  const TransportProfile& transport = suite_transport();
+  if (!transport.bad_peers.raw_frames) skip_test("a plain socket does not carry frames to this transport");
+  HonestTraffic traffic(transport, "bad-raw-frames");
+  ExecutiveProcess& receiver = traffic.receiver();
+  const std::uint16_t port = traffic.receiver_port();
+
+  // 1. garbage
+  int garbage = raw_connect(transport.host, port);
+  REQUIRE(garbage >= 0);
+  send_all(garbage, "GET / HTTP/1.0\r\n\r\nthis is not a daqx frame at all......", 56);
+  // 2. a frame cut short, then the peer goes away
+  int cut = raw_connect(transport.host, port);
+  const auto big = header(100000, kReceiver);
+  send_all(cut, big.data(), big.size());
+  std::vector<char> part(50000, 'x');
+  send_all(cut, part.data(), part.size());
+  // 3. a length field far beyond the maximum frame size
+  int huge = raw_connect(transport.host, port);
+  const auto h = header(0xfffffff0u, kReceiver);
+  send_all(huge, h.data(), h.size());
+  // 4. a well-formed frame for an application that is not there
+  int stray = raw_connect(transport.host, port);
+  const auto s = header(64, 4242);
+  std::vector<std::byte> stray_frame(s.begin(), s.end());
+  stray_frame.resize(64);
+  send_all(stray, stray_frame.data(), stray_frame.size());
+  // 5. an abrupt reset in the middle of a frame
+  int reset = raw_connect(transport.host, port);
+  send_all(reset, big.data(), big.size());
+  send_all(reset, part.data(), 1000);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  close(cut);
+  reset_connection(reset);
+
+  CHECK(wait_until([&] {
+    return transport_metric(receiver, "bad_streams") >= 3 && transport_metric(receiver, "truncated_frames") >= 2;
+  }));
+  INFO(receiver.output());
+  CHECK(transport_metric(receiver, "bad_streams") == 3);       // garbage, huge length, unknown target
+  CHECK(transport_metric(receiver, "truncated_frames") == 2);  // cut short, reset
+  CHECK_THAT(receiver.output(), Contains("bad magic") && Contains("above the maximum frame size") &&
+                                    Contains("not here") && Contains("middle of a frame"));
+  close(garbage);
+  close(huge);
+  close(stray);
+  traffic.check_undisturbed_and_drained();
+}
+
+TEST_CASE("garbage on the endpoint's TCP port loses only its own connection: the executive stays up, still "
+          "accepts peers, frees every block and serves others", "[transport][process][faults]") {
+  const TransportProfile& transport = suite_transport();
+  if (!transport.bad_peers.raw_garbage) skip_test("no plain TCP port to send garbage to");
+  HonestTraffic traffic(transport, "bad-raw-garbage");
+  ExecutiveProcess& receiver = traffic.receiver();
+  const std::uint16_t port = traffic.receiver_port();
+
+  // What a confused client or a port scanner sends: text, a daqx frame where the fabric expects its own
+  // handshake, a long stream of bytes, nothing at all, and an abrupt reset.
+  int text = raw_connect(transport.host, port);
+  REQUIRE(text >= 0);
+  send_all(text, "GET / HTTP/1.0\r\n\r\n", 18);
+  int frame = raw_connect(transport.host, port);
+  const auto h = header(64, kReceiver);
+  send_all(frame, h.data(), h.size());
+  int stream = raw_connect(transport.host, port);
+  std::vector<unsigned char> noise(256 * 1024);
+  for (std::size_t i = 0; i < noise.size(); ++i) noise[i] = static_cast<unsigned char>((i * 2654435761u) >> 13);
+  send_all(stream, noise.data(), noise.size());
+  int silent = raw_connect(transport.host, port);
+  int reset = raw_connect(transport.host, port);
+  send_all(reset, noise.data(), 1000);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  reset_connection(reset);
+  close(silent);
+  close(text);
+  close(frame);
+  close(stream);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+
+  INFO(receiver.output());
+  CHECK(receiver.get("/api/executive").status == 200);
+  // Not wedged: a proper client connecting now is accepted and its bad frame is seen and refused.
+  if (transport.bad_peers.fabric_client) {
+    const double bad_before = transport_metric(receiver, "bad_streams");
+    const ProcessResult client = run_fabric_bad_peer(transport, port, "unknown-target");
+    INFO(client.output);
+    CHECK(client.exit_code == 0);
+    CHECK(wait_until([&] { return transport_metric(receiver, "bad_streams") >= bad_before + 1; }));
+  }
+  traffic.check_undisturbed_and_drained();
+}
+
+TEST_CASE("a fabric client sending malformed frames loses only its own connection: the executive stays up, frees "
+          "every block and serves others", "[transport][process][faults]") {
+  const TransportProfile& transport = suite_transport();
+  if (!transport.bad_peers.fabric_client) skip_test("not a libfabric transport");
+  HonestTraffic traffic(transport, "bad-fabric-client");
+  ExecutiveProcess& receiver = traffic.receiver();
+  const double bad_before = transport_metric(receiver, "bad_streams");
+  const double truncated_before = transport_metric(receiver, "truncated_frames");
+
+  for (const char* kind : {"bad-magic", "oversized", "unknown-target", "truncated"}) {
+    const ProcessResult client = run_fabric_bad_peer(transport, traffic.receiver_port(), kind);
+    INFO(kind << ":\n" << client.output);
+    CHECK(client.exit_code == 0);
+    CHECK(receiver.get("/api/executive").status == 200);
+  }
+  CHECK(wait_until([&] {
+    return transport_metric(receiver, "bad_streams") >= bad_before + 3 &&
+           transport_metric(receiver, "truncated_frames") >= truncated_before + 1;
+  }));
+  INFO(receiver.output());
+  CHECK(transport_metric(receiver, "bad_streams") == bad_before + 3);  // bad magic, oversized, unknown target
+  CHECK(transport_metric(receiver, "truncated_frames") == truncated_before + 1);
+  CHECK_THAT(receiver.output(), Contains("bad magic") && Contains("above the maximum frame size") &&
+                                    Contains("not here") && Contains("middle of a frame"));
+  traffic.check_undisturbed_and_drained();
+}
+
+TEST_CASE("a peer killed mid-run frees its buffers on the survivor, and the connection comes back when it restarts",
+          "[transport][process][faults]") {
+  const TransportProfile& transport = suite_transport();
+  Host a, b;
+  const std::string path = write_file("restart.xml", partition_xml("restart", {
+      nton_context(transport, a, Traffic::throughput, application_xml("nton::Receiver", kReceiver, 0)),
+      nton_context(transport, b, Traffic::throughput, application_xml("nton::Sender", kSender, 0,
+          "<frameSize>65536</frameSize><receivers>21</receivers>"))}));
+  auto receiver = std::make_unique<ExecutiveProcess>(path, a.url());
+  ExecutiveProcess sender(path, b.url());
+  REQUIRE(receiver->wait_ready());
+  REQUIRE(sender.wait_ready());
+  for (auto* e : {receiver.get(), &sender}) REQUIRE(e->transition("configure").status == 200);
+  for (auto* e : {receiver.get(), &sender}) REQUIRE(e->transition("enable").status == 200);
+  REQUIRE(receiver->wait_metric(kReceiver, "frames_received", 2000));
+
+  SECTION("the sender dies: the receiver frees what it held and stays up") {
+    sender.kill_now();
+    CHECK(wait_until([&] {
+      return transport_metric(*receiver, "connections_closed_by_peer") + transport_metric(*receiver, "truncated_frames") >= 1;
+    }));
+    CHECK(receiver->transition("stop").status == 200);
+    INFO(receiver->output());
+    CHECK(wait_until([&] { return transport_metric(*receiver, "incoming_connections") == 0; }));
+    CHECK(wait_until([&] { return pool_blocks_used(*receiver, transport.receive_pool) == 0; }));
+    CHECK(receiver->get("/api/executive").status == 200);
+    CHECK(receiver->stop() == 0);
+  }
+  SECTION("the receiver dies and restarts: the sender reconnects") {
+    receiver->kill_now();
+    CHECK(wait_until([&] { return transport_metric(sender, "send_errors") > 0; }));
+    CHECK(sender.get("/api/executive").status == 200);
+    receiver = std::make_unique<ExecutiveProcess>(path, a.url());
+    REQUIRE(receiver->wait_ready());
+    INFO(sender.output() << receiver->output());
+    CHECK(wait_until([&] { return transport_metric(sender, "reconnects") >= 1; }));
+    CHECK(sender.transition("stop").status == 200);
+    REQUIRE(receiver->transition("configure").status == 200);
+    REQUIRE(receiver->transition("enable").status == 200);
+    REQUIRE(sender.transition("enable").status == 200);
+    CHECK(receiver->wait_metric(kReceiver, "frames_received", 1000));
+    CHECK(receiver->metric(kReceiver, "pattern_errors") == 0);
+    CHECK(sender.stop() == 0);
+    CHECK(receiver->stop() == 0);
+  }
+}

@@ -1,0 +1,31 @@
+// What every test of the transport suite shares: the transport it runs over (DAQX_TRANSPORT), and partitions
+// of nton applications whose endpoints are that transport's.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "../support/executive_metrics.hpp"
+#include "../support/executive_process.hpp"
+#include "../support/transport_profile.hpp"
+
+namespace daqx::test {
+
+// The profile of this run; skips the calling test when its module is not built. First line of every test.
+const TransportProfile& suite_transport();
+
+// One executive's addresses: control on 127.0.0.1, data on the profile's host.
+struct Host {
+  std::uint16_t control = free_port();
+  std::uint16_t data = free_port();
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(control); }
+};
+
+std::string application_xml(const std::string& cls, std::uint32_t tid, int instance, const std::string& properties = "");
+// A context with one endpoint of the profile's transport, its module, the nton module and the applications.
+std::string nton_context(const TransportProfile& transport, const Host& host, Traffic traffic,
+                         const std::string& applications);
+std::string partition_xml(const std::string& name, const std::vector<std::string>& contexts);
+
+}  // namespace daqx::test
