@@ -228,7 +228,12 @@ TEST_CASE("a test program killed with SIGKILL has its cluster removed by the wat
   REQUIRE(bridge.rfind("dqx" + std::to_string(victim) + "c", 0) == 0);
 
   auto deadline = std::chrono::steady_clock::now() + 20s;
-  while ((link_exists(bridge) || namespace_exists(bridge + "h0")) && std::chrono::steady_clock::now() < deadline) {
+  // The watchdog removes the hosts one after the other: wait for all of them, not only the first.
+  auto leftovers = [&] {
+    return link_exists(bridge) || namespace_exists(bridge + "h0") || namespace_exists(bridge + "h1") ||
+           link_exists(bridge + "h1");
+  };
+  while (leftovers() && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(100ms);
   }
   CHECK_FALSE(link_exists(bridge));
