@@ -322,15 +322,41 @@ class LibfabricTools:
                 "round_trips": iterations, "seconds": result["seconds"], "cores_ping": client_cpu / result["seconds"],
                 "cores_pong": server_cpu / result["seconds"], "other_cores": other}
 
-    def bandwidth(self, size):
+    def fabtests_pingpong(self, size, wait):
+        """fi_msg_pingpong -c WAIT (fabtests): like fi_pingpong, but it can wait on the CQ's file descriptor
+        (-c fd), as ptofi's waitMode=epoll does, where fi_pingpong always spins."""
+        program = self.programs.get("fi_msg_pingpong")
+        if program is None:
+            raise BenchError("fi_msg_pingpong not built (fabtests; see docs/benchmarks.md)")
+        key = ("fabtests", wait, size)
+        guess = self.round_trip_guess.get(key, 80 + size / 400)
+        iterations = int(min(200000, max(500, self.seconds * 1e6 / guess)))
+        (port,) = free_ports(1)
+        common = [program, "-p", self.provider, "-e", "msg", "-S", str(size), "-I", str(iterations), "-w", "100",
+                  "-c", wait]
+        if self.domain:
+            common += ["-d", self.domain]
+        client, server, client_cpu, server_cpu, other = self.run(
+            "fi_msg_pingpong", size, common + ["-s", self.host, "-B", str(port)],
+            common + ["-P", str(port), self.host], timeout=30 + 10 * self.seconds)
+        result = perf_line(client.log_path)
+        mean = 2 * result["usec_per_xfer"]  # fabtests pingpong(): show_perf with xfers_per_iter 2, as fi_pingpong
+        self.round_trip_guess[key] = mean
+        seconds = result["seconds"] or 1e-9
+        return {"mean_us": mean, "one_way_us": result["usec_per_xfer"], "pingpong_mb_per_s": result["mb_per_s"],
+                "round_trips": iterations, "seconds": result["seconds"], "cores_ping": client_cpu / seconds,
+                "cores_pong": server_cpu / seconds, "other_cores": other}
+
+    def bandwidth(self, size, wait="spin"):
         program = self.programs.get("fi_msg_bw")
         if program is None:
             raise BenchError("fi_msg_bw not built (fabtests; see docs/benchmarks.md)")
-        rate = self.rate_guess.get(size, min(200e3, 1e9 / size))  # messages/s: a start, corrected by every run
+        # messages/s: a start, corrected by every run
+        rate = self.rate_guess.get((wait, size), min(200e3, 1e9 / size))
         iterations = int(min(5e6, max(4 * self.window, self.seconds * rate)))
         (port,) = free_ports(1)
         common = [program, "-p", self.provider, "-e", "msg", "-S", str(size), "-I", str(iterations),
-                  "-W", str(self.window), "-w", str(self.window)]
+                  "-W", str(self.window), "-w", str(self.window), "-c", wait]
         if self.domain:
             common += ["-d", self.domain]
         client, server, client_cpu, server_cpu, other = self.run(
@@ -339,16 +365,17 @@ class LibfabricTools:
         # Each side times its own loop (fabtests bandwidth()); the receiver's ends when the last message is in.
         received = perf_line(server.log_path)
         sent = perf_line(client.log_path)
-        self.rate_guess[size] = received["mb_per_s"] * 1e6 / size
+        self.rate_guess[(wait, size)] = received["mb_per_s"] * 1e6 / size
         seconds = received["seconds"] or 1e-9
         return {"mb_per_s": received["mb_per_s"], "msgs_per_s": received["mb_per_s"] * 1e6 / size,
                 "bytes": iterations * size, "seconds": received["seconds"], "sender_mb_per_s": sent["mb_per_s"],
                 "cores_sender": client_cpu / seconds, "cores_receiver": server_cpu / seconds, "other_cores": other}
 
 
-def find_fi_msg_bw(given):
-    for candidate in ([given] if given else []) + [os.path.join(ROOT, "build", "fabtests", "fi_msg_bw"),
-                                                   shutil.which("fi_msg_bw")]:
+def find_fabtests(given, name):
+    """A fabtests program: beside the given fi_msg_bw, in build/fabtests, or on the PATH."""
+    beside = [os.path.join(os.path.dirname(given), name)] if given else []
+    for candidate in beside + [os.path.join(ROOT, "build", "fabtests", name), shutil.which(name)]:
         if candidate and os.access(candidate, os.X_OK):
             return candidate
     return None
@@ -472,7 +499,7 @@ def write_comparison_csv(path, lines):
 
 # One colour per system in both plots; a system's mean and median share it.
 COLOR = {"ofi-epoll": "C0", "ofi-busy": "C1", "fi_pingpong": "C2", "fi_msg_bw": "C2", "tcp-latency": "C3",
-         "tcp-throughput": "C3"}
+         "tcp-throughput": "C3", "fi-fd": "C4"}
 
 
 def plot(path, results, series, sizes, key, ylabel, title):
@@ -529,8 +556,9 @@ def main():
     parser.add_argument("--seconds", type=float, default=1.0,
                         help="seconds measured per point; the fi tools' iterations are sized to take as long (1)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per point, the median reported (3)")
-    parser.add_argument("--systems", default="ofi-epoll,ofi-busy,fi,tcp",
-                        help="comma-separated subset of ofi-epoll, ofi-busy, fi (fi_pingpong, fi_msg_bw), tcp (pttcp)")
+    parser.add_argument("--systems", default="ofi-epoll,ofi-busy,fi,fi-fd,tcp",
+                        help="comma-separated subset of ofi-epoll, ofi-busy, fi (fi_pingpong, fi_msg_bw), fi-fd "
+                             "(fi_msg_pingpong and fi_msg_bw with -c fd), tcp (pttcp)")
     parser.add_argument("--no-latency", action="store_true", help="skip the ping-pongs")
     parser.add_argument("--no-throughput", action="store_true", help="skip the streams")
     parser.add_argument("--provider", default="tcp", help="libfabric provider for ptofi and the fi tools (tcp)")
@@ -553,7 +581,7 @@ def main():
     for folder in (log_dir, os.path.join(out, "partitions")):
         os.makedirs(folder, exist_ok=True)
     chosen = set(args.systems.split(","))
-    unknown = chosen - {"ofi-epoll", "ofi-busy", "fi", "tcp"}
+    unknown = chosen - {"ofi-epoll", "ofi-busy", "fi", "fi-fd", "tcp"}
     if unknown:
         parser.error(f"unknown systems: {', '.join(sorted(unknown))}")
     systems = [s for s in daqx_systems(args.provider)
@@ -563,7 +591,8 @@ def main():
     if args.no_throughput:
         systems = [s for s in systems if s.latency]
     domain = args.domain or (interface_of(args.host) if args.provider == "tcp" else None)
-    programs = {"fi_pingpong": shutil.which("fi_pingpong"), "fi_msg_bw": find_fi_msg_bw(args.fi_msg_bw)}
+    programs = {"fi_pingpong": shutil.which("fi_pingpong"), "fi_msg_bw": find_fabtests(args.fi_msg_bw, "fi_msg_bw"),
+                "fi_msg_pingpong": find_fabtests(args.fi_msg_bw, "fi_msg_pingpong")}
     # Without fi_msg_bw the throughput is compared with fi_pingpong's MB/s (both directions of a ping-pong).
     tool_throughput = "fi_msg_bw" if programs["fi_msg_bw"] else "fi_pingpong"
 
@@ -588,7 +617,8 @@ def main():
         print("nothing pinned")
     print(f"{args.seconds:g} s per point, {repeat} run(s) each, the median reported; sizes "
           f"{', '.join(size_name(s) for s in sizes)}")
-    print(f"fi_pingpong: {programs['fi_pingpong'] or 'not found'}; fi_msg_bw: {programs['fi_msg_bw'] or 'not built'}")
+    print(f"fi_pingpong: {programs['fi_pingpong'] or 'not found'}; fi_msg_bw: {programs['fi_msg_bw'] or 'not built'}; "
+          f"fi_msg_pingpong: {programs['fi_msg_pingpong'] or 'not built'}")
 
     pin = {"sender": {args.cores[0]}, "receiver": {args.cores[1]}} if args.cores else None
     processes = Processes(log_dir, pin)
@@ -623,14 +653,25 @@ def main():
                             attempt(f"{kind} {system.name}", size, round_index, point))
                 if pair is not None:
                     pair.shut()
-            if "fi" in chosen:
-                for size in sizes:
+            if "fi" in chosen or "fi-fd" in chosen:
+                for size in sizes if "fi" in chosen else []:
                     if not args.no_latency or tool_throughput == "fi_pingpong":
                         tries.setdefault(("latency", "fi_pingpong", size), []).append(
                             attempt("latency fi_pingpong", size, round_index, lambda: tools.pingpong(size)))
                     if not args.no_throughput and programs["fi_msg_bw"]:
                         tries.setdefault(("throughput", "fi_msg_bw", size), []).append(
                             attempt("throughput fi_msg_bw", size, round_index, lambda: tools.bandwidth(size)))
+                # The same tools waiting on the CQ's file descriptor: what ptofi's waitMode=epoll does.
+                if "fi-fd" in chosen:
+                    for size in sizes:
+                        if not args.no_latency and programs["fi_msg_pingpong"]:
+                            tries.setdefault(("latency", "fi-fd", size), []).append(
+                                attempt("latency fi_msg_pingpong -c fd", size, round_index,
+                                        lambda: tools.fabtests_pingpong(size, "fd")))
+                        if not args.no_throughput and programs["fi_msg_bw"]:
+                            tries.setdefault(("throughput", "fi-fd", size), []).append(
+                                attempt("throughput fi_msg_bw -c fd", size, round_index,
+                                        lambda: tools.bandwidth(size, "fd")))
     finally:
         processes.stop_all()
 
@@ -650,6 +691,8 @@ def main():
     if "fi" in chosen:
         rows.append((f"fi_pingpong/{'fi_msg_bw' if tool_throughput == 'fi_msg_bw' else 'fi_pingpong'}",
                      "fi_pingpong", tool_throughput))
+    if "fi-fd" in chosen and (programs["fi_msg_pingpong"] or programs["fi_msg_bw"]):
+        rows.append(("fabtests -c fd", "fi-fd", "fi-fd"))
     if any(s.protocol == "tcp" for s in systems):
         rows.append(("daqx pttcp", "tcp-latency", "tcp-throughput"))
     lines, summary = table_rows(latency, throughput, rows, sizes, tool_throughput)
@@ -673,7 +716,8 @@ def main():
         f"(window {args.window}, pattern=false), receiver's bytes over a {args.seconds:g} s window {WARM_SECONDS} s "
         f"after enable; vs {throughput_tool}, the receiver's figure. MB = 10^6 bytes. pttcp: mode=latency for "
         f"round trips, mode=throughput for throughput. busy = ptofi waitMode=busy (its send and receive "
-        f"threads poll without sleeping; the fi tools always poll). "
+        f"threads poll without sleeping; fi_pingpong and fi_msg_bw poll). fabtests -c fd: fi_msg_pingpong "
+        f"and fi_msg_bw waiting on the CQ's file descriptor (fi_trywait + poll), as waitMode=epoll does; no ratio. "
         + (f"Sending side on CPU {args.cores[0]}, receiving side on CPU {args.cores[1]} (partition Policy and "
            f"process affinity for daqx, the same affinity for the fi tools). " if args.cores else "Nothing pinned. ")
         + "other cores: CPU used meanwhile by processes outside the point (the worst of the row).")
@@ -702,12 +746,13 @@ def main():
              f"{', sides on CPUs %d/%d' % tuple(args.cores) if args.cores else ''}, median of {repeat}")
     latency_series = [(s.name, f"{s.label} mean", "-", "mean_us") for s in systems if s.latency and s.protocol == "ofi"]
     latency_series += [(s.name, f"{s.label} median", ":", "median_us") for s in systems if s.latency and s.protocol == "ofi"]
-    latency_series += [("fi_pingpong", "fi_pingpong mean (2 x usec/xfer)", "-", "mean_us")]
+    latency_series += [("fi_pingpong", "fi_pingpong mean (2 x usec/xfer)", "-", "mean_us"),
+                       ("fi-fd", "fi_msg_pingpong -c fd mean", "--", "mean_us")]
     latency_series += [(s.name, f"{s.label} mean", "--", "mean_us") for s in systems if s.latency and s.protocol == "tcp"]
     plot(os.path.join(out, "ofi_latency.png"), latency, latency_series, sizes, "mean_us", "round trip, us",
          f"ping-pong round trip: {title}")
     throughput_series = [(s.name, s.label, "-", None) for s in systems if s.throughput and s.protocol == "ofi"]
-    throughput_series += [(tool_throughput, tool_throughput, "-", None)]
+    throughput_series += [(tool_throughput, tool_throughput, "-", None), ("fi-fd", "fi_msg_bw -c fd", "--", None)]
     throughput_series += [(s.name, s.label, "--", None) for s in systems if s.throughput and s.protocol == "tcp"]
     plot(os.path.join(out, "ofi_throughput.png"), throughput, throughput_series, sizes, "mb_per_s",
          "throughput, MB/s (10^6 bytes)", f"one stream: {title}")

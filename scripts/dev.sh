@@ -84,8 +84,8 @@ bench_evb() {
   /usr/bin/python3 "$root/bench/evb_efficiency.py" --build "$root/build/release" --out "$root/build/bench/evb" "$@"
 }
 
-# fi_msg_bw, libfabric's bandwidth benchmark, for the ptofi comparison. Debian ships fabtests in no binary
-# package, so it is compiled here from a libfabric source of the installed version into build/fabtests:
+# fi_msg_bw and fi_msg_pingpong, libfabric's benchmarks, for the ptofi comparison. Debian ships fabtests in no
+# binary package, so they are compiled here from a libfabric source of the installed version into build/fabtests:
 # LIBFABRIC_SRC is a source tree with fabtests/ or a git directory with the tag v<version>. Without one the
 # comparison measures throughput against fi_pingpong's MB/s and says so.
 build_fi_msg_bw() {
@@ -108,14 +108,18 @@ build_fi_msg_bw() {
   grep -q "AC_INIT(\[fabtests\], \[$version\]" "$tests/configure.ac" ||
     echo "== fi_msg_bw: warning: $LIBFABRIC_SRC is not fabtests $version, the installed libfabric's version"
   # What fabtests' configure defines on Linux; the GPU memory back-ends (hmem_*.c) compile to stubs.
-  if cc -O2 -w -D_GNU_SOURCE -DHAVE___INT128=1 -I"$tests/include" -I"$tests/include/unix" -o "$out/fi_msg_bw" \
-      "$tests/benchmarks/msg_bw.c" "$tests/benchmarks/benchmark_shared.c" "$tests/common/shared.c" \
-      "$tests"/common/hmem*.c -lfabric -lpthread -ldl -lm; then
-    echo "$version" >"$out/version"
-    echo "== built $out/fi_msg_bw (fabtests $version)"
-  else
-    echo "== fi_msg_bw did not build; the comparison goes on without it"
-  fi
+  # fi_msg_pingpong too: unlike fi_pingpong it can wait on file descriptors (-c fd), as ptofi's epoll mode does.
+  local program
+  for program in msg_bw msg_pingpong; do
+    if ! cc -O2 -w -D_GNU_SOURCE -DHAVE___INT128=1 -I"$tests/include" -I"$tests/include/unix" -o "$out/fi_$program" \
+        "$tests/benchmarks/$program.c" "$tests/benchmarks/benchmark_shared.c" "$tests/common/shared.c" \
+        "$tests"/common/hmem*.c -lfabric -lpthread -ldl -lm; then
+      echo "== fi_$program did not build; the comparison goes on without it"
+      return 0
+    fi
+  done
+  echo "$version" >"$out/version"
+  echo "== built $out/fi_msg_bw and $out/fi_msg_pingpong (fabtests $version)"
 }
 
 bench_ofi() {
