@@ -23,7 +23,8 @@ sys.dont_write_bytecode = True  # importing the sibling would leave bench/__pyca
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tcp_comparison import (  # noqa: E402  (the shared helpers live beside this file)
     BenchError, Executive, Processes, free_ports, listening, load_average, machine_busy, machine_conditions,
-    other_cores, parse_size, print_notes, print_table, size_name, tail, wait_until, write_csv, xml_properties)
+    median_run, other_cores, parse_size, print_notes, print_table, size_name, tail, wait_until, write_csv,
+    xml_properties)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PTOFI = "libdaqx_ptofi.so"
@@ -404,20 +405,6 @@ def attempt(what, size, repeat, run):
 
 def fmt(value, digits=2):
     return "n/a" if value is None else f"{value:.{digits}f}"
-
-
-def median_run(tries, key):
-    """The run whose `key` is the median of the successful repeats (the lower middle one for an even count),
-    with every repeat's value kept for the CSV."""
-    good = sorted((r for r in tries if "na" not in r), key=lambda r: r[key])
-    if not good:
-        return tries[-1]
-    chosen = dict(good[(len(good) - 1) // 2])
-    chosen["repeats"] = " ".join("n/a" if "na" in r else f"{r[key]:.4g}" for r in tries)
-    failed = [r["na"] for r in tries if "na" in r]
-    if failed:
-        chosen["note"] = "; ".join(filter(None, [chosen.get("note"), f"{len(failed)} repeat(s) failed: {failed[0]}"]))
-    return chosen
 
 
 def value(results, system, size, key):

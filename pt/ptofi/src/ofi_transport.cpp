@@ -352,7 +352,7 @@ PeerId OfiTransport::connect(const EndpointAddress& remote) {
   if (settings_.connect_at_start) {
     std::lock_guard lock(c->mutex);
     c->connect_requested = true;
-    connect_requested_.store(true, std::memory_order_release);
+    send_attention_.store(true, std::memory_order_release);
     wake(send_waiter_);
   }
   return c->id;
@@ -442,7 +442,7 @@ SendStatus OfiTransport::post(PeerId peer, mem::Ref& frame) noexcept {
   }
   if (c.state == Outgoing::State::idle && !c.connect_requested) {  // first use
     c.connect_requested = true;
-    connect_requested_.store(true, std::memory_order_release);
+    send_attention_.store(true, std::memory_order_release);
     wake(send_waiter_);
   }
   if (c.queue.full()) {
@@ -473,13 +473,13 @@ void OfiTransport::pump(Outgoing& c) noexcept {
     if (result == -FI_EAGAIN) {
       // The provider's queue is full. Messages are in flight (their completions pump again) unless the
       // provider needs to be polled first: the send thread does that and retries.
-      connect_requested_.store(true, std::memory_order_release);
+      send_attention_.store(true, std::memory_order_release);
       wake(send_waiter_);
       return;
     }
     if (result != 0) {
       link->failure = "fi_sendv: " + fabric_error(static_cast<int>(result));
-      connect_requested_.store(true, std::memory_order_release);
+      send_attention_.store(true, std::memory_order_release);
       wake(send_waiter_);
       return;
     }
@@ -691,7 +691,7 @@ void OfiTransport::send_loop(std::stop_token stop) {
 
     // Connections to open, failures posters reported, posts the provider refused, reconnection timers.
     auto now = Clock::now();
-    if (connect_requested_.exchange(false, std::memory_order_acq_rel) || now >= next_check) {
+    if (send_attention_.exchange(false, std::memory_order_acq_rel) || now >= next_check) {
       next_check = now + std::chrono::milliseconds(100);
       std::size_t peers = outgoing_count_.load(std::memory_order_acquire);
       for (std::size_t i = 0; i < peers; ++i) {

@@ -222,7 +222,8 @@ class OfiTransport final : public Transport {
   PeerId next_incoming_id_ = 1u << 20;
 
   std::atomic<bool> resume_requested_{false};
-  std::atomic<bool> connect_requested_{false};
+  std::atomic<bool> send_attention_{false};  // the send thread should look at every connection: a connect
+                                             // request, a poster's failure, a post the provider refused
   std::uint64_t retired_frames_received_ = 0;  // of closed incoming connections (peers_mutex_)
   std::uint64_t retired_bytes_received_ = 0;
   std::atomic<std::uint64_t> accepted_{0};
