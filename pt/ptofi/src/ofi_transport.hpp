@@ -29,9 +29,20 @@
 #include "daqx/executive/transport_counters.hpp"
 #include "daqx/mempool/ref_ring.hpp"
 #include "fabric.hpp"
-#include "flow.hpp"
+#include "daqx/pt/credit_flow.hpp"
 
 namespace daqx::ptofi {
+
+using pt::CreditMessage;
+using pt::decode_credit;
+using pt::encode_credit;
+using pt::kCreditMessageSize;
+using pt::kNoRegistration;
+using pt::MessagePieces;
+using pt::next_message;
+using pt::ReceiveCredits;
+using pt::SendCredits;
+using pt::SendCursor;
 
 struct Settings {
   std::string provider = "tcp";

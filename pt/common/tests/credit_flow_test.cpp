@@ -8,10 +8,10 @@
 
 #include "daqx/mempool/allocator.hpp"
 #include "daqx/mempool/pool.hpp"
-#include "flow.hpp"
+#include "daqx/pt/credit_flow.hpp"
 
 using namespace daqx;
-using namespace daqx::ptofi;
+using namespace daqx::pt;
 
 namespace {
 

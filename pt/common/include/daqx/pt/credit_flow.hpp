@@ -1,4 +1,5 @@
-// ptofi's flow control and message cutting, apart from libfabric so that they can be tested alone.
+// Credit flow control and message cutting shared by the message-based transports (ptofi, ptibv), apart
+// from any network library so that they can be tested alone.
 //
 // On one connection the sender's messages land in the receiver's pre-posted buffers in posting order.
 // The receiver tells the sender, in small credit messages going the other way, how many buffers it has
@@ -17,7 +18,7 @@
 #include "daqx/executive/frame.hpp"
 #include "daqx/mempool/ref.hpp"
 
-namespace daqx::ptofi {
+namespace daqx::pt {
 
 // The credit message, receiver -> sender, little-endian: magic, buffer size, buffers posted in total.
 inline constexpr std::uint32_t kCreditMagic = 0x52435144;  // "DQCR"
@@ -94,7 +95,8 @@ struct SendCursor {
 struct MessagePieces {
   static constexpr std::size_t kMaxPieces = 16;
   iovec iov[kMaxPieces]{};
-  void* descriptors[kMaxPieces]{};
+  void* descriptors[kMaxPieces]{};        // libfabric's per-buffer descriptors (RegistrationKey::descriptor)
+  std::uint32_t local_keys[kMaxPieces]{};  // verbs' lkeys (RegistrationKey::key)
   std::size_t count = 0;
   std::size_t bytes = 0;
 };
@@ -102,9 +104,9 @@ struct MessagePieces {
 inline constexpr std::size_t kNoRegistration = static_cast<std::size_t>(-1);
 
 // Fills pieces with the next message of frame, starting at cursor: at most max_bytes and max_pieces
-// pieces, straight from the frame's blocks (their registration descriptors from registrar_slot, or none
+// pieces, straight from the frame's blocks (their registration descriptors and keys from registrar_slot, or none
 // with kNoRegistration). Moves the cursor; returns true when the message ends the frame.
 bool next_message(const mem::Ref& frame, SendCursor& cursor, std::size_t max_bytes, std::size_t max_pieces,
                   std::size_t registrar_slot, MessagePieces& pieces) noexcept;
 
-}  // namespace daqx::ptofi
+}  // namespace daqx::pt

@@ -1,9 +1,9 @@
-// ptofi's credit message and message cutting.
-#include "flow.hpp"
+// The credit message and message cutting of the message-based transports.
+#include "daqx/pt/credit_flow.hpp"
 
 #include <algorithm>
 
-namespace daqx::ptofi {
+namespace daqx::pt {
 
 void encode_credit(const CreditMessage& message, std::byte* out) noexcept {
   detail::store_le<std::uint32_t>(out, kCreditMagic);
@@ -39,8 +39,14 @@ bool next_message(const mem::Ref& frame, SendCursor& cursor, std::size_t max_byt
     std::size_t take = std::min(left, max_bytes - pieces.bytes);
     pieces.iov[pieces.count].iov_base = block->data() + offset;
     pieces.iov[pieces.count].iov_len = take;
-    pieces.descriptors[pieces.count] =
-        registrar_slot == kNoRegistration ? nullptr : block->key(registrar_slot).descriptor;
+    if (registrar_slot == kNoRegistration) {
+      pieces.descriptors[pieces.count] = nullptr;
+      pieces.local_keys[pieces.count] = 0;
+    } else {
+      const mem::RegistrationKey& key = block->key(registrar_slot);
+      pieces.descriptors[pieces.count] = key.descriptor;
+      pieces.local_keys[pieces.count] = static_cast<std::uint32_t>(key.key);
+    }
     ++pieces.count;
     pieces.bytes += take;
     offset += take;
@@ -63,4 +69,4 @@ bool next_message(const mem::Ref& frame, SendCursor& cursor, std::size_t max_byt
   return false;
 }
 
-}  // namespace daqx::ptofi
+}  // namespace daqx::pt
