@@ -208,7 +208,10 @@ ApplicationHost* ExecutiveCore::local_application(Tid tid) const noexcept {
 mem::Pool& ExecutiveCore::make_pool(const std::string& name, const mem::PoolConfig& config) {
   mem::PoolConfig named = config;
   named.name = name;
+  // The partition's rules first; then where the pool's maker would like it (a transport near its device).
   std::string allocator = policy_.allocator_for_pool(name);
+  if (allocator.empty())
+    allocator = config.preferred_numa_node >= 0 ? std::string("numa:").append(std::to_string(config.preferred_numa_node)) : std::string("heap");
   auto pool = std::make_unique<mem::Pool>(named, mem::make_allocator(allocator));
   std::lock_guard lock(pools_mutex_);
   // A pool made after a transport registered memory is registered with it too, before anyone uses it.

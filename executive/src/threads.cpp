@@ -26,7 +26,7 @@ std::string Policy::allocator_for_pool(const std::string& name) const {
   for (const config::PolicyRule& rule : rules_)
     if (rule.kind == config::PolicyRule::Kind::pool && fnmatch(rule.pattern.c_str(), name.c_str(), 0) == 0)
       return rule.allocator;
-  return "heap";
+  return {};
 }
 
 std::vector<int> thread_affinity(int kernel_tid) {

@@ -21,6 +21,7 @@ class Policy {
   // Cores for a thread name (empty: leave it to the scheduler).
   std::vector<int> cores_for_thread(const std::string& name) const;
   // Allocator spec for a pool name ("heap" when no rule matches).
+  // The allocator of the first pool rule matching name; empty when none matches.
   std::string allocator_for_pool(const std::string& name) const;
 
  private:

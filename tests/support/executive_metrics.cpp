@@ -61,6 +61,10 @@ std::string transport_parameter(const ExecutiveProcess& executive, const std::st
 
 double receive_blocks_at_rest(const ExecutiveProcess& executive, const TransportProfile& profile) {
   if (!profile.posts_receive_buffers) return 0;
+  // A transport with a shared receive queue keeps the buffers of closed connections posted there for the
+  // next ones, so it says how many it holds; the others hold recvDepth per open connection.
+  const double posted = transport_metric(executive, "receive_buffers_posted");
+  if (!std::isnan(posted)) return posted;
   const std::string depth = transport_parameter(executive, "recvDepth");
   if (depth.empty()) return std::nan("");
   return std::stod(depth) * transport_metric(executive, "incoming_connections");

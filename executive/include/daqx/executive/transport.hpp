@@ -40,6 +40,7 @@ struct ConnectionInfo {
   std::string remote;  // host:port
   bool up = false;
   std::vector<Metric> metrics;  // frames, bytes, would-blocks, errors, reconnects
+  bool outgoing = false;  // we connected (named by connect()); else accepted from a peer
 };
 
 // What the executive gives a transport.
@@ -82,6 +83,10 @@ class Transport {
   // Sends a frame (header already written). ok: the transport owns it and returns it to its pool when
   // sent; would_block: the caller keeps it and waits for TransportHost::send_ready; error: released.
   virtual SendStatus post(PeerId peer, mem::Ref& frame) noexcept = 0;
+  // The connect command: starts opening every connection named by connect() that is neither up nor
+  // opening (with connect-on-first-use, those that have not carried a frame yet). Does not wait: the
+  // caller watches connections(). Transports that open every connection at once have nothing to do.
+  virtual void open_connections() {}
   virtual void stop() = 0;  // close connections and end threads; every block goes back
   virtual void report(MetricSink& sink) const = 0;
   virtual std::vector<ConnectionInfo> connections() const = 0;

@@ -28,6 +28,9 @@ struct SizeClassConfig {
 struct PoolConfig {
   std::string name;                     // hierarchical, e.g. "evb/ru/0/pool"
   std::vector<SizeClassConfig> classes;  // any order; sorted by block size when the pool is made
+  // Where the pool's maker would like its memory (a transport: its device's node), -1 for no preference.
+  // The executive honours it when no policy rule names the pool's allocator.
+  int preferred_numa_node = -1;
 
   // Power-of-two classes from min_block to max_block; each chunk holds chunk_bytes (at least one block)
   // and each class may grow to max_bytes_per_class.
