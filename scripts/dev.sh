@@ -7,6 +7,7 @@
 #   scripts/dev.sh bench-tcp  packages + iperf3, libzmq, matplotlib + release build + the TCP comparison
 #   scripts/dev.sh bench-evb  packages + matplotlib + release build + the event-building efficiency benchmark
 #   scripts/dev.sh bench-ofi  packages + matplotlib + release build + fi_msg_bw + ptofi vs libfabric's tools
+#   scripts/dev.sh bench-ibv  packages + matplotlib + release build + ptibv vs perftest in the soft-RoCE guest
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -21,6 +22,8 @@ packages=(
   # The soft-RoCE guest that tests needing real verbs run in (tests/rdma-vm, docs/rdma-vm.md): QEMU, what
   # prepare.sh builds the guest's initramfs with, and the verbs and rdma_cm tools its smoke test runs there.
   qemu-system-x86 busybox-static kmod cpio xz-utils ibverbs-utils rdmacm-utils
+  # perftest (ib_send_lat, ib_send_bw): what bench/ibv_comparison.py compares ptibv with in that guest.
+  perftest
 )
 
 # What the TCP comparison (bench/tcp_comparison.py) adds: the programs it compares daqx with, and the plot.
@@ -129,6 +132,12 @@ bench_ofi() {
     --fi-msg-bw "$root/build/fabtests/fi_msg_bw" "$@"
 }
 
+bench_ibv() {
+  # In the soft-RoCE guest, one boot: ptibv against perftest and ptofi/verbs (bench/ibv_comparison.py).
+  mkdir -p "$root/build/bench/ibv"
+  /usr/bin/python3 "$root/bench/ibv_comparison.py" --build "$root/build/release" --out "$root/build/bench/ibv" "$@"
+}
+
 case "${1:-}" in
   main) install_packages; build_release; main_job ;;
   test)
@@ -146,5 +155,6 @@ case "${1:-}" in
   bench-tcp) install_packages; install_packages "${bench_tcp_packages[@]}"; build_release; shift; bench_tcp "$@" ;;
   bench-evb) install_packages; install_packages "${bench_evb_packages[@]}"; build_release; shift; bench_evb "$@" ;;
   bench-ofi) install_packages; install_packages "${bench_ofi_packages[@]}"; build_release; build_fi_msg_bw; shift; bench_ofi "$@" ;;
-  *) echo "usage: $0 main|test|build|bench|bench-tcp|bench-evb|bench-ofi [driver options]" >&2; exit 2 ;;
+  bench-ibv) install_packages; install_packages "${bench_ofi_packages[@]}"; build_release; shift; bench_ibv "$@" ;;
+  *) echo "usage: $0 main|test|build|bench|bench-tcp|bench-evb|bench-ofi|bench-ibv [driver options]" >&2; exit 2 ;;
 esac
