@@ -374,6 +374,11 @@ std::vector<TransportStatus> ExecutiveCore::transports() const {
   return list;
 }
 
+void ExecutiveCore::open_connections() {
+  std::lock_guard lock(control_mutex_);
+  for (const auto& binding : bindings_) binding->transport().open_connections();
+}
+
 std::vector<Metric> ExecutiveCore::executive_metrics() const {
   MetricSink sink;
   double uptime = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();

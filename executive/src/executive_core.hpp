@@ -85,6 +85,7 @@ class ExecutiveCore final : public ControlModel {
   void notify_all_deliveries_ready() noexcept;
 
   // ControlModel
+  void open_connections() override;
   std::string context_url() const override { return context_->url; }
   std::string partition_name() const override { return partition_.name; }
   std::vector<ApplicationStatus> applications() const override;

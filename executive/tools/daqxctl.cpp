@@ -38,6 +38,7 @@ constexpr const char* kUsageText =
     "  halt            -> Halted (also from Failed), in reverse partition order\n"
     "  params          parameters of every application (or of --app)\n"
     "  set NAME=VALUE  sets a parameter of --app (only while Halted)\n"
+    "  connect         opens every transport connection ahead of a run, in every context, and waits (--timeout)\n"
     "exit: 0 done, 1 refused or an application Failed, 2 usage or partition error, 3 a context did not answer\n";
 
 struct Options {
@@ -131,7 +132,7 @@ Options parse_options(int argc, char** argv) {
   if (positional.empty()) throw UsageError{"no command given"};
   options.command = positional[0];
   static const std::vector<std::string> commands = {"status", "configure", "enable", "stop",
-                                                    "halt",   "params",    "set"};
+                                                    "halt",   "params",    "set",      "connect"};
   if (std::find(commands.begin(), commands.end(), options.command) == commands.end()) {
     throw UsageError{"unknown command '" + options.command + "'"};
   }
@@ -370,6 +371,33 @@ int set_parameter(const std::vector<std::string>& urls, const Options& options) 
   }
 }
 
+// Every context opens its connections (POST /api/connect) and says how many came up within the timeout.
+int connect_all(const std::vector<std::string>& urls, const Options& options) {
+  int exit_code = kSuccess;
+  const auto timeout_ms = static_cast<long long>(std::min(options.timeout_seconds, 120.0) * 1000);
+  for (const std::string& url : urls) {
+    try {
+      // The HTTP wait is a little longer than the executive's, which answers 504 itself when time is up.
+      const Answer answer =
+          call(url, "POST", "/api/connect?timeout=" + std::to_string(timeout_ms), "{}", options.timeout_seconds + 5);
+      const auto result = object_of(answer.json);
+      std::cout << url << ": " << text(result, "up") << "/" << text(result, "total") << " connections up in "
+                << text(result, "seconds") << " s\n";
+      const auto down = result ? result->getArray("down") : nullptr;
+      for (std::size_t i = 0; down && i < down->size(); ++i) {
+        const auto entry = down->getObject(static_cast<unsigned>(i));
+        std::cout << "  down: " << text(entry, "protocol") << " peer " << text(entry, "peer") << " "
+                  << text(entry, "remote") << "\n";
+      }
+      if (answer.status != 200 && exit_code == kSuccess) exit_code = kRefused;
+    } catch (const Unreachable& error) {
+      report_unreachable(error);
+      exit_code = kUnreachable;
+    }
+  }
+  return exit_code;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -384,6 +412,7 @@ int main(int argc, char** argv) {
     if (options.command == "status") return status(urls, options);
     if (options.command == "params") return params(urls, options);
     if (options.command == "set") return set_parameter(urls, options);
+    if (options.command == "connect") return connect_all(urls, options);
     return transition(urls, options);
   } catch (const UsageError& error) {
     std::cerr << "daqxctl: " << error.message << " (daqxctl --help for usage)\n";

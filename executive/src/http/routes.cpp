@@ -1,7 +1,14 @@
 // Which path and method does what: the route table of the control server and its error answers.
+#include <chrono>
+#include <cstdlib>
 #include <exception>
 #include <limits>
+#include <sstream>
 #include <string_view>
+#include <thread>
+
+#include <Poco/JSON/Array.h>
+#include <Poco/JSON/Object.h>
 
 #include <Poco/Exception.h>
 #include <Poco/URI.h>
@@ -81,6 +88,7 @@ class Router {
     if (s.size() == 2) {
       if (s[1] == "applications") return get([&] { return json_reply(200, json_applications(model_.applications())); });
       if (s[1] == "transition") return post([&] { return transition(std::nullopt); });
+      if (s[1] == "connect") return post([&] { return connect_all(); });
       if (s[1] == "pools") return get([&] { return json_reply(200, json_pools(model_.pools())); });
       if (s[1] == "threads") return get([&] { return json_reply(200, json_threads(model_.threads())); });
       if (s[1] == "transports") return get([&] { return json_reply(200, json_transports(model_.transports())); });
@@ -175,6 +183,53 @@ class Router {
     const TransitionResult result = model_.transition(tid, *command);
     const bool valid_status = result.http_status >= 200 && result.http_status <= 599;
     return json_reply(valid_status ? result.http_status : 500, json_transition_result(result));
+  }
+
+  // POST /api/connect[?timeout=ms]: opens every outgoing connection of every transport ahead of a run and
+  // waits until all are up (200) or the timeout passes (504, with the ones still down).
+  Reply connect_all() {
+    long long timeout_ms = 10000;
+    for (const auto& [key, value] : Poco::URI(request_.target).getQueryParameters()) {
+      if (key != "timeout") continue;
+      char* end = nullptr;
+      timeout_ms = std::strtoll(value.c_str(), &end, 10);
+      if (value.empty() || *end != '\0' || timeout_ms < 0 || timeout_ms > 120000)
+        return error_reply(path_, 400, "timeout must be milliseconds from 0 to 120000, not '" + value + "'");
+    }
+    const auto started = std::chrono::steady_clock::now();
+    const auto deadline = started + std::chrono::milliseconds(timeout_ms);
+    model_.open_connections();
+    for (;;) {
+      std::size_t up = 0, total = 0;
+      Poco::JSON::Array::Ptr down = new Poco::JSON::Array;
+      for (const TransportStatus& transport : model_.transports()) {
+        for (const ConnectionInfo& connection : transport.connections) {
+          if (!connection.outgoing) continue;
+          ++total;
+          if (connection.up) {
+            ++up;
+            continue;
+          }
+          Poco::JSON::Object::Ptr entry = new Poco::JSON::Object;
+          entry->set("protocol", transport.protocol);
+          entry->set("peer", connection.peer);
+          entry->set("remote", connection.remote);
+          down->add(entry);
+        }
+      }
+      const auto now = std::chrono::steady_clock::now();
+      if (up == total || now >= deadline) {
+        Poco::JSON::Object result;
+        result.set("up", up);
+        result.set("total", total);
+        result.set("seconds", std::chrono::duration<double>(now - started).count());
+        result.set("down", down);
+        std::ostringstream body;
+        result.stringify(body);
+        return json_reply(up == total ? 200 : 504, body.str());
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
   }
 
   Reply set_parameter(Tid tid) {

@@ -358,6 +358,17 @@ PeerId OfiTransport::connect(const EndpointAddress& remote) {
   return c->id;
 }
 
+void OfiTransport::open_connections() {
+  std::size_t peers = outgoing_count_.load(std::memory_order_acquire);
+  for (std::size_t i = 0; i < peers; ++i) {
+    Outgoing& c = *outgoing_[i];
+    std::lock_guard lock(c.mutex);
+    if (c.state == Outgoing::State::idle) c.connect_requested = true;  // as the first frame would
+  }
+  send_attention_.store(true, std::memory_order_release);
+  wake(send_waiter_);
+}
+
 void OfiTransport::stop() {
   if (stopped_.exchange(true)) return;
   for (auto* thread : {&send_thread_, &receive_thread_}) {
@@ -1047,6 +1058,7 @@ std::vector<ConnectionInfo> OfiTransport::connections() const {
     ConnectionInfo info;
     info.peer = c->id;
     info.remote = c->remote.hostname + ":" + std::to_string(c->remote.port) + " (out)";
+    info.outgoing = true;
     {
       std::lock_guard lock(c->mutex);
       info.up = c->state == Outgoing::State::up;

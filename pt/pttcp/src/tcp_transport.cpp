@@ -193,6 +193,15 @@ PeerId TcpTransport::connect(const EndpointAddress& remote) {
   return c.id;
 }
 
+void TcpTransport::open_connections() {
+  std::size_t peers = outgoing_count_.load(std::memory_order_acquire);
+  for (std::size_t i = 0; i < peers; ++i) {
+    Outgoing& c = *outgoing_[i];
+    std::lock_guard lock(c.mutex);
+    if (c.state == Outgoing::State::idle) start_connect(c);  // as the first frame would
+  }
+}
+
 void TcpTransport::stop() {
   if (stopped_.exchange(true)) return;
   if (send_thread_.joinable()) {
@@ -694,6 +703,7 @@ std::vector<ConnectionInfo> TcpTransport::connections() const {
     ConnectionInfo info;
     info.peer = c->id;
     info.remote = c->remote.hostname + ":" + std::to_string(c->remote.port) + " (out)";
+    info.outgoing = true;
     {
       std::lock_guard lock(c->mutex);
       info.up = c->state == Outgoing::State::up;

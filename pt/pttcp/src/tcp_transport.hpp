@@ -49,6 +49,7 @@ class TcpTransport final : public Transport {
   void listen(const EndpointAddress& local) override;
   PeerId connect(const EndpointAddress& remote) override;
   SendStatus post(PeerId peer, mem::Ref& frame) noexcept override;
+  void open_connections() override;
   void stop() override;
   void report(MetricSink& sink) const override;
   std::vector<ConnectionInfo> connections() const override;

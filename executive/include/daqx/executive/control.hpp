@@ -84,6 +84,9 @@ class ControlModel {
   virtual std::vector<TransportStatus> transports() const = 0;
   // Executive-wide counters: frames dispatched locally, bad frames, uptime, ...
   virtual std::vector<Metric> executive_metrics() const = 0;
+  // The connect command: every transport starts opening the connections it has not opened yet (with
+  // connect-on-first-use, those that carried no frame). Does not wait: transports() shows them come up.
+  virtual void open_connections() {}
 };
 
 }  // namespace daqx
