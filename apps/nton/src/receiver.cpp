@@ -30,6 +30,9 @@ std::vector<ParamSpec> Receiver::parameters() {
             "acknowledge every this many frames when a frame does not say (senders say)", 1),
       param("verify", ParamType::boolean, to_text(d.verify), "",
             "verify the pattern of every frame that carries one (sequences are always checked)"),
+      param("holdFor", ParamType::real, to_text(d.hold_for), "s",
+            "a receiver that stops releasing: keeps every frame for this long after the first arrives, then "
+            "takes them in order (tests back-pressure; 0: never)", 0.0, 3600.0),
   };
 }
 
@@ -47,11 +50,14 @@ void Receiver::configure() {
   ReceiverConfiguration c;
   c.ack_every = context().params().unsigned_integer("ackEvery");
   c.verify = context().params().boolean("verify");
+  c.hold_for = context().params().real("holdFor");
   if (c.ack_every == 0) throw std::runtime_error("ackEvery must be at least 1");
   // Every application of the partition could send to us: room for all, so no sender allocates on arrival.
   const std::size_t capacity = context().applications().size();
   on_dispatch_thread([this, c, capacity] {
     config_ = c;
+    hold_ = c.hold_for > 0 ? Hold::not_started : Hold::over;
+    held_.clear();
     senders_.reset(capacity);
     acks_pending_ = false;
     failed_ = false;
@@ -70,7 +76,36 @@ void Receiver::enable() {
   });
 }
 
+void Receiver::start_hold() {
+  hold_ = Hold::holding;
+  const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(config_.hold_for));
+  hold_timer_ = context().start_worker("hold", [this, until](std::stop_token stop) {
+    while (!stop.stop_requested() && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    // The held frames are the dispatch thread's: it takes them (retrying while its task queue is full).
+    while (!stop.stop_requested() && !context().post_task([this] { end_hold(); }))
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+}
+
+void Receiver::end_hold() {
+  if (hold_ != Hold::holding) return;
+  hold_ = Hold::over;
+  context().log(LogLevel::info, concatenate({"hold over: taking the ", to_text(std::uint64_t{held_.size()}),
+                                             " frames kept meanwhile"}));
+  while (!held_.empty()) {
+    Frame frame = std::move(held_.front());
+    held_.pop_front();
+    on_data(std::move(frame));
+  }
+}
+
 void Receiver::on_data(Frame&& frame) {
+  if (hold_ != Hold::over) {
+    if (hold_ == Hold::not_started) start_hold();
+    held_.push_back(std::move(frame));
+    if (held_.size() > frames_held_.load(std::memory_order_relaxed)) frames_held_.store(held_.size(), std::memory_order_relaxed);
+    return;
+  }
   const std::size_t payload = frame.payload_size();
   const std::uint64_t frames = frames_received_.load(std::memory_order_relaxed) + 1;
   const std::uint64_t bytes = bytes_received_.load(std::memory_order_relaxed) + payload;
@@ -175,6 +210,7 @@ void Receiver::report(MetricSink& sink) const {
   sink.counter("ack_delays", value(ack_delays_), "acknowledgements that had to wait for a send or a pool block");
   sink.counter("send_errors", value(send_errors_), "acknowledgements lost with their connection");
   sink.gauge("senders", value(senders_seen_), "senders heard from since configure");
+  sink.gauge("frames_held", value(frames_held_), "the most frames kept at once during a hold (holdFor)");
   sink.gauge("receive_rate_frames", rates.frames_per_second, "frames per second over the last second");
   sink.gauge("receive_rate_bytes", rates.bytes_per_second, "payload bytes per second over the last second");
 }

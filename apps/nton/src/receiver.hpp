@@ -5,7 +5,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
+#include <thread>
 #include <vector>
 
 #include "daqx/executive/application.hpp"
@@ -19,6 +21,7 @@ using namespace daqx::apps;  // parameter helpers, rate meters, latency summarie
 struct ReceiverConfiguration {
   std::uint64_t ack_every = 16;  // acknowledge every this many frames when a frame does not say (senders do)
   bool verify = true;            // check the pattern of every frame that carries one
+  double hold_for = 0;           // seconds from the first frame during which frames are kept, not released
 };
 
 class Receiver final : public Application {
@@ -36,6 +39,9 @@ class Receiver final : public Application {
 
   // Dispatch thread.
   void on_data(Frame&& frame);
+  // holdFor: keeps frames (and so the blocks they hold) until the hold ends, then takes them in order.
+  void start_hold();
+  void end_hold();
   // urgent: the sender asked (its window is full), so the ack must not wait for coalescing.
   void acknowledge(SenderState& sender, bool urgent);
   void send_pending_acks();
@@ -50,6 +56,9 @@ class Receiver final : public Application {
   bool failed_ = false;
   std::uint32_t errors_logged_ = 0;
   RateMeter receive_rate_;
+  enum class Hold { not_started, holding, over } hold_ = Hold::not_started;
+  std::deque<Frame> held_;
+  std::jthread hold_timer_;  // sleeps through the hold, then asks the dispatch thread to end it
 
   // Written by the dispatch thread, read by report().
   std::atomic<std::uint64_t> frames_received_{0};
@@ -61,6 +70,7 @@ class Receiver final : public Application {
   std::atomic<std::uint64_t> ack_delays_{0};
   std::atomic<std::uint64_t> send_errors_{0};
   std::atomic<std::uint64_t> senders_seen_{0};
+  std::atomic<std::uint64_t> frames_held_{0};  // the most frames held at once
 };
 
 }  // namespace daqx::nton

@@ -1,0 +1,89 @@
+// Credit exhaustion and recovery: a receiver that stops releasing blocks must stall its sender through the
+// transport (credits, or TCP's window), not break it; when it releases again the run completes, in order.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "suite.hpp"
+
+using namespace daqx::test;
+
+namespace {
+
+constexpr std::uint32_t kSender = 11, kReceiver = 21;
+
+// The receiver's endpoint: a small receive pool, so that what the held frames pin drains it quickly.
+std::string small_receive_pool(std::string context, const TransportProfile& transport) {
+  if (!transport.posts_receive_buffers) return context;
+  const std::string end_of_properties = "</Properties></Endpoint>";
+  return context.replace(context.find(end_of_properties), end_of_properties.size(),
+                         "<recvBufferSize>65536</recvBufferSize><recvDepth>16</recvDepth>"
+                         "<recvPoolSize>2097152</recvPoolSize>" + end_of_properties);
+}
+
+std::string short_send_queue(std::string context) {
+  const std::string end_of_properties = "</Properties></Endpoint>";
+  return context.replace(context.find(end_of_properties), end_of_properties.size(),
+                         "<sendQueue>16</sendQueue>" + end_of_properties);
+}
+
+}  // namespace
+
+TEST_CASE("a receiver that stops releasing blocks stalls its sender without errors, and the run completes when it "
+          "resumes", "[transport][process][faults]") {
+  const TransportProfile& transport = suite_transport();
+  // Enough frames to fill the receiver's pool while it holds: pttcp's grows to 256 MiB of 64 KiB blocks, the
+  // others are given a 2 MiB one.
+  const int kFrames = transport.posts_receive_buffers ? 1500 : 6000;
+  Host a, b;
+  // The sender's window is larger than the run: only the transport can hold it back, not the acknowledgements.
+  const std::string path = write_file("credit.xml", partition_xml("credit", {
+      small_receive_pool(nton_context(transport, a, Traffic::throughput,
+                                      application_xml("nton::Receiver", kReceiver, 0, "<holdFor>4</holdFor>")),
+                         transport),
+      short_send_queue(nton_context(transport, b, Traffic::throughput, application_xml("nton::Sender", kSender, 0,
+          "<frameSize>65536</frameSize><frameCount>" + std::to_string(kFrames) +
+          "</frameCount><window>100000</window><pattern>true</pattern><receivers>21</receivers>")))}));
+  ExecutiveProcess receiver(path, a.url()), sender(path, b.url());
+  REQUIRE(receiver.wait_ready());
+  REQUIRE(sender.wait_ready());
+  for (auto* e : {&receiver, &sender}) REQUIRE(e->transition("configure").status == 200);
+  for (auto* e : {&receiver, &sender}) REQUIRE(e->transition("enable").status == 200);
+  INFO(sender.output() << receiver.output());
+
+  // While the receiver holds: frames stop arriving although the sender has more, and it waits, unharmed.
+  REQUIRE(receiver.wait_metric(kReceiver, "frames_held", 1));
+  double before = -1, after = -2;
+  const bool stalled = wait_until([&] {
+    before = transport_metric(receiver, "frames_received");
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    after = transport_metric(receiver, "frames_received");
+    return before == after && after > 0;
+  }, std::chrono::seconds(3));
+  INFO("transport frames received " << before << " then " << after);
+  CHECK(stalled);
+  CHECK(after < kFrames);
+  CHECK(receiver.metric(kReceiver, "frames_received") == 0);  // nothing taken yet: all held
+  const double sender_waits = transport_metric(sender, "would_blocks") +
+                              (transport.protocol == "tcp" ? 0.0 : transport_metric(sender, "credit_waits"));
+  CHECK(sender_waits > 0);
+  if (transport.posts_receive_buffers) CHECK(transport_metric(receiver, "receive_pool_waits") > 0);
+
+  // After the hold: every frame, once, in order, with its pattern; no connection was lost on either side.
+  CHECK(receiver.wait_metric(kReceiver, "frames_received", kFrames, std::chrono::seconds(120)));
+  CHECK(receiver.metric(kReceiver, "frames_received") == kFrames);
+  CHECK(receiver.metric(kReceiver, "pattern_errors") == 0);
+  CHECK(receiver.metric(kReceiver, "sequence_errors") == 0);
+  CHECK(receiver.metric(kReceiver, "frames_held") > 1);
+  CHECK(transport_metric(sender, "send_errors") == 0);
+  CHECK(transport_metric(sender, "reconnects") == 0);
+  CHECK(transport_metric(receiver, "bad_streams") == 0);
+  CHECK(transport_metric(receiver, "truncated_frames") == 0);
+  CHECK(wait_until([&] {
+    return pool_blocks_used(receiver, transport.receive_pool) == receive_blocks_at_rest(receiver, transport);
+  }));
+  CHECK(sender.stop() == 0);
+  CHECK(receiver.stop() == 0);
+}
