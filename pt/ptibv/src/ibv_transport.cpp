@@ -522,8 +522,15 @@ void IbvTransport::pump(Outgoing& c) noexcept {
     wr.num_sge = static_cast<int>(pieces.count);
     wr.opcode = IBV_WR_SEND_WITH_IMM;
     wr.imm_data = htonl(link->credit_buffers_posted);
-    wr.send_flags = IBV_SEND_SIGNALED;
     bool inlined = pieces.bytes <= link->max_inline && pieces.bytes <= settings_.inline_threshold;
+    // Completions are asked for sparingly (each wakes the send thread): on an RC queue pair one completion
+    // says every earlier message is done too. One is needed every quarter of the ring, so that slots come
+    // back; when the ring is about to be full; and when the last queued frame holds blocks (inline frames
+    // hold none), so that they go back to their pool without waiting for more traffic.
+    const std::uint64_t in_flight = link->ops_posted + 1 - link->ops_retired;
+    const bool signal = link->unsignaled + 1 >= std::max<std::size_t>(1, link->ops.size() / 4) ||
+                        in_flight >= link->ops.size() || (last && !inlined && c.queue.size() == 1);
+    wr.send_flags = signal ? IBV_SEND_SIGNALED : 0;
     if (inlined) wr.send_flags |= IBV_SEND_INLINE;
     ibv_send_wr* bad = nullptr;
     int result = ibv_post_send(link->qp, &wr, &bad);
@@ -534,8 +541,9 @@ void IbvTransport::pump(Outgoing& c) noexcept {
       return;
     }
     c.waiting_for_credits = false;
+    link->unsignaled = signal ? 0 : link->unsignaled + 1;
     SendOp& op = link->ops[slot];
-    op.done = false;
+    op.sequence = link->ops_posted;
     if (last) {
       op.frame_bytes = c.queue.front().total_size();
       op.frame = c.queue.take_front();
@@ -672,12 +680,11 @@ void IbvTransport::on_send_completion(const ibv_wc& wc) {
         link->credits.grant(message);
       }
     } else {
-      link->ops[index].done = true;
-      // Retire in posting order: a frame's blocks go back only when every message before them is sent.
-      while (link->ops_retired < link->ops_posted) {
+      // This message and every one posted before it are done (RC completes in order): retire them all, in
+      // posting order, so that a frame's blocks go back only when every message before them is sent.
+      const std::uint64_t done_through = link->ops[index].sequence;
+      while (link->ops_retired < link->ops_posted && link->ops_retired <= done_through) {
         SendOp& oldest = link->ops[link->ops_retired % link->ops.size()];
-        if (!oldest.done) break;
-        oldest.done = false;
         if (oldest.frame_bytes != 0) {
           c.counters.frames.fetch_add(1, std::memory_order_relaxed);
           c.counters.bytes.fetch_add(oldest.frame_bytes, std::memory_order_relaxed);

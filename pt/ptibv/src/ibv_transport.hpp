@@ -56,7 +56,7 @@ class IbvTransport final : public Transport {
   using Counters = ConnectionCounters;
 
   struct SendOp {
-    bool done = false;
+    std::uint64_t sequence = 0;  // its number among the link's messages (ops_posted when posted)
     mem::Ref frame;  // on the message that ends a frame: the frame, released when all before it is sent
     std::size_t frame_bytes = 0;
   };
@@ -76,6 +76,7 @@ class IbvTransport final : public Transport {
     std::vector<SendOp> ops;        // ring of messages in flight
     std::uint64_t ops_posted = 0;   // slot = count % size
     std::uint64_t ops_retired = 0;
+    std::uint64_t unsignaled = 0;   // messages posted since the last one that asks for a completion
     std::vector<mem::Ref> credit_buffers;  // posted receives for credit messages
     std::uint32_t credit_buffers_posted = 0;  // in total, modulo 2^32: each data message's immediate value
   };
