@@ -523,13 +523,20 @@ void IbvTransport::pump(Outgoing& c) noexcept {
     wr.opcode = IBV_WR_SEND_WITH_IMM;
     wr.imm_data = htonl(link->credit_buffers_posted);
     bool inlined = pieces.bytes <= link->max_inline && pieces.bytes <= settings_.inline_threshold;
+    // The frame's blocks may go back at post time only when the whole frame went inline as this one message:
+    // an inline tail of a frame cut into several messages says nothing about the earlier ones, which the
+    // device may not have read yet.
+    const bool whole_frame_inline = inlined && last && c.cursor.at_frame_start();
     // Completions are asked for sparingly (each wakes the send thread): on an RC queue pair one completion
     // says every earlier message is done too. One is needed every quarter of the ring, so that slots come
-    // back; when the ring is about to be full; and when the last queued frame holds blocks (inline frames
-    // hold none), so that they go back to their pool without waiting for more traffic.
+    // back; when the ring is about to be full; and when the queue runs empty while this message or an earlier
+    // unsignaled one still keeps a frame's blocks, so that they go back to their pool without waiting for
+    // more traffic (a small inline frame last in the queue must not leave a large one before it pinned).
+    const bool holds_blocks = last && !whole_frame_inline;
     const std::uint64_t in_flight = link->ops_posted + 1 - link->ops_retired;
     const bool signal = link->unsignaled + 1 >= std::max<std::size_t>(1, link->ops.size() / 4) ||
-                        in_flight >= link->ops.size() || (last && !inlined && c.queue.size() == 1);
+                        in_flight >= link->ops.size() ||
+                        (last && c.queue.size() == 1 && (holds_blocks || link->unsignaled_hold_blocks));
     wr.send_flags = signal ? IBV_SEND_SIGNALED : 0;
     if (inlined) wr.send_flags |= IBV_SEND_INLINE;
     ibv_send_wr* bad = nullptr;
@@ -542,12 +549,13 @@ void IbvTransport::pump(Outgoing& c) noexcept {
     }
     c.waiting_for_credits = false;
     link->unsignaled = signal ? 0 : link->unsignaled + 1;
+    link->unsignaled_hold_blocks = !signal && (link->unsignaled_hold_blocks || holds_blocks);
     SendOp& op = link->ops[slot];
     op.sequence = link->ops_posted;
     if (last) {
       op.frame_bytes = c.queue.front().total_size();
       op.frame = c.queue.take_front();
-      if (inlined) {
+      if (whole_frame_inline) {
         // The device copied the bytes into the work request: the blocks can go back now.
         c.inline_frames.fetch_add(1, std::memory_order_relaxed);
         op.frame.reset();
@@ -800,7 +808,7 @@ void IbvTransport::check_outgoing(Clock::time_point now, Clock::time_point& next
     {
       std::lock_guard lock(c.mutex);
       if (c.link != nullptr && !c.link->failure.empty()) teardown(c, c.link->failure, went_down);
-      bool retry = c.state == Outgoing::State::down && (c.ever_up || settings_.connect_at_start || c.connect_requested) &&
+      bool retry = c.state == Outgoing::State::down && (c.ever_up || settings_.connect_at_start || c.connect_requested || !c.queue.empty()) &&
                    now >= c.retry_at;
       if ((c.state == Outgoing::State::idle && c.connect_requested) || retry) start_connect(c);
       if (c.state == Outgoing::State::down) next_check = std::min(next_check, c.retry_at);

@@ -77,6 +77,7 @@ class IbvTransport final : public Transport {
     std::uint64_t ops_posted = 0;   // slot = count % size
     std::uint64_t ops_retired = 0;
     std::uint64_t unsignaled = 0;   // messages posted since the last one that asks for a completion
+    bool unsignaled_hold_blocks = false;  // one of those keeps a frame's blocks until a completion retires it
     std::vector<mem::Ref> credit_buffers;  // posted receives for credit messages
     std::uint32_t credit_buffers_posted = 0;  // in total, modulo 2^32: each data message's immediate value
   };

@@ -41,8 +41,8 @@ std::vector<ParamSpec> parameter_specs() {
       {"waitMode", ParamType::string, "epoll", "",
        "epoll: completion threads sleep on completion channels; busy: they poll without sleeping", {}, {}},
       {"connectAt", ParamType::string, "start", "",
-       "start: connect to peers when the executive configures; first-use: on the first frame or the connect "
-       "command", {}, {}},
+       "start: connect to every peer as soon as the executive has made its routes (before configure), retrying "
+       "until it listens; first-use: on the first frame or the connect command", {}, {}},
       {"recvBufferSize", ParamType::unsigned_integer, "131072", "bytes",
        "size of each pre-posted receive buffer; larger frames arrive as chains of such buffers", 4096, 64.0 * 1024 * 1024},
       {"recvDepth", ParamType::unsigned_integer, "64", "buffers",
