@@ -5,10 +5,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <Poco/Exception.h>
 #include <Poco/JSON/Array.h>
 #include <Poco/JSON/Object.h>
 #include <Poco/JSON/Parser.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -41,11 +43,13 @@ struct Child {
 void usage(FILE* out) {
   std::fprintf(out,
                "usage: daqx-launch --config PARTITION.xml [--log-dir DIR] [--executive PATH]\n"
-               "                   [--drive] [--run SECONDS] [--ready-timeout SECONDS]\n"
+               "                   [--drive [--connect]] [--run SECONDS] [--ready-timeout SECONDS]\n"
                "  Starts one daqx-executive per context of the partition on this machine and waits until each\n"
                "  answers on its control URL. With --drive it configures and enables every context, prints the\n"
                "  applications' rates every second, and stops and halts them at the end. It runs until --run\n"
                "  seconds have passed (default: until Ctrl-C / SIGTERM), then stops every executive cleanly.\n"
+               "  With --connect, every transport connection is opened after configure and must be up (within\n"
+               "  30 s) before anything is enabled.\n"
                "Exit codes: 0 all clean, 1 a context failed to start or an application failed, 2 usage/config.\n");
 }
 
@@ -121,6 +125,49 @@ bool transition_all(const daqx::config::Partition& partition, const std::string&
       ok = false;
     }
   }
+  return ok;
+}
+
+// --connect: every context opens its outgoing connections (POST /api/connect), all first without waiting so that
+// they come up together, then each waits for its own within what is left of `limit`. False when one stays down.
+bool connect_all(const daqx::config::Partition& partition, std::chrono::seconds limit) {
+  const auto started = Clock::now();
+  const auto deadline = started + limit;
+  bool ok = true;
+  for (const auto& c : partition.contexts)
+    daqx::ControlClient(c.url, std::chrono::seconds(10)).post("/api/connect?timeout=0", "{}");
+  std::size_t up = 0, total = 0;
+  for (const auto& c : partition.contexts) {
+    const auto left = std::max<long long>(0, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
+    daqx::HttpReply reply = daqx::ControlClient(c.url, std::chrono::milliseconds(left + 5000))
+                                .post("/api/connect?timeout=" + std::to_string(left), "{}");
+    if (reply.status != 200 && reply.status != 504) {
+      std::fprintf(stderr, "daqx-launch: %s connect: %s\n", c.url.c_str(),
+                   reply.answered() ? reply.body.c_str() : ("no answer: " + reply.body).c_str());
+      ok = false;
+      continue;
+    }
+    try {
+      Poco::JSON::Object::Ptr result = Poco::JSON::Parser().parse(reply.body).extract<Poco::JSON::Object::Ptr>();
+      up += result->getValue<std::size_t>("up");
+      total += result->getValue<std::size_t>("total");
+      Poco::JSON::Array::Ptr down = result->getArray("down");
+      for (std::size_t i = 0; down && i < down->size(); ++i) {
+        Poco::JSON::Object::Ptr entry = down->getObject(static_cast<unsigned>(i));
+        std::fprintf(stderr, "daqx-launch: %s: connection to %s (%s) not up within %llds\n", c.url.c_str(),
+                     entry->getValue<std::string>("remote").c_str(), entry->getValue<std::string>("protocol").c_str(),
+                     static_cast<long long>(limit.count()));
+      }
+    } catch (const Poco::Exception& error) {
+      std::fprintf(stderr, "daqx-launch: %s connect: unreadable answer: %s\n", c.url.c_str(), error.displayText().c_str());
+      ok = false;
+      continue;
+    }
+    if (reply.status != 200) ok = false;
+  }
+  std::printf("daqx-launch: %zu/%zu connections up in %.2f s\n", up, total,
+              std::chrono::duration<double>(Clock::now() - started).count());
+  std::fflush(stdout);
   return ok;
 }
 
@@ -225,6 +272,7 @@ int main(int argc, char** argv) {
   std::string log_dir = "daqx-logs";
   std::string executive = self_directory() + "/daqx-executive";
   bool drive = false;
+  bool connect = false;  // with drive: open every connection after configure, before enable
   double run_seconds = 0;
   double ready_timeout = 20;
   for (int i = 1; i < argc; ++i) {
@@ -240,12 +288,14 @@ int main(int argc, char** argv) {
     else if (a == "--log-dir") log_dir = value();
     else if (a == "--executive") executive = value();
     else if (a == "--drive") drive = true;
+    else if (a == "--connect") connect = true;
     else if (a == "--run") run_seconds = std::stod(value());
     else if (a == "--ready-timeout") ready_timeout = std::stod(value());
     else if (a == "-h" || a == "--help") { usage(stdout); return 0; }
     else { std::fprintf(stderr, "daqx-launch: unknown argument '%s'\n", a.c_str()); usage(stderr); return 2; }
   }
   if (config_path.empty()) { usage(stderr); return 2; }
+  if (connect && !drive) { std::fprintf(stderr, "daqx-launch: --connect goes with --drive\n"); return 2; }
 
   daqx::config::Partition partition;
   try {
@@ -311,7 +361,8 @@ int main(int argc, char** argv) {
 
   bool healthy = true;
   if (drive) {
-    healthy = transition_all(partition, "configure", false) && transition_all(partition, "enable", false);
+    healthy = transition_all(partition, "configure", false) &&
+              (!connect || connect_all(partition, std::chrono::seconds(30))) && transition_all(partition, "enable", false);
     if (healthy) std::printf("daqx-launch: configured and enabled\n");
   }
   auto start = Clock::now();

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <optional>
@@ -38,8 +39,10 @@ constexpr const char* kUsageText =
     "  halt            -> Halted (also from Failed), in reverse partition order\n"
     "  params          parameters of every application (or of --app)\n"
     "  set NAME=VALUE  sets a parameter of --app (only while Halted)\n"
-    "  connect         opens every transport connection ahead of a run, in every context, and waits (--timeout)\n"
-    "exit: 0 done, 1 refused or an application Failed, 2 usage or partition error, 3 a context did not answer\n";
+    "  connect         opens every outgoing transport connection of every context ahead of a run and waits\n"
+    "                  until all are up (exit 0) or --timeout passes (exit 1, naming those still down)\n"
+    "exit: 0 done, 1 refused, an application Failed or a connection not up, 2 usage or partition error,\n"
+    "      3 a context did not answer\n";
 
 struct Options {
   std::string config;   // partition file
@@ -371,18 +374,47 @@ int set_parameter(const std::vector<std::string>& urls, const Options& options) 
   }
 }
 
-// Every context opens its connections (POST /api/connect) and says how many came up within the timeout.
+// Every context opens its connections (POST /api/connect): first all of them without waiting, so that they come
+// up together, then each is asked to wait for its own within what is left of --timeout (at most 120 s).
 int connect_all(const std::vector<std::string>& urls, const Options& options) {
+  using Clock = std::chrono::steady_clock;
   int exit_code = kSuccess;
-  const auto timeout_ms = static_cast<long long>(std::min(options.timeout_seconds, 120.0) * 1000);
+  const auto started = Clock::now();
+  const auto deadline = started + std::chrono::milliseconds(static_cast<std::int64_t>(std::min(options.timeout_seconds, 120.0) * 1000));
+  const auto refused = [&](const std::string& url, const Answer& answer) {
+    std::cerr << "daqxctl: " << url << " refused connect (" << answer.status
+              << "): " << text(object_of(answer.json), "error") << "\n";
+    if (exit_code == kSuccess) exit_code = kRefused;
+  };
+  std::vector<std::string> opening;
   for (const std::string& url : urls) {
     try {
+      const Answer answer = call(url, "POST", "/api/connect?timeout=0", "{}", options.timeout_seconds);
+      if (answer.status == 200 || answer.status == 504)
+        opening.push_back(url);
+      else
+        refused(url, answer);
+    } catch (const Unreachable& error) {
+      report_unreachable(error);
+      exit_code = kUnreachable;
+    }
+  }
+  for (const std::string& url : opening) {
+    const auto left = std::max<std::int64_t>(
+        0, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
+    try {
       // The HTTP wait is a little longer than the executive's, which answers 504 itself when time is up.
-      const Answer answer =
-          call(url, "POST", "/api/connect?timeout=" + std::to_string(timeout_ms), "{}", options.timeout_seconds + 5);
+      const Answer answer = call(url, "POST", "/api/connect?timeout=" + std::to_string(left), "{}",
+                                 static_cast<double>(left) / 1000 + 5);
+      if (answer.status != 200 && answer.status != 504) {
+        refused(url, answer);
+        continue;
+      }
       const auto result = object_of(answer.json);
-      std::cout << url << ": " << text(result, "up") << "/" << text(result, "total") << " connections up in "
-                << text(result, "seconds") << " s\n";
+      char seconds[32];
+      std::snprintf(seconds, sizeof seconds, "%.2f", std::chrono::duration<double>(Clock::now() - started).count());
+      std::cout << url << ": " << text(result, "up") << "/" << text(result, "total") << " connections up in " << seconds
+                << " s\n";
       const auto down = result ? result->getArray("down") : nullptr;
       for (std::size_t i = 0; down && i < down->size(); ++i) {
         const auto entry = down->getObject(static_cast<unsigned>(i));

@@ -133,6 +133,39 @@ TEST_CASE("daqx-launch reports a context that fails to start, with its log, and 
   CHECK_FALSE(daqx::ControlClient(url(a), std::chrono::seconds(1)).get("/api/executive").answered());
 }
 
+TEST_CASE("daqx-launch --connect opens every connection after configure, before it enables", "[tools][process]") {
+  std::uint16_t a = free_port(), b = free_port(), data_a = free_port(), data_b = free_port();
+  // Connections at first use: without the connect command none would be open before the first frame.
+  const auto context = [](std::uint16_t control, std::uint16_t data, const std::string& applications) {
+    return "  <Context url=\"" + url(control) + "\">\n"
+           "    <Endpoint protocol=\"tcp\" hostname=\"127.0.0.1\" port=\"" + std::to_string(data) +
+           "\" network=\"data\"><Properties><connectAt>first-use</connectAt></Properties></Endpoint>\n"
+           "    <Module path=\"libdaqx_pttcp.so\"/>\n    <Module path=\"libdaqx_nton.so\"/>\n" + applications +
+           "  </Context>\n";
+  };
+  std::string partition = write_file("launch-connect.xml",
+      "<Partition name=\"connect\">\n" +
+      context(a, data_a, "    <Application class=\"nton::Receiver\" id=\"21\" network=\"data\"/>\n") +
+      context(b, data_b, "    <Application class=\"nton::Sender\" id=\"11\" network=\"data\"><Properties>"
+                         "<receivers>21</receivers><frameSize>4096</frameSize></Properties></Application>\n") +
+      "</Partition>\n");
+  ProcessResult run = run_process({tool_program("daqx-launch"), "--config", partition, "--drive", "--connect", "--run",
+                                   "2", "--log-dir", scratch_directory() + "/launch-connect-logs"},
+                                  std::chrono::seconds(90), module_env());
+  INFO(run.output);
+  CHECK(run.exit_code == 0);
+  // One outgoing connection per context (the sender's data, the receiver's acknowledgements), both up.
+  CHECK_THAT(run.output, Contains("2/2 connections up in"));
+  CHECK(run.output.find("2/2 connections up in") < run.output.find("configured and enabled"));
+  CHECK_THAT(run.output, Contains("frames_received"));
+  CHECK_THAT(run.output, Contains("all contexts stopped cleanly"));
+
+  ProcessResult alone = run_process({tool_program("daqx-launch"), "--config", partition, "--connect"},
+                                    std::chrono::seconds(30), module_env());
+  CHECK(alone.exit_code == 2);
+  CHECK_THAT(alone.output, Contains("--connect goes with --drive"));
+}
+
 TEST_CASE("Ctrl-C stops a launched partition cleanly", "[tools][process]") {
   std::uint16_t a = free_port(), b = free_port();
   std::string partition = write_file("launch-int.xml", two_contexts(a, b));

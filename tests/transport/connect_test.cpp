@@ -5,11 +5,15 @@
 #include <Poco/JSON/Parser.h>
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <string>
+#include <vector>
 
+#include "../support/process.hpp"
 #include "suite.hpp"
 
 using namespace daqx::test;
+using Catch::Contains;
 
 namespace {
 
@@ -21,6 +25,31 @@ std::string first_use(std::string context) {
 
 Poco::JSON::Object::Ptr json_object(const std::string& body) {
   return Poco::JSON::Parser().parse(body).extract<Poco::JSON::Object::Ptr>();
+}
+
+struct Connection {
+  std::string remote;
+  bool up = false;
+};
+
+// The outgoing connections an executive's transports list (/api/transports).
+std::vector<Connection> outgoing_connections(const ExecutiveProcess& executive) {
+  std::vector<Connection> list;
+  const auto reply = executive.get("/api/transports");
+  if (reply.status != 200) return list;
+  const auto transports = Poco::JSON::Parser().parse(reply.body).extract<Poco::JSON::Array::Ptr>();
+  for (std::size_t t = 0; t < transports->size(); ++t) {
+    const auto connections = transports->getObject(static_cast<unsigned>(t))->getArray("connections");
+    for (std::size_t i = 0; connections && i < connections->size(); ++i) {
+      const auto c = connections->getObject(static_cast<unsigned>(i));
+      if (c->getValue<bool>("outgoing")) list.push_back({c->getValue<std::string>("remote"), c->getValue<bool>("up")});
+    }
+  }
+  return list;
+}
+
+ProcessResult daqxctl_connect(const std::string& url, const std::string& seconds) {
+  return run_process({tool_program("daqxctl"), "--url", url, "--timeout", seconds, "connect"}, std::chrono::seconds(60));
 }
 
 }  // namespace
@@ -43,12 +72,17 @@ TEST_CASE("the connect command opens every connection ahead of a run, and names 
   // Configured, nothing sent: with first-use no connection has been opened.
   CHECK(transport_metric(receiver, "incoming_connections") == 0);
 
+  const auto asked = std::chrono::steady_clock::now();
   const auto answer = sender.post("/api/connect?timeout=1500", "{}");
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
   INFO(answer.body);
   CHECK(answer.status == 504);  // the absent peer cannot come up
   Poco::JSON::Object::Ptr result = json_object(answer.body);
   CHECK(result->getValue<int>("total") == 2);
   CHECK(result->getValue<int>("up") == 1);
+  // It waited for the timeout, and answered once it passed (generous bounds: a loaded machine is slow to answer).
+  CHECK(result->getValue<double>("seconds") >= 1.5);
+  CHECK(waited < 5);
   Poco::JSON::Array::Ptr down = result->getArray("down");
   REQUIRE(down->size() == 1);
   CHECK(down->getObject(0)->getValue<std::string>("remote").find(std::to_string(absent.data)) != std::string::npos);
@@ -57,6 +91,89 @@ TEST_CASE("the connect command opens every connection ahead of a run, and names 
   CHECK(sender.post("/api/connect?timeout=soon", "{}").status == 400);
 
   // A run then uses the connection that is already open.
+  for (auto* e : {&receiver, &sender}) REQUIRE(e->transition("enable").status == 200);
+  CHECK(receiver.wait_metric(21, "frames_received", 100));
+  CHECK(transport_metric(sender, "send_errors") == 0);
+  CHECK(sender.stop() == 0);
+  CHECK(receiver.stop() == 0);
+}
+
+TEST_CASE("the connect command answers 200 once every outgoing connection is up, and the transports show them up",
+          "[transport][process]") {
+  const TransportProfile& transport = suite_transport();
+  Host a, b, c;
+  // One sender, two receivers in two other executives: two outgoing connections, neither opened by a frame.
+  // Every context connects at first use, so the receivers do not open theirs (to each other) meanwhile.
+  const std::string path = write_file("connect-all.xml", partition_xml("connect-all", {
+      first_use(nton_context(transport, a, Traffic::throughput, application_xml("nton::Receiver", 21, 0))),
+      first_use(nton_context(transport, c, Traffic::throughput, application_xml("nton::Receiver", 22, 1))),
+      first_use(nton_context(transport, b, Traffic::throughput, application_xml("nton::Sender", 11, 0,
+          "<frameSize>4096</frameSize><receivers>21,22</receivers>")))}));
+  ExecutiveProcess first(path, a.url()), second(path, c.url()), sender(path, b.url());
+  for (auto* e : {&first, &second, &sender}) REQUIRE(e->wait_ready());
+  for (auto* e : {&first, &second, &sender}) REQUIRE(e->transition("configure").status == 200);
+  INFO(sender.output() << first.output() << second.output());
+  CHECK(transport_metric(first, "incoming_connections") == 0);
+  CHECK(transport_metric(second, "incoming_connections") == 0);
+
+  const auto answer = sender.post("/api/connect?timeout=20000", "{}");
+  INFO(answer.body);
+  CHECK(answer.status == 200);
+  Poco::JSON::Object::Ptr result = json_object(answer.body);
+  CHECK(result->getValue<int>("total") == 2);
+  CHECK(result->getValue<int>("up") == 2);
+  CHECK(result->getArray("down")->size() == 0);
+  CHECK(result->getValue<double>("seconds") < 20);
+  // The transports list them up, both executives accepted them, and no frame was sent to do it.
+  const std::vector<Connection> connections = outgoing_connections(sender);
+  CHECK(connections.size() == 2);
+  for (const Connection& connection : connections) {
+    INFO(connection.remote);
+    CHECK(connection.up);
+  }
+  CHECK(wait_until([&] { return transport_metric(first, "incoming_connections") == 1; }));
+  CHECK(wait_until([&] { return transport_metric(second, "incoming_connections") == 1; }));
+  CHECK(first.metric(21, "frames_received") == 0);
+  // Asked again, with everything up: at once, and daqxctl says so.
+  const ProcessResult ctl = daqxctl_connect(b.url(), "10");
+  INFO(ctl.output);
+  CHECK(ctl.exit_code == 0);
+  CHECK_THAT(ctl.output, Contains("2/2 connections up in"));
+
+  for (auto* e : {&first, &second, &sender}) CHECK(e->stop() == 0);
+}
+
+TEST_CASE("a peer that was not listening at one connect command is reached by the next, once it listens",
+          "[transport][process]") {
+  const TransportProfile& transport = suite_transport();
+  Host late, b;
+  const std::string path = write_file("connect-late.xml", partition_xml("connect-late", {
+      nton_context(transport, late, Traffic::throughput, application_xml("nton::Receiver", 21, 0)),
+      first_use(nton_context(transport, b, Traffic::throughput, application_xml("nton::Sender", 11, 0,
+          "<frameSize>4096</frameSize><receivers>21</receivers>")))}));
+  ExecutiveProcess sender(path, b.url());
+  REQUIRE(sender.wait_ready());
+  REQUIRE(sender.transition("configure").status == 200);
+  INFO(sender.output());
+
+  // Nobody listens there yet: daqxctl waits its second, names the connection and exits 1.
+  const ProcessResult refused = daqxctl_connect(b.url(), "1");
+  INFO(refused.output);
+  CHECK(refused.exit_code == 1);
+  CHECK_THAT(refused.output, Contains("0/1 connections up in") && Contains("down: " + transport.protocol) &&
+                             Contains(std::to_string(late.data)));
+
+  // The peer starts; the next connect command tries the refused connection again and it comes up.
+  ExecutiveProcess receiver(path, late.url());
+  REQUIRE(receiver.wait_ready());
+  REQUIRE(receiver.transition("configure").status == 200);
+  const auto answer = sender.post("/api/connect?timeout=20000", "{}");
+  INFO(answer.body << receiver.output());
+  CHECK(answer.status == 200);
+  CHECK(json_object(answer.body)->getValue<int>("up") == 1);
+  CHECK(wait_until([&] { return transport_metric(receiver, "incoming_connections") == 1; }));
+
+  // And it carries the run.
   for (auto* e : {&receiver, &sender}) REQUIRE(e->transition("enable").status == 200);
   CHECK(receiver.wait_metric(21, "frames_received", 100));
   CHECK(transport_metric(sender, "send_errors") == 0);

@@ -41,7 +41,7 @@ TEST_CASE("a receiver that stops releasing blocks stalls its sender without erro
   // The sender's window is larger than the run: only the transport can hold it back, not the acknowledgements.
   const std::string path = write_file("credit.xml", partition_xml("credit", {
       small_receive_pool(nton_context(transport, a, Traffic::throughput,
-                                      application_xml("nton::Receiver", kReceiver, 0, "<holdFor>4</holdFor>")),
+                                      application_xml("nton::Receiver", kReceiver, 0, "<holdFor>5</holdFor>")),
                          transport),
       short_send_queue(nton_context(transport, b, Traffic::throughput, application_xml("nton::Sender", kSender, 0,
           "<frameSize>65536</frameSize><frameCount>" + std::to_string(kFrames) +
@@ -55,21 +55,26 @@ TEST_CASE("a receiver that stops releasing blocks stalls its sender without erro
 
   // While the receiver holds: frames stop arriving although the sender has more, and it waits, unharmed.
   REQUIRE(receiver.wait_metric(kReceiver, "frames_held", 1));
-  double before = -1, after = -2;
+  // Stalled: what the transport delivers stops growing for 400 ms while the receiver still holds everything (the
+  // hold lasts 5 s from the first frame; the pool runs dry well within the first).
+  double before = -1, after = -2, taken = -1;
   const bool stalled = wait_until([&] {
     before = transport_metric(receiver, "frames_received");
     std::this_thread::sleep_for(std::chrono::milliseconds(400));
     after = transport_metric(receiver, "frames_received");
-    return before == after && after > 0;
+    taken = receiver.metric(kReceiver, "frames_received");
+    return before == after && after > 0 && taken == 0;
   }, std::chrono::seconds(3));
-  INFO("transport frames received " << before << " then " << after);
+  INFO("transport frames received " << before << " then " << after << "; taken by the receiver " << taken);
   CHECK(stalled);
   CHECK(after < kFrames);
-  CHECK(receiver.metric(kReceiver, "frames_received") == 0);  // nothing taken yet: all held
+  CHECK(taken == 0);  // nothing taken yet: all held
   const double sender_waits = transport_metric(sender, "would_blocks") +
                               (transport.protocol == "tcp" ? 0.0 : transport_metric(sender, "credit_waits"));
   CHECK(sender_waits > 0);
-  if (transport.posts_receive_buffers) CHECK(transport_metric(receiver, "receive_pool_waits") > 0);
+  // The receiver's side waited for blocks (its receive pool ran dry) or for the application's queue.
+  CHECK(transport_metric(receiver, "receive_pool_waits") + transport_metric(receiver, "delivery_waits") > 0);
+  CHECK(sender.metric(kSender, "send_errors") == 0);
 
   // After the hold: every frame, once, in order, with its pattern; no connection was lost on either side.
   CHECK(receiver.wait_metric(kReceiver, "frames_received", kFrames, std::chrono::seconds(120)));
@@ -77,13 +82,23 @@ TEST_CASE("a receiver that stops releasing blocks stalls its sender without erro
   CHECK(receiver.metric(kReceiver, "pattern_errors") == 0);
   CHECK(receiver.metric(kReceiver, "sequence_errors") == 0);
   CHECK(receiver.metric(kReceiver, "frames_held") > 1);
+  CHECK(receiver.metric(kReceiver, "malformed_frames") == 0);
+  CHECK(receiver.metric(kReceiver, "send_errors") == 0);
+  CHECK(sender.wait_metric(kSender, "done", 1));
+  CHECK(sender.metric(kSender, "frames_sent") == kFrames);
+  CHECK(sender.metric(kSender, "outstanding") == 0);  // every frame acknowledged
+  CHECK(sender.metric(kSender, "send_errors") == 0);
   CHECK(transport_metric(sender, "send_errors") == 0);
   CHECK(transport_metric(sender, "reconnects") == 0);
   CHECK(transport_metric(receiver, "bad_streams") == 0);
   CHECK(transport_metric(receiver, "truncated_frames") == 0);
+  // Drained: every block the hold pinned went back, and so did every frame the sender queued.
+  for (auto* e : {&sender, &receiver}) CHECK(e->transition("stop").status == 200);
   CHECK(wait_until([&] {
     return pool_blocks_used(receiver, transport.receive_pool) == receive_blocks_at_rest(receiver, transport);
   }));
+  CHECK(wait_until([&] { return pool_blocks_used(receiver, "nton/receiver/0/pool") == 0; }));
+  CHECK(wait_until([&] { return pool_blocks_used(sender, "nton/sender/0/pool") == 0; }));
   CHECK(sender.stop() == 0);
   CHECK(receiver.stop() == 0);
 }

@@ -58,6 +58,7 @@ void Receiver::configure() {
     config_ = c;
     hold_ = c.hold_for > 0 ? Hold::not_started : Hold::over;
     held_.clear();
+    frames_held_.store(0, std::memory_order_relaxed);
     senders_.reset(capacity);
     acks_pending_ = false;
     failed_ = false;
@@ -73,6 +74,21 @@ void Receiver::enable() {
       counter->store(0, std::memory_order_relaxed);
     errors_logged_ = 0;
     receive_rate_.start(Clock::now(), 0, 0);
+  });
+}
+
+void Receiver::stop() {
+  // A run that ends during a hold takes what was held, as the end of the hold would: nothing stays pinned.
+  on_dispatch_thread([this] { end_hold(); });
+}
+
+void Receiver::halt() {
+  // Halted holds nothing: frames still held (no stop ended the hold: halted from Failed, or held before enable)
+  // go back to their pools untaken.
+  on_dispatch_thread([this] {
+    hold_timer_ = std::jthread();
+    if (hold_ == Hold::holding) hold_ = Hold::over;
+    held_.clear();
   });
 }
 

@@ -32,6 +32,8 @@ class Receiver final : public Application {
 
   void configure() override;
   void enable() override;
+  void stop() override;
+  void halt() override;
   void report(MetricSink& sink) const override;
 
  private:

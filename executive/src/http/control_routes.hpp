@@ -34,6 +34,19 @@ struct Reply {
   std::string allow;  // for 405: the methods the path accepts
 };
 
+// The connect command's answer: the outgoing connections of every transport, and those still down.
+struct ConnectResult {
+  struct Down {
+    std::string protocol;
+    PeerId peer = 0;
+    std::string remote;
+  };
+  std::size_t up = 0;
+  std::size_t total = 0;
+  double seconds = 0;  // from the command to the answer
+  std::vector<Down> down;
+};
+
 // Routes a request to the model. An exception from the model becomes a 500 with its reason; only a failure to
 // build even that (out of memory) escapes.
 Reply handle_request(ControlModel& model, const Request& request);
@@ -49,6 +62,7 @@ std::string json_threads(const std::vector<ThreadStatus>& threads);
 std::string json_transports(const std::vector<TransportStatus>& transports);
 std::string json_executive(const std::string& partition, const std::string& context,
                            const std::vector<Metric>& metrics);
+std::string json_connect_result(const ConnectResult& result);
 
 // Bodies of the POST routes. Each returns the reason when the body is not what the route takes, else empty.
 std::string parse_transition_body(const std::string& body, std::optional<Command>& command);

@@ -223,6 +223,7 @@ std::string json_transports(const std::vector<TransportStatus>& transports) {
       entry->set("peer", connection.peer);
       entry->set("remote", connection.remote);
       entry->set("up", connection.up);
+      entry->set("outgoing", connection.outgoing);
       entry->set("metrics", metrics_array(connection.metrics));
       connections->add(entry);
     }
@@ -238,6 +239,23 @@ std::string json_executive(const std::string& partition, const std::string& cont
   object->set("partition", partition);
   object->set("context", context);
   object->set("metrics", metrics_array(metrics));
+  return stringify(object);
+}
+
+std::string json_connect_result(const ConnectResult& result) {
+  Object::Ptr object = new_object();
+  object->set("up", result.up);
+  object->set("total", result.total);
+  object->set("seconds", number(result.seconds));
+  Array::Ptr down = new Array;
+  for (const ConnectResult::Down& connection : result.down) {
+    Object::Ptr entry = new_object();
+    entry->set("protocol", connection.protocol);
+    entry->set("peer", connection.peer);
+    entry->set("remote", connection.remote);
+    down->add(entry);
+  }
+  object->set("down", down);
   return stringify(object);
 }
 

@@ -1,14 +1,11 @@
 // Which path and method does what: the route table of the control server and its error answers.
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <exception>
 #include <limits>
-#include <sstream>
 #include <string_view>
 #include <thread>
-
-#include <Poco/JSON/Array.h>
-#include <Poco/JSON/Object.h>
 
 #include <Poco/Exception.h>
 #include <Poco/URI.h>
@@ -186,7 +183,8 @@ class Router {
   }
 
   // POST /api/connect[?timeout=ms]: opens every outgoing connection of every transport ahead of a run and
-  // waits until all are up (200) or the timeout passes (504, with the ones still down).
+  // waits until all are up (200) or the timeout passes (504, naming those still down). The wait holds one of
+  // the server's few threads: fine for a command run once before a run, bounded by the 120 s limit.
   Reply connect_all() {
     long long timeout_ms = 10000;
     for (const auto& [key, value] : Poco::URI(request_.target).getQueryParameters()) {
@@ -198,37 +196,31 @@ class Router {
     }
     const auto started = std::chrono::steady_clock::now();
     const auto deadline = started + std::chrono::milliseconds(timeout_ms);
+    auto asked = started;
     model_.open_connections();
     for (;;) {
-      std::size_t up = 0, total = 0;
-      Poco::JSON::Array::Ptr down = new Poco::JSON::Array;
+      ConnectResult result;
       for (const TransportStatus& transport : model_.transports()) {
         for (const ConnectionInfo& connection : transport.connections) {
           if (!connection.outgoing) continue;
-          ++total;
-          if (connection.up) {
-            ++up;
-            continue;
-          }
-          Poco::JSON::Object::Ptr entry = new Poco::JSON::Object;
-          entry->set("protocol", transport.protocol);
-          entry->set("peer", connection.peer);
-          entry->set("remote", connection.remote);
-          down->add(entry);
+          ++result.total;
+          if (connection.up)
+            ++result.up;
+          else
+            result.down.push_back({transport.protocol, connection.peer, connection.remote});
         }
       }
       const auto now = std::chrono::steady_clock::now();
-      if (up == total || now >= deadline) {
-        Poco::JSON::Object result;
-        result.set("up", up);
-        result.set("total", total);
-        result.set("seconds", std::chrono::duration<double>(now - started).count());
-        result.set("down", down);
-        std::ostringstream body;
-        result.stringify(body);
-        return json_reply(up == total ? 200 : 504, body.str());
+      if (result.up == result.total || now >= deadline) {
+        result.seconds = std::chrono::duration<double>(now - started).count();
+        return json_reply(result.up == result.total ? 200 : 504, json_connect_result(result));
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      // Asked again now and then: a peer that refused (not listening yet) is tried once more after its backoff.
+      if (now - asked >= std::chrono::milliseconds(250)) {
+        model_.open_connections();
+        asked = now;
+      }
+      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(std::chrono::milliseconds(10), deadline - now));
     }
   }
 

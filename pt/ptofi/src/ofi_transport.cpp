@@ -363,7 +363,9 @@ void OfiTransport::open_connections() {
   for (std::size_t i = 0; i < peers; ++i) {
     Outgoing& c = *outgoing_[i];
     std::lock_guard lock(c.mutex);
-    if (c.state == Outgoing::State::idle) c.connect_requested = true;  // as the first frame would
+    // Not used yet: as the first frame would. Never up and refused (with first-use nothing retries it): again,
+    // once its backoff has passed, so a later connect command reaches a peer that was not listening before.
+    if (c.state == Outgoing::State::idle || (c.state == Outgoing::State::down && !c.ever_up)) c.connect_requested = true;
   }
   send_attention_.store(true, std::memory_order_release);
   wake(send_waiter_);
@@ -712,9 +714,10 @@ void OfiTransport::send_loop(std::stop_token stop) {
         {
           std::lock_guard lock(c.mutex);
           if (c.link != nullptr && !c.link->failure.empty()) teardown(c, c.link->failure, went_down);
-          bool retry = c.state == Outgoing::State::down && (c.ever_up || settings_.connect_at_start) && now >= c.retry_at;
+          bool retry = c.state == Outgoing::State::down && (c.ever_up || settings_.connect_at_start || c.connect_requested || !c.queue.empty()) &&
+                       now >= c.retry_at;
           if ((c.state == Outgoing::State::idle && c.connect_requested) || retry) start_connect(c);
-          if (c.state == Outgoing::State::down && (c.ever_up || settings_.connect_at_start))
+          if (c.state == Outgoing::State::down && (c.ever_up || settings_.connect_at_start || c.connect_requested || !c.queue.empty()))
             next_check = std::min(next_check, c.retry_at);
           if (c.state == Outgoing::State::up) pump(c);
           if (c.want_ready.load(std::memory_order_relaxed) && c.queue.size() <= c.queue.capacity() / 2) {

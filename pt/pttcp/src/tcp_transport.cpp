@@ -194,11 +194,15 @@ PeerId TcpTransport::connect(const EndpointAddress& remote) {
 }
 
 void TcpTransport::open_connections() {
+  const auto now = Clock::now();
   std::size_t peers = outgoing_count_.load(std::memory_order_acquire);
   for (std::size_t i = 0; i < peers; ++i) {
     Outgoing& c = *outgoing_[i];
     std::lock_guard lock(c.mutex);
-    if (c.state == Outgoing::State::idle) start_connect(c);  // as the first frame would
+    // Not used yet: as the first frame would. Never up and refused (with first-use nothing retries it): again,
+    // once its backoff has passed, so a later connect command reaches a peer that was not listening before.
+    if (c.state == Outgoing::State::idle || (c.state == Outgoing::State::down && !c.ever_up && now >= c.retry_at))
+      start_connect(c);
   }
 }
 
@@ -418,7 +422,7 @@ void TcpTransport::send_loop(std::stop_token stop) {
       Outgoing& c = *outgoing_[i];
       std::lock_guard lock(c.mutex);
       if (c.flush_pending) next = std::min(next, c.flush_due);
-      if (c.state == Outgoing::State::down && (c.ever_up || settings_.connect_at_start)) next = std::min(next, c.retry_at);
+      if (c.state == Outgoing::State::down && retries(c)) next = std::min(next, c.retry_at);
     }
     // Nanosecond timeout (epoll_pwait2): epoll_wait's milliseconds would stretch a 200 us packTimeout to 1 ms.
     auto wait = std::max<long long>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(next - now).count());
@@ -472,7 +476,7 @@ void TcpTransport::send_loop(std::stop_token stop) {
           std::string error;
           if (c.state == Outgoing::State::up && !c.output_armed && !flush(c, error)) connection_lost(c, error, down);
         }
-        if (c.state == Outgoing::State::down && (c.ever_up || settings_.connect_at_start) && now >= c.retry_at)
+        if (c.state == Outgoing::State::down && retries(c) && now >= c.retry_at)
           start_connect(c);
         if (c.want_ready.load(std::memory_order_relaxed) && c.queue.size() <= c.queue.capacity() / 2) {
           c.want_ready.store(false, std::memory_order_relaxed);

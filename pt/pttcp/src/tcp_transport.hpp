@@ -96,6 +96,11 @@ class TcpTransport final : public Transport {
   void start_connect(Outgoing& c);  // under c.mutex
   void on_connected(Outgoing& c);   // under c.mutex
   void connection_lost(Outgoing& c, const std::string& reason, std::vector<PeerId>& went_down);  // under c.mutex
+  // Whether the send thread reconnects a connection that is down: one that was up, every one with connectAt
+  // start, and one that never came up (first use, peer not listening yet) while frames wait for it.
+  bool retries(const Outgoing& c) const noexcept {
+    return c.ever_up || settings_.connect_at_start || !c.queue.empty();
+  }  // under c.mutex
   // Writes as much of the queue as the socket takes; false when the connection failed.
   bool flush(Outgoing& c, std::string& error);
   void arm_output(Outgoing& c, bool on);

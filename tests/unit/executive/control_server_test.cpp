@@ -60,6 +60,9 @@ class TestExecutive : public daqx::ControlModel {
   }
 
   std::atomic<bool> throw_from_pools{false};
+  // The connect command: how often it was asked, and whether the connection that is down comes up when asked.
+  std::atomic<int> connect_requests{0};
+  std::atomic<bool> down_connection_comes_up{false};
 
   State state_of(Tid tid) const {
     std::lock_guard lock(mutex_);
@@ -174,8 +177,16 @@ class TestExecutive : public daqx::ControlModel {
     tcp.connections = {
         {1, "10.0.0.2:40000", true, {{"frames_sent", daqx::Metric::Kind::counter, 40, "Frames sent", {}},
                                      {"bytes_sent", daqx::Metric::Kind::counter, 4e9, "Bytes sent", {}}}},
-        {2, "10.0.0.3:40000", false, {{"frames_sent", daqx::Metric::Kind::counter, 2, "Frames sent", {}}}}};
+        {2, "10.0.0.3:40000", false, {{"frames_sent", daqx::Metric::Kind::counter, 2, "Frames sent", {}}}},
+        {3, "10.0.0.4:51234", true, {}}};  // accepted from a peer: not ours to open
+    tcp.connections[0].outgoing = tcp.connections[1].outgoing = true;
+    tcp.connections[1].up = second_up_.load();
     return {tcp};
+  }
+
+  void open_connections() override {
+    ++connect_requests;
+    if (down_connection_comes_up) second_up_ = true;
   }
 
   std::vector<daqx::Metric> executive_metrics() const override {
@@ -223,6 +234,7 @@ class TestExecutive : public daqx::ControlModel {
 
   mutable std::mutex mutex_;
   std::vector<TestApplication> applications_;
+  std::atomic<bool> second_up_{false};
 };
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -1084,10 +1096,12 @@ TEST_CASE("pools, threads, transports and the executive are served as JSON", "[h
   CHECK(transports[0]["endpoint"].string == "tcp://127.0.0.1:40000");
   CHECK(transports[0]["parameters"][0]["name"].string == "mode");
   CHECK(transports[0]["metrics"][0]["value"].number == 42);
-  REQUIRE(transports[0]["connections"].size() == 2);
+  REQUIRE(transports[0]["connections"].size() == 3);
   CHECK(transports[0]["connections"][0]["remote"].string == "10.0.0.2:40000");
   CHECK(transports[0]["connections"][0]["up"].boolean == true);
+  CHECK(transports[0]["connections"][0]["outgoing"].boolean == true);
   CHECK(transports[0]["connections"][1]["up"].boolean == false);
+  CHECK(transports[0]["connections"][2]["outgoing"].boolean == false);
   CHECK(transports[0]["connections"][0]["metrics"][1]["value"].number == 4e9);
 
   const Json executive = parse_json(get(port, "/api/executive").body);
@@ -1186,6 +1200,47 @@ TEST_CASE("unknown paths answer 404: JSON under /api, a page elsewhere", "[http]
   REQUIRE(get(port, "/app").status == 404);
   REQUIRE(get(port, "/metrics/x").status == 404);
   REQUIRE(still_answers(port));
+}
+
+TEST_CASE("POST /api/connect asks the transports to open their connections and waits for the outgoing ones: 504 "
+          "naming those still down when its timeout passes, 200 once all are up", "[http]") {
+  ServedExecutive served;
+  const std::uint16_t port = served.port();
+  // One of the two outgoing connections stays down (the accepted one does not count).
+  const auto started = std::chrono::steady_clock::now();
+  const HttpAnswer timed_out = post(served.port(), "/api/connect?timeout=600", "");
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  INFO(timed_out.body);
+  REQUIRE(timed_out.status == 504);
+  CHECK(timed_out.header("content-type") == "application/json");
+  const Json result = parse_json(timed_out.body);
+  CHECK(result["up"].number == 1);
+  CHECK(result["total"].number == 2);
+  CHECK(result["seconds"].number >= 0.6);
+  CHECK(waited < 5);
+  REQUIRE(result["down"].size() == 1);
+  CHECK(result["down"][0]["protocol"].string == "tcp");
+  CHECK(result["down"][0]["peer"].number == 2);
+  CHECK(result["down"][0]["remote"].string == "10.0.0.3:40000");
+  // Asked at once, and again while it waited (every 250 ms): a peer that was not listening gets another try.
+  CHECK(served.model.connect_requests >= 2);
+
+  // Once asked, it comes up: 200 at once, nothing down. The default timeout needs no query.
+  served.model.down_connection_comes_up = true;
+  const HttpAnswer all_up = post(port, "/api/connect", "");
+  INFO(all_up.body);
+  REQUIRE(all_up.status == 200);
+  const Json up = parse_json(all_up.body);
+  CHECK(up["up"].number == 2);
+  CHECK(up["total"].number == 2);
+  CHECK(up["down"].size() == 0);
+  CHECK(up["seconds"].number < 5);
+
+  for (const char* bad : {"soon", "-1", "120001", "", "1.5"})
+    require_json_error(post(port, std::string("/api/connect?timeout=") + bad, ""), 400);
+  const HttpAnswer wrong_method = get(port, "/api/connect");
+  require_json_error(wrong_method, 405);
+  CHECK(wrong_method.header("allow") == "POST");
 }
 
 TEST_CASE("a wrong method on a known path answers 405 with an Allow header", "[http]") {
