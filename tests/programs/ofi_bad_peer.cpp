@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "../support/frame_bytes.hpp"
 #include "daqx/executive/frame.hpp"
 
 namespace {
@@ -106,14 +107,7 @@ bool poll(fid_cq* cq, std::size_t& receives_done) {
 }
 
 std::array<std::byte, daqx::kFrameHeaderSize> header(std::uint32_t total, daqx::Tid target) {
-  daqx::FrameHeader h;
-  h.total_length = total;
-  h.target = target;
-  h.initiator = 4243;
-  h.function = 0x20;
-  std::array<std::byte, daqx::kFrameHeaderSize> bytes{};
-  daqx::encode_header(h, bytes.data());
-  return bytes;
+  return daqx::test::frame_header_bytes(total, target, 4243);
 }
 
 // The messages of the case: each at most kMaxMessage bytes.

@@ -50,6 +50,7 @@ TransportProfile transport_profile(const std::string& name) {
     p.module = "libdaqx_ptibv.so";
     p.receive_pool = "pt/ibv/recv";
     p.posts_receive_buffers = true;
+    p.bad_peers.verbs_client = true;
   } else {
     throw std::runtime_error("DAQX_TRANSPORT=" + name + ": unknown transport (tcp, ofi, ofi-verbs or ibv)");
   }

@@ -15,6 +15,7 @@ struct BadPeerKinds {
   bool raw_frames = false;     // a plain TCP socket carries daqx frames straight to the receiver (pttcp)
   bool raw_garbage = false;    // a plain TCP socket reaches the endpoint's port, which speaks a fabric's protocol
   bool fabric_client = false;  // a libfabric client connects properly and sends malformed frames (ofi_bad_peer)
+  bool verbs_client = false;   // a librdmacm client breaks ptibv's connection protocol or frames (ibv_bad_peer)
 };
 
 struct TransportProfile {

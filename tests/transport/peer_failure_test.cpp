@@ -13,6 +13,7 @@
 #include <memory>
 #include <thread>
 
+#include "../support/frame_bytes.hpp"
 #include "../support/process.hpp"
 #include "daqx/executive/frame.hpp"
 #include "suite.hpp"
@@ -103,24 +104,26 @@ void reset_connection(int fd) {  // SO_LINGER 0 makes close() send RST
 }
 
 std::array<std::byte, daqx::kFrameHeaderSize> header(std::uint32_t total, daqx::Tid target) {
-  daqx::FrameHeader h;
-  h.total_length = total;
-  h.target = target;
-  h.initiator = 999;
-  h.function = 0x20;
-  std::array<std::byte, daqx::kFrameHeaderSize> bytes{};
-  daqx::encode_header(h, bytes.data());
-  return bytes;
+  return daqx::test::frame_header_bytes(total, target, 999);
 }
 
-// tests/programs/ofi_bad_peer: a libfabric client that connects to the endpoint and sends one malformed frame.
+// A client that connects to the endpoint the proper way and sends one malformed frame, or (ibv) breaks the
+// connection protocol the way kind says: tests/programs/ofi_bad_peer over libfabric, ibv_bad_peer over ptibv.
 ProcessResult run_fabric_bad_peer(const TransportProfile& transport, std::uint16_t port, const std::string& kind) {
+  if (transport.bad_peers.verbs_client) {
+#ifdef DAQX_TEST_IBV_BAD_PEER
+    return run_process({DAQX_TEST_IBV_BAD_PEER, "--host", transport.host, "--port", std::to_string(port), "--case",
+                        kind, "--target", std::to_string(kReceiver)},
+                       std::chrono::seconds(20));
+#else
+    skip_test("ibv_bad_peer is not built (libibverbs or librdmacm was not found)");
+#endif
+  }
 #ifdef DAQX_TEST_OFI_BAD_PEER
   return run_process({DAQX_TEST_OFI_BAD_PEER, "--provider", transport.provider, "--host", transport.host, "--port",
                       std::to_string(port), "--case", kind, "--target", std::to_string(kReceiver)},
                      std::chrono::seconds(20));
 #else
-  (void)transport;
   (void)port;
   (void)kind;
   skip_test("ofi_bad_peer is not built (libfabric was not found)");
@@ -226,7 +229,8 @@ TEST_CASE("garbage on the endpoint's TCP port loses only its own connection: the
 TEST_CASE("a fabric client sending malformed frames loses only its own connection: the executive stays up, frees "
           "every block and serves others", "[transport][process][faults]") {
   const TransportProfile& transport = suite_transport();
-  if (!transport.bad_peers.fabric_client) skip_test("not a libfabric transport");
+  if (!transport.bad_peers.fabric_client && !transport.bad_peers.verbs_client)
+    skip_test("neither a libfabric nor a verbs transport");
   HonestTraffic traffic(transport, "bad-fabric-client");
   ExecutiveProcess& receiver = traffic.receiver();
   const double bad_before = transport_metric(receiver, "bad_streams");
@@ -247,6 +251,40 @@ TEST_CASE("a fabric client sending malformed frames loses only its own connectio
   CHECK(transport_metric(receiver, "truncated_frames") == truncated_before + 1);
   CHECK_THAT(receiver.output(), Contains("bad magic") && Contains("above the maximum frame size") &&
                                     Contains("not here") && Contains("middle of a frame"));
+  traffic.check_undisturbed_and_drained();
+}
+
+TEST_CASE("garbage on the rdma_cm port loses only its own connection attempts: the executive stays up, refuses "
+          "them, still accepts peers, frees every block and serves others", "[transport][process][faults]") {
+  const TransportProfile& transport = suite_transport();
+  if (!transport.bad_peers.verbs_client) skip_test("no rdma_cm port: not a verbs transport");
+  HonestTraffic traffic(transport, "bad-rdma-cm");
+  ExecutiveProcess& receiver = traffic.receiver();
+  const std::uint16_t port = traffic.receiver_port();
+  const double refused_before = transport_metric(receiver, "connection_requests_refused");
+
+  // Connection requests that are not ptibv's, or of another version, or that leave no room for credits: refused.
+  for (const char* kind : {"garbage-private-data", "no-private-data", "wrong-version", "zero-credit-buffers"}) {
+    const ProcessResult client = run_fabric_bad_peer(transport, port, kind);
+    INFO(kind << ":\n" << client.output);
+    CHECK(client.exit_code == 0);
+    CHECK(receiver.get("/api/executive").status == 200);
+  }
+  // Noise on the RoCE v2 port, and a peer that connects properly and vanishes without a word.
+  for (const char* kind : {"udp-garbage", "connect-and-vanish"}) {
+    const ProcessResult client = run_fabric_bad_peer(transport, port, kind);
+    INFO(kind << ":\n" << client.output);
+    CHECK(client.exit_code == 0);
+  }
+  // Not wedged: a proper client is accepted and its frame delivered.
+  const ProcessResult good = run_fabric_bad_peer(transport, port, "good");
+  INFO("good:\n" << good.output);
+  CHECK(good.exit_code == 0);
+
+  INFO(receiver.output());
+  CHECK(wait_until([&] { return transport_metric(receiver, "connection_requests_refused") >= refused_before + 4; }));
+  CHECK(transport_metric(receiver, "connection_requests_refused") == refused_before + 4);
+  CHECK(receiver.get("/api/executive").status == 200);
   traffic.check_undisturbed_and_drained();
 }
 
