@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "suite.hpp"
@@ -35,6 +36,10 @@ int node_of_page(pid_t pid, std::uint64_t address) {
   return status;
 }
 
+Poco::JSON::Array::Ptr pools_of(const ExecutiveProcess& executive) {
+  return Poco::JSON::Parser().parse(executive.get("/api/pools").body).extract<Poco::JSON::Array::Ptr>();
+}
+
 struct PoolPlacement {
   bool found = false;
   int numa_node = -2;
@@ -45,8 +50,7 @@ struct PoolPlacement {
 
 PoolPlacement placement(const ExecutiveProcess& executive, const std::string& name, int node) {
   PoolPlacement result;
-  Poco::JSON::Array::Ptr pools =
-      Poco::JSON::Parser().parse(executive.get("/api/pools").body).extract<Poco::JSON::Array::Ptr>();
+  Poco::JSON::Array::Ptr pools = pools_of(executive);
   for (std::size_t i = 0; pools && i < pools->size(); ++i) {
     Poco::JSON::Object::Ptr pool = pools->getObject(static_cast<unsigned>(i));
     if (pool->getValue<std::string>("name") != name) continue;
@@ -65,25 +69,46 @@ PoolPlacement placement(const ExecutiveProcess& executive, const std::string& na
   return result;
 }
 
-}  // namespace
+// The pool says it is bound to `node`, and a page of each of its chunks is there.
+void check_pool_on_node(const ExecutiveProcess& executive, const std::string& name, int node) {
+  const PoolPlacement p = placement(executive, name, node);
+  INFO(name << ": pool says node " << p.numa_node << ", pages on nodes " << p.where);
+  REQUIRE(p.found);
+  CHECK(p.numa_node == node);
+  CHECK(p.chunks > 0);
+  CHECK(p.pages_on_node == p.chunks);
+}
 
-TEST_CASE("ptibv's pools live on the NUMA node it is told, and an application pool on the node of its policy rule",
-          "[transport][process][numa]") {
+// The pool of the pong (nton::PingPong instance 1).
+std::string application_pool(const ExecutiveProcess& executive) {
+  Poco::JSON::Array::Ptr pools = pools_of(executive);
+  for (std::size_t i = 0; pools && i < pools->size(); ++i) {
+    const std::string name = pools->getObject(static_cast<unsigned>(i))->getValue<std::string>("name");
+    if (name.rfind("nton/", 0) == 0) return name;
+  }
+  return {};
+}
+
+using Check = std::function<void(const ExecutiveProcess& pong, const ExecutiveProcess& ping)>;
+
+// 500 ping-pongs of 4 KiB between two executives over ptibv (so that every pool involved has carried frames),
+// the pong's endpoint told <numaNode>1</numaNode>; `policy(pong URL)` is the partition's <Policy> (or empty).
+// `check` runs while both executives still run. Skips unless the run is over ibv on two NUMA nodes.
+void ping_pong_on_node_1(const std::string& name, const std::function<std::string(const std::string&)>& policy,
+                         const Check& check) {
   const TransportProfile& transport = suite_transport();
   if (transport.protocol != "ibv") skip_test("the NUMA placement test is ptibv's (numaNode parameter)");
   if (numa_nodes() < 2) skip_test("this machine has " + std::to_string(numa_nodes()) + " NUMA node(s); the test needs 2");
   Host a, b;
   std::string pong = nton_context(transport, a, Traffic::latency, application_xml("nton::PingPong", 2, 1));
   const std::string end_of_properties = "</Properties></Endpoint>";
+  REQUIRE(pong.find(end_of_properties) != std::string::npos);
   pong.replace(pong.find(end_of_properties), end_of_properties.size(), "<numaNode>1</numaNode>" + end_of_properties);
-  std::string xml = partition_xml("numa", {
+  std::string xml = partition_xml(name, {
       pong, nton_context(transport, b, Traffic::latency, application_xml("nton::PingPong", 1, 0,
           "<role>ping</role><peer>2</peer><count>500</count><frameSize>4096</frameSize>"))});
-  // The pong's application pool by the partition's policy; ptibv's pools have no rule: numaNode decides.
-  const std::string policy = "  <Policy>\n    <Pool pattern=\"nton/*\" allocator=\"numa:1\" context=\"" + a.url() +
-                             "\"/>\n  </Policy>\n";
-  xml.insert(xml.find('\n') + 1, policy);
-  const std::string path = write_file("numa.xml", xml);
+  xml.insert(xml.find('\n') + 1, policy(a.url()));
+  const std::string path = write_file(name + ".xml", xml);
   ExecutiveProcess pong_executive(path, a.url()), ping_executive(path, b.url());
   REQUIRE(pong_executive.wait_ready());
   REQUIRE(ping_executive.wait_ready());
@@ -93,26 +118,53 @@ TEST_CASE("ptibv's pools live on the NUMA node it is told, and an application po
   INFO(ping_executive.output() << pong_executive.output());
   REQUIRE(done);
   CHECK(transport_metric(pong_executive, "numa_node") == 1);
-
-  // Every pool the pong's side uses: ptibv's receive and credit pools, the application's.
-  Poco::JSON::Array::Ptr pools =
-      Poco::JSON::Parser().parse(pong_executive.get("/api/pools").body).extract<Poco::JSON::Array::Ptr>();
-  std::string application_pool;
-  for (std::size_t i = 0; pools && i < pools->size(); ++i) {
-    const std::string name = pools->getObject(static_cast<unsigned>(i))->getValue<std::string>("name");
-    if (name.rfind("nton/", 0) == 0) application_pool = name;
-  }
-  REQUIRE_FALSE(application_pool.empty());
-  for (const std::string& name : {std::string("pt/ibv/recv"), std::string("pt/ibv/credit"), application_pool}) {
-    const PoolPlacement p = placement(pong_executive, name, 1);
-    INFO(name << ": pool says node " << p.numa_node << ", pages on nodes " << p.where);
-    REQUIRE(p.found);
-    CHECK(p.numa_node == 1);
-    CHECK(p.chunks > 0);
-    CHECK(p.pages_on_node == p.chunks);
-  }
-  // The ping's side was told nothing: its receive pool follows the default allocator, not bound to a node.
+  // The ping's side was told nothing: its pools follow the policy (none matches them), bound to no node.
   CHECK(transport_metric(ping_executive, "numa_node") == -1);
+  CHECK(placement(ping_executive, "pt/ibv/recv", 0).numa_node == -1);
+  check(pong_executive, ping_executive);
   CHECK(ping_executive.stop() == 0);
   CHECK(pong_executive.stop() == 0);
+}
+
+}  // namespace
+
+TEST_CASE("ptibv's pools live on the NUMA node it is told, and an application pool on the node of its policy rule",
+          "[transport][process][numa]") {
+  // The pong's application pool by the partition's policy; no rule matches ptibv's pools: numaNode decides.
+  ping_pong_on_node_1(
+      "numa",
+      [](const std::string& pong) {
+        return "  <Policy>\n    <Pool pattern=\"nton/*\" allocator=\"numa:1\" context=\"" + pong + "\"/>\n  </Policy>\n";
+      },
+      [](const ExecutiveProcess& pong, const ExecutiveProcess&) {
+        const std::string application = application_pool(pong);
+        REQUIRE_FALSE(application.empty());
+        for (const std::string& name : {std::string("pt/ibv/recv"), std::string("pt/ibv/credit"), application})
+          check_pool_on_node(pong, name, 1);
+      });
+}
+
+TEST_CASE("without a policy, ptibv's pools follow numaNode and the application's pool stays unbound",
+          "[transport][process][numa]") {
+  ping_pong_on_node_1(
+      "numa-no-policy", [](const std::string&) { return std::string(); },
+      [](const ExecutiveProcess& pong, const ExecutiveProcess&) {
+        check_pool_on_node(pong, "pt/ibv/recv", 1);
+        check_pool_on_node(pong, "pt/ibv/credit", 1);
+        const std::string application = application_pool(pong);
+        REQUIRE_FALSE(application.empty());
+        CHECK(placement(pong, application, 1).numa_node == -1);  // heap: numaNode is ptibv's own pools only
+      });
+}
+
+TEST_CASE("a policy rule for ptibv's pools wins over its numaNode parameter", "[transport][process][numa]") {
+  ping_pong_on_node_1(
+      "numa-rule-wins",
+      [](const std::string& pong) {
+        return "  <Policy>\n    <Pool pattern=\"pt/ibv/*\" allocator=\"numa:0\" context=\"" + pong + "\"/>\n  </Policy>\n";
+      },
+      [](const ExecutiveProcess& pong, const ExecutiveProcess&) {
+        check_pool_on_node(pong, "pt/ibv/recv", 0);
+        check_pool_on_node(pong, "pt/ibv/credit", 0);
+      });
 }
