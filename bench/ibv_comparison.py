@@ -101,17 +101,24 @@ class Perftest:
         # second to listen (programs load over 9p): a client refused while the server still runs (rdma_cm
         # REJECTED, reason 8: nobody listens there yet) tries again, as tests/rdma-vm/smoke.sh does.
         time.sleep(1.0)
-        for attempt_number in range(1, 6):
-            busy0 = machine_busy()
-            started = time.monotonic()
-            client = self.processes.start(f"{tag}-client-{size}" + (f"-{attempt_number}" if attempt_number > 1 else ""),
-                                          common + [self.host], "sender")
-            client_code, client_cpu = self.processes.exit_cpu(client, 60 + 10 * self.seconds)
-            server_running = os.waitid(os.P_PID, server.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG) is None
-            if client_code == 0 or not server_running or attempt_number == 5:
-                break
-            time.sleep(1.0)
-        server_code, server_cpu = self.processes.exit_cpu(server, 20)
+        try:
+            for attempt_number in range(1, 6):
+                busy0 = machine_busy()
+                started = time.monotonic()
+                client = self.processes.start(
+                    f"{tag}-client-{size}" + (f"-{attempt_number}" if attempt_number > 1 else ""),
+                    common + [self.host], "sender")
+                client_code, client_cpu = self.processes.exit_cpu(client, 60 + 10 * self.seconds)
+                server_running = os.waitid(os.P_PID, server.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG) is None
+                if client_code == 0 or not server_running or attempt_number == 5:
+                    break
+                time.sleep(1.0)
+            server_code, server_cpu = self.processes.exit_cpu(server, 20)
+        except BenchError:
+            # A client that hung leaves its server waiting; a polling one spins on a CPU and would load every
+            # later point of the run: stop it before the point is reported n/a.
+            self.processes.stop(server)
+            raise
         elapsed = time.monotonic() - started
         busy1 = machine_busy()
         if client_code != 0 or server_code != 0:
