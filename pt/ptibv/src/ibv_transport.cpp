@@ -635,14 +635,17 @@ void IbvTransport::teardown(Outgoing& c, const std::string& reason, bool& went_d
     std::size_t in_flight_frames = 0;
     for (SendOp& op : link->ops)
       if (op.frame) ++in_flight_frames;
-    if (was_up) c.counters.errors.fetch_add(1 + in_flight_frames + c.queue.size(), std::memory_order_relaxed);
+    if (was_up) c.counters.errors.fetch_add(1 + in_flight_frames, std::memory_order_relaxed);
     if (found != links_.end()) {
       send_cq_use_ -= std::min(send_cq_use_, send_depth_ + kCreditBuffers);
       links_.erase(found);  // its frames and credit buffers go back to their pools here
     }
   }
   c.link = nullptr;
-  c.queue.clear();  // what was not sent is lost with the connection; its blocks go back
+  // What was not sent is lost with the connection, counted, whether or not it ever came up (frames posted on
+  // first use to a peer that does not listen yet); its blocks go back.
+  c.counters.errors.fetch_add(c.queue.size(), std::memory_order_relaxed);
+  c.queue.clear();
   c.cursor = pt::SendCursor{};
   c.waiting_for_credits = false;
   c.state = Outgoing::State::down;

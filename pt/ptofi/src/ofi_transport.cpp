@@ -572,10 +572,13 @@ void OfiTransport::teardown(Outgoing& c, const std::string& reason, bool& went_d
         op.frame.reset();
       }
     for (BufferOp& op : link->credit_buffers) op.buffer.reset();
-    if (was_up) c.counters.errors.fetch_add(1 + in_flight_frames + c.queue.size(), std::memory_order_relaxed);
+    if (was_up) c.counters.errors.fetch_add(1 + in_flight_frames, std::memory_order_relaxed);
   }
   c.link = nullptr;
-  c.queue.clear();  // what was not sent is lost with the connection; its blocks go back
+  // What was not sent is lost with the connection, counted, whether or not it ever came up (frames posted on
+  // first use to a peer that does not listen yet); its blocks go back.
+  c.counters.errors.fetch_add(c.queue.size(), std::memory_order_relaxed);
+  c.queue.clear();
   c.cursor = SendCursor{};
   c.waiting_for_credits = false;
   c.state = Outgoing::State::down;

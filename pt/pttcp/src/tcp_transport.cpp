@@ -354,8 +354,12 @@ void TcpTransport::connection_lost(Outgoing& c, const std::string& reason, std::
   c.fd = -1;
   c.output_armed = false;
   c.flush_pending = false;
-  // A connection that never came up (peer not listening yet) is retried, not an error; a lost one is.
-  if (c.state == Outgoing::State::up) c.counters.errors.fetch_add(1 + c.queue.size(), std::memory_order_relaxed);
+  // A connection that never came up (peer not listening yet) is retried, not an error; a lost one is. Frames
+  // queued for either are lost with it, and counted.
+  if (c.state == Outgoing::State::up)
+    c.counters.errors.fetch_add(1 + c.queue.size(), std::memory_order_relaxed);
+  else
+    c.counters.errors.fetch_add(c.queue.size(), std::memory_order_relaxed);
   c.queue.clear();  // what was not written is lost with the connection; its blocks go back
   c.queued_bytes = 0;
   c.head_written = 0;
