@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "bounded_queue.hpp"
-#include "daqx/executive/application.hpp"
+#include "daqx/api/application.hpp"
 #include "daqx/executive/control.hpp"
-#include "daqx/executive/module.hpp"
+#include "daqx/api/module.hpp"
 #include "daqx/executive/partition.hpp"
 #include "daqx/executive/state.hpp"
 

@@ -426,7 +426,7 @@ std::string Executive::list_params(const std::string& module) {
   };
   for (const ApplicationClass& c : d.applications) table("application " + c.name, c.help, c.params);
   for (const TransportClass& t : d.transports) table("transport " + t.protocol, t.help, t.params);
-  table("every application (added by the executive)", "", executive_application_params());
+  table("every application (added by the executive)", "", detail::executive_application_params());
   return out;
 }
 

@@ -109,10 +109,6 @@ std::vector<std::string> ModuleRegistry::transport_protocols() const {
   return names;
 }
 
-}  // namespace daqx::detail
-
-namespace daqx {
-
 std::vector<ParamSpec> executive_application_params() {
   return {ParamSpec{"transportMode", ParamType::string, "endpoint", "",
                     "how transports send this application's frames: endpoint (as the endpoint's mode says), "
@@ -120,4 +116,4 @@ std::vector<ParamSpec> executive_application_params() {
                     {}, {}}};
 }
 
-}  // namespace daqx
+}  // namespace daqx::detail

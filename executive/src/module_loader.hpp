@@ -5,10 +5,13 @@
 #include <string>
 #include <vector>
 
-#include "daqx/executive/module.hpp"
+#include "daqx/api/module.hpp"
 #include "daqx/executive/partition.hpp"
 
 namespace daqx::detail {
+
+// Parameters the executive adds to every application class, whatever its module declares.
+std::vector<ParamSpec> executive_application_params();
 
 class ModuleRegistry final : public config::Catalogue {
  public:

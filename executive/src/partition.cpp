@@ -2,7 +2,7 @@
 // and whether two applications can reach each other.
 #include "daqx/executive/partition.hpp"
 
-#include "text.hpp"
+#include "daqx/services/text.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -14,10 +14,10 @@
 namespace daqx::config {
 namespace {
 
-using detail::concatenate;
-using detail::equals_ignoring_case;
-using detail::lower;
-using detail::trim;
+using strings::concatenate;
+using strings::equals_ignoring_case;
+using strings::lower;
+using strings::trim;
 
 std::string join_lines(const std::vector<std::string>& messages) {
   std::string joined;

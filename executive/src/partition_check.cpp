@@ -2,7 +2,7 @@
 // properties are checked against what the modules declare.
 #include "daqx/executive/partition.hpp"
 
-#include "text.hpp"
+#include "daqx/services/text.hpp"
 
 #include <algorithm>
 #include <initializer_list>
@@ -11,10 +11,10 @@
 namespace daqx::config {
 namespace {
 
-using detail::concatenate;
-using detail::equals_ignoring_case;
-using detail::lower;
-using detail::trim;
+using strings::concatenate;
+using strings::equals_ignoring_case;
+using strings::lower;
+using strings::trim;
 
 
 std::string joined(const std::vector<std::string>& names) {

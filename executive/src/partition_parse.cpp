@@ -1,7 +1,7 @@
 // Reads a partition file into a Partition, reporting every mistake with its line rather than the first one.
 #include "daqx/executive/partition.hpp"
 
-#include "text.hpp"
+#include "daqx/services/text.hpp"
 
 #include <pugixml.hpp>
 #include <sched.h>
@@ -21,10 +21,10 @@
 namespace daqx::config {
 namespace {
 
-using detail::concatenate;
-using detail::equals_ignoring_case;
-using detail::lower;
-using detail::trim;
+using strings::concatenate;
+using strings::equals_ignoring_case;
+using strings::lower;
+using strings::trim;
 
 constexpr std::string_view kPortRange = "(1-65535)";
 constexpr std::string_view kKnownTypes = "bool, int, unsigned, double, string, list, applications";

@@ -1,15 +1,15 @@
 // The application state machine's names, legal transitions and the reasons given for illegal ones.
 #include "daqx/executive/state.hpp"
 
-#include "text.hpp"
+#include "daqx/services/text.hpp"
 
 namespace daqx {
 namespace {
 
-using detail::concatenate;
-using detail::equals_ignoring_case;
-using detail::lower;
-using detail::trim;
+using strings::concatenate;
+using strings::equals_ignoring_case;
+using strings::lower;
+using strings::trim;
 
 
 

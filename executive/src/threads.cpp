@@ -6,7 +6,7 @@
 #include <sched.h>
 #include <unistd.h>
 
-#include "daqx/mempool/log.hpp"
+#include "daqx/services/log.hpp"
 
 namespace daqx::detail {
 

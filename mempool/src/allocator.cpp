@@ -14,7 +14,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "daqx/mempool/log.hpp"
+#include "daqx/services/log.hpp"
 
 namespace daqx::mem {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "daqx/mempool/log.hpp"
+#include "daqx/services/log.hpp"
 
 namespace daqx::mem {
 namespace {

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "daqx/mempool/log.hpp"
+#include "daqx/services/log.hpp"
 #include "daqx/mempool/misuse.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "daqx/executive/module.hpp"
+#include "daqx/api/module.hpp"
 
 namespace {
 

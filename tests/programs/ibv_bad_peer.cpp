@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "../support/frame_bytes.hpp"
-#include "daqx/executive/frame.hpp"
+#include "daqx/api/frame.hpp"
 #include "daqx/pt/credit_flow.hpp"
 #include "wire.hpp"
 

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "../support/frame_bytes.hpp"
-#include "daqx/executive/frame.hpp"
+#include "daqx/api/frame.hpp"
 
 namespace {
 

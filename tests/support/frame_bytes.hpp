@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "daqx/executive/frame.hpp"
+#include "daqx/api/frame.hpp"
 
 namespace daqx::test {
 

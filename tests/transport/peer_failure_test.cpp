@@ -15,7 +15,7 @@
 
 #include "../support/frame_bytes.hpp"
 #include "../support/process.hpp"
-#include "daqx/executive/frame.hpp"
+#include "daqx/api/frame.hpp"
 #include "suite.hpp"
 
 using namespace daqx::test;

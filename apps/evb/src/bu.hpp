@@ -18,7 +18,7 @@
 #include "daqx/apps/rate_meter.hpp"
 #include "daqx/evb/consumer.hpp"
 #include "daqx/evb/protocol.hpp"
-#include "daqx/executive/application.hpp"
+#include "daqx/api/application.hpp"
 #include "dispatch.hpp"
 #include "file_output.hpp"
 #include "outbox.hpp"

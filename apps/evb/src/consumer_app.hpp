@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "daqx/evb/consumer.hpp"
-#include "daqx/executive/application.hpp"
+#include "daqx/api/application.hpp"
 #include "dispatch.hpp"
 
 namespace daqx::evb {

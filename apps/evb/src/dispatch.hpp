@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "daqx/executive/application.hpp"
+#include "daqx/api/application.hpp"
 
 namespace daqx::evb {
 

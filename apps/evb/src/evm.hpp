@@ -14,7 +14,7 @@
 
 #include "daqx/apps/rate_meter.hpp"
 #include "daqx/evb/protocol.hpp"
-#include "daqx/executive/application.hpp"
+#include "daqx/api/application.hpp"
 #include "dispatch.hpp"
 #include "fragment_sender.hpp"
 #include "outbox.hpp"

@@ -25,7 +25,7 @@
 #include <string_view>
 
 #include "daqx/apps/text.hpp"
-#include "daqx/executive/frame.hpp"
+#include "daqx/api/frame.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <nmmintrin.h>

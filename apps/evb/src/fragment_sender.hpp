@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "daqx/evb/protocol.hpp"
-#include "daqx/executive/application.hpp"
+#include "daqx/api/application.hpp"
 #include "fragment_logic.hpp"
 #include "outbox.hpp"
 

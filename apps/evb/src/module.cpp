@@ -3,7 +3,7 @@
 
 #include "bu.hpp"
 #include "consumer_app.hpp"
-#include "daqx/executive/module.hpp"
+#include "daqx/api/module.hpp"
 #include "evm.hpp"
 #include "ru.hpp"
 

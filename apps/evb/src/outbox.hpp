@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "daqx/evb/protocol.hpp"
-#include "daqx/executive/application.hpp"
+#include "daqx/api/application.hpp"
 
 namespace daqx::evb {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "daqx/executive/frame.hpp"
+#include "daqx/api/frame.hpp"
 #include "fragment_logic.hpp"
 
 using namespace daqx;

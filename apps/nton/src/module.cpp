@@ -1,7 +1,7 @@
 // The nton module's entry point: the three test application classes and their parameters.
 #include <memory>
 
-#include "daqx/executive/module.hpp"
+#include "daqx/api/module.hpp"
 #include "ping_pong.hpp"
 #include "receiver.hpp"
 #include "sender.hpp"

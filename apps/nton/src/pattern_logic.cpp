@@ -2,7 +2,7 @@
 #include "pattern_logic.hpp"
 
 #include "chain_logic.hpp"
-#include "daqx/executive/frame.hpp"
+#include "daqx/api/frame.hpp"
 
 namespace daqx::nton {
 namespace {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "daqx/apps/latency.hpp"
-#include "daqx/executive/application.hpp"
+#include "daqx/api/application.hpp"
 
 namespace daqx::nton {
 using namespace daqx::apps;  // parameter helpers, rate meters, latency summaries, wake-ups

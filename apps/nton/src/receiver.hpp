@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "daqx/executive/application.hpp"
+#include "daqx/api/application.hpp"
 #include "daqx/nton/protocol.hpp"
 #include "daqx/apps/rate_meter.hpp"
 #include "sequence_logic.hpp"

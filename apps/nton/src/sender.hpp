@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "daqx/executive/application.hpp"
+#include "daqx/api/application.hpp"
 #include "daqx/apps/rate_meter.hpp"
 #include "daqx/apps/wakeup.hpp"
 

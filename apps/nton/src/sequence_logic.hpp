@@ -7,7 +7,7 @@
 #include <span>
 #include <vector>
 
-#include "daqx/executive/frame.hpp"
+#include "daqx/api/frame.hpp"
 
 namespace daqx::nton {
 

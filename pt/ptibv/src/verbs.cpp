@@ -1,51 +1,16 @@
 // ptibv's device discovery and memory registration.
 #include "verbs.hpp"
 
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <netinet/in.h>
+#include "daqx/pt/socket_address.hpp"
 
-#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
 
 namespace daqx::ptibv {
 
-std::string errno_text(int error) { return std::strerror(error); }
-
-std::string address_text(const sockaddr* address) {
-  if (address == nullptr) return "?";
-  char host[INET6_ADDRSTRLEN] = "?";
-  unsigned port = 0;
-  if (address->sa_family == AF_INET) {
-    const auto* in = reinterpret_cast<const sockaddr_in*>(address);
-    inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
-    port = ntohs(in->sin_port);
-  } else if (address->sa_family == AF_INET6) {
-    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(address);
-    inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
-    port = ntohs(in6->sin6_port);
-  } else {
-    return "?";
-  }
-  return std::string(host).append(":").append(std::to_string(port));
-}
-
-sockaddr_storage resolve_host(const std::string& host, std::uint16_t port) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  std::string service = std::to_string(port);
-  int error = getaddrinfo(host.c_str(), service.c_str(), &hints, &found);
-  if (error != 0 || found == nullptr)
-    throw std::runtime_error("cannot resolve '" + host + "': " + gai_strerror(error));
-  sockaddr_storage address{};
-  std::memcpy(&address, found->ai_addr, std::min<std::size_t>(found->ai_addrlen, sizeof address));
-  freeaddrinfo(found);
-  return address;
-}
+using pt::address_text;
+using pt::errno_text;
 
 DeviceList::DeviceList() { devices_ = rdma_get_devices(&count_); }
 
@@ -105,12 +70,10 @@ int device_numa_node(const ibv_context* context) {
   return node;
 }
 
-std::string MemoryRegistrar::register_chunk(std::byte* base, std::size_t bytes, mem::RegistrationKey& key) {
-  auto start = std::chrono::steady_clock::now();
+std::string MemoryRegistrar::register_with_device(std::byte* base, std::size_t bytes, mem::RegistrationKey& key) {
   ibv_mr* mr = ibv_reg_mr(pd_, base, bytes, IBV_ACCESS_LOCAL_WRITE);
   if (mr == nullptr) {
     int error = errno;
-    failures_.fetch_add(1, std::memory_order_relaxed);
     std::string reason = "ibv_reg_mr of " + std::to_string(bytes) + " bytes: " + errno_text(error);
     if (error == ENOMEM || error == EPERM || error == EFAULT)
       reason += " (locked memory limit too low? check `ulimit -l`: RDMA needs it unlimited or above the pools' size)";
@@ -119,19 +82,11 @@ std::string MemoryRegistrar::register_chunk(std::byte* base, std::size_t bytes, 
   key.handle = mr;
   key.descriptor = nullptr;
   key.key = mr->lkey;
-  registrations_.fetch_add(1, std::memory_order_relaxed);
-  registered_bytes_.fetch_add(bytes, std::memory_order_relaxed);
-  registration_ns_.fetch_add(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                            std::chrono::steady_clock::now() - start)
-                                                            .count()),
-                             std::memory_order_relaxed);
   return {};
 }
 
-void MemoryRegistrar::deregister_chunk(std::byte*, std::size_t bytes, const mem::RegistrationKey& key) noexcept {
-  if (key.handle == nullptr) return;
+void MemoryRegistrar::deregister_from_device(const mem::RegistrationKey& key) noexcept {
   ibv_dereg_mr(static_cast<ibv_mr*>(key.handle));
-  registered_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
 }
 
 }  // namespace daqx::ptibv

@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "daqx/executive/frame.hpp"
+#include "daqx/api/frame.hpp"
 
 namespace daqx::ptibv {
 namespace {

@@ -10,38 +10,48 @@ using namespace daqx::ptibv;
 
 namespace {
 
-Settings with(std::initializer_list<std::pair<const char*, const char*>> values) {
+// ptibv's own settings and the shared ones it declares, read from one set of parameters as ptibv reads them.
+struct AllSettings : Settings {
+  pt::ConnectionSettings connection;
+  pt::MessageSettings messages;
+};
+
+AllSettings with(std::initializer_list<std::pair<const char*, const char*>> values) {
   ParamSet params(parameter_specs());
   for (const auto& [name, value] : values) {
     std::string refused = params.set(name, value);
     if (!refused.empty()) throw std::invalid_argument(std::string(name) + ": " + refused);
   }
-  return Settings::from(params, 64u << 20);
+  AllSettings all;
+  static_cast<Settings&>(all) = Settings::from(params);
+  all.connection = pt::ConnectionSettings::from(params, 64u << 20);
+  all.messages = pt::MessageSettings::from(params);
+  return all;
 }
 
 }  // namespace
 
 TEST_CASE("ptibv's defaults", "[ptibv][settings]") {
-  Settings s = with({});
+  AllSettings s = with({});
   CHECK(s.device.empty());
   CHECK(s.gid_index == -1);
   CHECK(s.mtu == 0);
-  CHECK_FALSE(s.busy_poll);
-  CHECK(s.connect_at_start);
+  CHECK(s.connection.wait_mode == pt::WaitMode::epoll);
+  CHECK(s.connection.connect_at_start);
   CHECK(s.srq == Settings::Srq::automatic);
   CHECK(s.numa == Settings::Numa::policy);
   CHECK(s.inline_threshold == 256);
-  CHECK(s.max_frame_size == 64u << 20);
+  CHECK(s.connection.max_frame_size == 64u << 20);
 }
 
 TEST_CASE("ptibv's parameters are read and checked", "[ptibv][settings]") {
-  Settings s = with({{"device", "mlx5_0"}, {"gidIndex", "3"}, {"mtu", "4096"}, {"waitMode", "busy"},
+  AllSettings s = with({{"device", "mlx5_0"}, {"gidIndex", "3"}, {"mtu", "4096"}, {"waitMode", "busy"},
                      {"connectAt", "first-use"}, {"srq", "never"}, {"numaNode", "1"}, {"inlineThreshold", "0"}});
   CHECK(s.device == "mlx5_0");
   CHECK(s.gid_index == 3);
   CHECK(s.mtu == 4096);
-  CHECK(s.busy_poll);
-  CHECK_FALSE(s.connect_at_start);
+  CHECK(s.connection.wait_mode == pt::WaitMode::busy);
+  CHECK_FALSE(s.connection.connect_at_start);
   CHECK(s.srq == Settings::Srq::never);
   CHECK(s.numa == Settings::Numa::node);
   CHECK(s.numa_node == 1);

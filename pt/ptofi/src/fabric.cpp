@@ -3,7 +3,6 @@
 
 #include <rdma/fi_errno.h>
 
-#include <chrono>
 #include <cstring>
 #include <set>
 #include <stdexcept>
@@ -148,29 +147,18 @@ bool needs_local_registration(const fi_info& info) noexcept {
   return (info.domain_attr->mr_mode & FI_MR_LOCAL) != 0 || (info.mode & FI_LOCAL_MR) != 0;
 }
 
-std::string MemoryRegistrar::register_chunk(std::byte* base, std::size_t bytes, mem::RegistrationKey& key) {
-  auto start = std::chrono::steady_clock::now();
+std::string MemoryRegistrar::register_with_device(std::byte* base, std::size_t bytes, mem::RegistrationKey& key) {
   fid_mr* region = nullptr;
   int error = fi_mr_reg(domain_, base, bytes, FI_SEND | FI_RECV, 0, next_key_.fetch_add(1), 0, &region, nullptr);
-  if (error != 0) {
-    failures_.fetch_add(1, std::memory_order_relaxed);
-    return "fi_mr_reg: " + fabric_error(error);
-  }
+  if (error != 0) return "fi_mr_reg: " + fabric_error(error);
   key.handle = region;
   key.descriptor = fi_mr_desc(region);
   key.key = fi_mr_key(region);
-  auto took = std::chrono::steady_clock::now() - start;
-  registration_ns_.fetch_add(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count()),
-                             std::memory_order_relaxed);
-  registrations_.fetch_add(1, std::memory_order_relaxed);
-  registered_bytes_.fetch_add(bytes, std::memory_order_relaxed);
   return "";
 }
 
-void MemoryRegistrar::deregister_chunk(std::byte*, std::size_t bytes, const mem::RegistrationKey& key) noexcept {
-  if (key.handle == nullptr) return;
+void MemoryRegistrar::deregister_from_device(const mem::RegistrationKey& key) noexcept {
   fi_close(&static_cast<fid_mr*>(key.handle)->fid);
-  registered_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
 }
 
 }  // namespace daqx::ptofi

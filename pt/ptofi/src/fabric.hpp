@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "daqx/mempool/registrar.hpp"
+#include "daqx/pt/counting_registrar.hpp"
 
 namespace daqx::ptofi {
 
@@ -46,28 +46,18 @@ InfoPtr find_provider(const std::string& provider, const char* node, const char*
 bool needs_local_registration(const fi_info& info) noexcept;
 
 // Registers pool chunks with a domain (fi_mr_reg), keeping each chunk's fid_mr and descriptor in the
-// chunk's key slot; counts what it did.
-class MemoryRegistrar final : public mem::Registrar {
+// chunk's key slot.
+class MemoryRegistrar final : public pt::CountingRegistrar {
  public:
   explicit MemoryRegistrar(fid_domain* domain) : domain_(domain) {}
   std::string_view name() const override { return "ptofi"; }
-  std::string register_chunk(std::byte* base, std::size_t bytes, mem::RegistrationKey& key) override;
-  void deregister_chunk(std::byte* base, std::size_t bytes, const mem::RegistrationKey& key) noexcept override;
-
-  std::uint64_t registrations() const noexcept { return registrations_.load(std::memory_order_relaxed); }
-  std::uint64_t registered_bytes() const noexcept { return registered_bytes_.load(std::memory_order_relaxed); }
-  double registration_seconds() const noexcept {
-    return static_cast<double>(registration_ns_.load(std::memory_order_relaxed)) * 1e-9;
-  }
-  std::uint64_t failures() const noexcept { return failures_.load(std::memory_order_relaxed); }
 
  private:
+  std::string register_with_device(std::byte* base, std::size_t bytes, mem::RegistrationKey& key) override;
+  void deregister_from_device(const mem::RegistrationKey& key) noexcept override;
+
   fid_domain* domain_;
   std::atomic<std::uint64_t> next_key_{1};  // for providers that want the application to choose keys
-  std::atomic<std::uint64_t> registrations_{0};
-  std::atomic<std::uint64_t> registered_bytes_{0};
-  std::atomic<std::uint64_t> registration_ns_{0};
-  std::atomic<std::uint64_t> failures_{0};
 };
 
 }  // namespace daqx::ptofi

@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "daqx/executive/frame.hpp"
+#include "daqx/api/frame.hpp"
 #include "daqx/mempool/pool.hpp"
 
 namespace daqx::pttcp {

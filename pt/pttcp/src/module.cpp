@@ -1,14 +1,10 @@
 // The pttcp module: registers the TCP transport for endpoint protocol "tcp".
-#include "daqx/executive/module.hpp"
+#include "daqx/pt/transport_module.hpp"
 #include "tcp_transport.hpp"
 
 DAQX_MODULE {
-  static const daqx::ModuleDescriptor descriptor{
-      daqx::kModuleAbiVersion,
-      "pttcp",
-      {},
-      {daqx::TransportClass{"tcp", "TCP over epoll: low-latency or coalescing throughput mode, zero-copy gather writes",
-                            daqx::pttcp::parameter_specs(),
-                            [](daqx::TransportHost& host) { return std::make_unique<daqx::pttcp::TcpTransport>(host); }}}};
+  static const daqx::ModuleDescriptor descriptor = daqx::pt::transport_module<daqx::pttcp::TcpTransport>(
+      "pttcp", "tcp", "TCP over epoll: low-latency or coalescing throughput mode, zero-copy gather writes",
+      daqx::pttcp::parameter_specs(), daqx::pttcp::capabilities);
   return &descriptor;
 }

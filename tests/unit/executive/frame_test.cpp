@@ -3,7 +3,7 @@
 
 #include <array>
 
-#include "daqx/executive/frame.hpp"
+#include "daqx/api/frame.hpp"
 
 using namespace daqx;
 

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "daqx/executive/parameters.hpp"
+#include "daqx/api/parameters.hpp"
 
 using namespace daqx;
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "daqx/mempool/allocator.hpp"
-#include "daqx/mempool/log.hpp"
+#include "daqx/services/log.hpp"
 #include "daqx/mempool/pool.hpp"
 
 using namespace daqx::mem;

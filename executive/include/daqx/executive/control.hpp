@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "daqx/executive/counters.hpp"
-#include "daqx/executive/frame.hpp"
-#include "daqx/executive/parameters.hpp"
+#include "daqx/api/counters.hpp"
+#include "daqx/api/frame.hpp"
+#include "daqx/api/parameters.hpp"
 #include "daqx/executive/state.hpp"
-#include "daqx/executive/transport.hpp"
+#include "daqx/api/transport.hpp"
 #include "daqx/mempool/stats.hpp"
 
 namespace daqx {

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "daqx/executive/frame.hpp"
-#include "daqx/executive/services.hpp"
+#include "daqx/api/frame.hpp"
+#include "daqx/api/named_services.hpp"
 
 namespace daqx::evb {
 

@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-#include "daqx/executive/frame.hpp"
+#include "daqx/api/frame.hpp"
 
 namespace daqx::evb {
 

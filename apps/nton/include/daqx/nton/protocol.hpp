@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "daqx/executive/frame.hpp"
+#include "daqx/api/frame.hpp"
 
 namespace daqx::nton {
 

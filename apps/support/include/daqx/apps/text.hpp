@@ -9,7 +9,7 @@
 #include <string_view>
 #include <utility>
 
-#include "daqx/executive/parameters.hpp"
+#include "daqx/api/parameters.hpp"
 
 namespace daqx::apps {
 

@@ -1,0 +1,104 @@
+// The interface applications are written against: lifecycle hooks, frame handlers, sending, pools,
+// worker threads and parameters. Applications include public headers only and build out of tree.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daqx/api/counters.hpp"
+#include "daqx/api/frame.hpp"
+#include "daqx/api/parameters.hpp"
+#include "daqx/api/status.hpp"
+#include "daqx/services/log.hpp"
+#include "daqx/mempool/pool.hpp"
+
+namespace daqx {
+
+using FrameHandler = std::function<void(Frame&&)>;
+
+// Static facts about another application of the partition, for finding peers.
+struct ApplicationInfo {
+  Tid tid = kNoTid;
+  std::string class_name;
+  std::uint32_t instance = 0;
+  std::string context_url;
+  bool local = false;  // in this executive: frames are handed over without a transport
+};
+
+// What the executive offers one application. Handlers run on the application's own dispatch thread, one
+// at a time, so an application needs no locks between its handlers.
+class ApplicationContext {
+ public:
+  virtual ~ApplicationContext() = default;
+
+  virtual Tid tid() const noexcept = 0;
+  virtual const std::string& class_name() const noexcept = 0;
+  virtual std::uint32_t instance() const noexcept = 0;
+  // Hierarchical name used for threads and pools and matched by the partition's policy, e.g. "nton/sender/0".
+  virtual const std::string& name() const noexcept = 0;
+  virtual const ParamSet& params() const noexcept = 0;
+
+  // Binds a handler to a function code; call from the constructor or configure().
+  virtual void bind(std::uint16_t function, FrameHandler handler) = 0;
+
+  // The application's frame pool (named "<name>/pool", allocator chosen by the policy). allocate_frame
+  // gives a block with room for the header and payload_bytes (chained if larger than the largest block);
+  // empty when the pool is exhausted: back off until on_pool_available().
+  virtual mem::Pool& pool() = 0;
+  virtual mem::Ref allocate_frame(std::size_t payload_bytes) noexcept = 0;
+
+  // Writes the header into frame's first kFrameHeaderSize bytes and hands it to the target: directly to a
+  // local application's queue, else to the transport of the shared network. On ok the frame is gone;
+  // on would_block or no_route the caller still holds it (see SendStatus).
+  virtual SendStatus send(Tid target, std::uint16_t function, std::uint64_t transaction, mem::Ref& frame,
+                          std::uint8_t flags = 0) noexcept = 0;
+
+  // Called on the dispatch thread when a send that said would_block may succeed, and when the pool has
+  // blocks again after an allocation failed.
+  virtual void on_send_ready(std::function<void()> callback) = 0;
+  virtual void on_pool_available(std::function<void()> callback) = 0;
+
+  // Runs fn on the application's dispatch thread (thread-safe; use from worker threads or timers).
+  virtual bool post_task(std::function<void()> fn) = 0;
+
+  // Starts a worker named "<name>/<suffix>", pinned as the policy says; it must return when stop() says so.
+  virtual std::jthread start_worker(const std::string& suffix, std::function<void(std::stop_token)> body) = 0;
+
+  // The partition's applications, for finding peers; resolved selectors are in params().applications().
+  virtual std::vector<ApplicationInfo> applications() const = 0;
+
+  // Puts the application into Failed with this reason (e.g. a peer died and the policy says fail).
+  virtual void fail(const std::string& reason) = 0;
+  virtual void log(LogLevel level, const std::string& message) = 0;
+};
+
+// An application: the lifecycle hooks run on the control thread, never concurrently with each other;
+// throwing from one puts the application in Failed with the exception's text as the reason.
+class Application {
+ public:
+  explicit Application(ApplicationContext& context) : context_(context) {}
+  virtual ~Application() = default;
+  Application(const Application&) = delete;
+  Application& operator=(const Application&) = delete;
+
+  virtual void configure() {}  // Halted -> Configured: read parameters, allocate, connect
+  virtual void enable() {}     // Configured -> Enabled: start producing
+  virtual void stop() {}       // Enabled -> Configured: stop producing, drain
+  virtual void halt() {}       // Configured or Failed -> Halted: release everything
+
+  // Counters for the status page, JSON and /metrics. Called from the control thread at any time, so read
+  // only atomics or values the application publishes for it.
+  virtual void report(MetricSink&) const {}
+
+ protected:
+  ApplicationContext& context() const noexcept { return context_; }
+
+ private:
+  ApplicationContext& context_;
+};
+
+}  // namespace daqx

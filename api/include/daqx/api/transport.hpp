@@ -1,0 +1,116 @@
+// The peer transport interface: one per endpoint protocol (tcp, ofi, ibv, ...), loaded from a module, and
+// the capabilities a transport declares so that callers check what it offers, never its name.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "daqx/api/counters.hpp"
+#include "daqx/api/frame.hpp"
+#include "daqx/api/parameters.hpp"
+#include "daqx/api/status.hpp"
+#include "daqx/services/log.hpp"
+#include "daqx/mempool/pool.hpp"
+#include "daqx/mempool/registrar.hpp"
+
+namespace daqx {
+
+using PeerId = std::uint32_t;
+
+struct EndpointAddress {
+  std::string protocol;
+  std::string hostname;
+  std::uint16_t port = 0;
+  std::string network;
+  std::string text() const { return protocol + "://" + hostname + ":" + std::to_string(port); }
+};
+
+enum class DeliverStatus {
+  accepted,  // the executive owns the frame now
+  busy,      // the target's queue is full: keep the frame, stop reading this peer, retry on resume
+  rejected   // bad frame (unknown target, ...): counted; the transport drops it and closes that connection
+};
+
+// What a transport offers and needs. The executive shows it (status page, JSON API, --capabilities) and
+// tests choose their cases by it; nothing decides anything by a transport's name.
+struct TransportCapabilities {
+  bool memory_registration = false;     // registers every pool with a device before it sends or receives from it
+  bool rdma_device = false;             // needs an RDMA device (InfiniBand, RoCE, iWARP)
+  std::size_t inline_bytes = 0;         // frames up to this size go inline, copied into the request (0: never)
+  std::size_t gather_limit = 0;         // pieces one message gathers from a frame's blocks (0: no limit, a byte stream)
+  bool coalescing = false;              // packs small frames into one message or write (throughput mode)
+  bool busy_polling = true;             // its threads can poll instead of sleeping (waitMode=busy)
+  bool credit_flow = false;             // sends only into buffers the receiver has posted (stalls count credit_waits)
+  bool posted_receive_buffers = false;  // keeps receive buffers posted per incoming connection (in use at rest)
+  bool numa_placement = false;          // its own pools follow its numaNode parameter
+  // What can reach its endpoint besides a daqx peer, for tests of hostile peers:
+  bool plain_tcp_port = false;          // the endpoint's port accepts plain TCP connections
+  bool frames_on_plain_tcp = false;     // ... and reads daqx frames straight from them
+  std::string connection_manager;       // how connections are made: "tcp", "libfabric" or "rdma_cm"
+};
+
+struct ConnectionInfo {
+  PeerId peer = 0;
+  std::string remote;  // host:port
+  bool up = false;
+  std::vector<Metric> metrics;  // frames, bytes, would-blocks, errors, reconnects
+  bool outgoing = false;  // we connected (named by connect()); else accepted from a peer
+};
+
+// What the executive gives a transport.
+class TransportHost {
+ public:
+  virtual ~TransportHost() = default;
+  virtual const ParamSet& params() const noexcept = 0;  // the transport's declared parameters
+  // The largest frame to accept; anything longer closes the connection that sent it.
+  virtual std::uint32_t max_frame_size() const noexcept = 0;
+  // A received frame whose header passed check_header(); the executive checks the target and queues it.
+  virtual DeliverStatus deliver(Frame&& frame, PeerId from) noexcept = 0;
+  // Registered once: the executive calls it when a target that said busy has room again.
+  virtual void on_deliver_ready(std::function<void()> callback) = 0;
+  // Tells senders that got would_block for this peer that they may retry.
+  virtual void send_ready(PeerId peer) noexcept = 0;
+  virtual void connection_changed(PeerId peer, bool up, const std::string& reason) = 0;
+  // A pool named "<name>" under the transport's prefix ("pt/tcp/..."), allocator chosen by the policy.
+  virtual mem::Pool& make_pool(const std::string& name, const mem::PoolConfig& config) = 0;
+  // A thread named e.g. "pt/tcp/recv-0", pinned as the policy says.
+  virtual std::jthread start_thread(const std::string& name, std::function<void(std::stop_token)> body) = 0;
+  virtual void log(LogLevel level, const std::string& message) = 0;
+  // For networks that must know memory before they touch it (RDMA): registers every chunk of every pool
+  // of this executive, those there now and those made or grown later, once each. The slot is the same in
+  // every pool, so Block::key(slot) finds the registration of any block a frame is made of. Throws
+  // std::runtime_error when a chunk cannot be registered.
+  virtual std::size_t register_memory(mem::Registrar& registrar) = 0;
+  // Deregisters every chunk registered under slot; the transport calls it before it closes what the
+  // registrations belong to (its domain or protection domain).
+  virtual void deregister_memory(std::size_t slot) noexcept = 0;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual std::string_view protocol() const noexcept = 0;
+  // Configure time: start listening on this context's endpoint.
+  virtual void listen(const EndpointAddress& local) = 0;
+  // Names a remote endpoint; whether it connects now or on first post is the transport's parameter.
+  virtual PeerId connect(const EndpointAddress& remote) = 0;
+  // Sends a frame (header already written). ok: the transport owns it and returns it to its pool when
+  // sent; would_block: the caller keeps it and waits for TransportHost::send_ready; error: released.
+  virtual SendStatus post(PeerId peer, mem::Ref& frame) noexcept = 0;
+  // The connect command: starts opening every connection named by connect() that is neither up nor
+  // opening (with connect-on-first-use, those that have not carried a frame yet). Does not wait: the
+  // caller watches connections(). Transports that open every connection at once have nothing to do.
+  virtual void open_connections() {}
+  virtual void stop() = 0;  // close connections and end threads; every block goes back
+  virtual void report(MetricSink& sink) const = 0;
+  virtual std::vector<ConnectionInfo> connections() const = 0;
+  // What this transport, as configured, offers.
+  virtual TransportCapabilities capabilities() const = 0;
+};
+
+}  // namespace daqx

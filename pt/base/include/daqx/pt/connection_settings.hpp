@@ -1,0 +1,61 @@
+// The parameters every connection-oriented transport shares, declared once (one name, one default, one
+// help text), and the settings read from them. A transport appends its own parameters to these.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daqx/api/frame.hpp"
+#include "daqx/api/parameters.hpp"
+
+namespace daqx::pt {
+
+// How completion threads wait for work: asleep on file descriptors (epoll), or polling without sleeping.
+enum class WaitMode { epoll, busy };
+
+// What every transport made of connections needs: when to connect, how much to queue, how to retry, how
+// to wait.
+struct ConnectionSettings {
+  bool connect_at_start = true;             // else on the first frame (or the connect command)
+  std::size_t send_queue = 4096;            // frames queued per connection before post() says would_block
+  std::chrono::milliseconds reconnect_min{50};
+  std::chrono::milliseconds reconnect_max{2000};
+  WaitMode wait_mode = WaitMode::epoll;
+  std::uint32_t max_frame_size = kDefaultMaxFrameSize;
+
+  // Throws std::invalid_argument naming the parameter and what it expected.
+  static ConnectionSettings from(const ParamSet& params, std::uint32_t max_frame_size);
+};
+
+// connectAt, sendQueue, reconnectMin, reconnectMax, waitMode.
+std::vector<ParamSpec> connection_parameter_specs();
+
+// What transports that carry frames as messages into pre-posted receive buffers share (ptofi, ptibv).
+struct MessageSettings {
+  std::size_t receive_buffer_size = 128 * 1024;  // each posted receive buffer: the largest message
+  std::size_t receive_depth = 64;                // buffers kept posted per incoming connection (its sender's credits)
+  std::size_t receive_pool_bytes = std::size_t{256} << 20;
+  std::size_t send_depth = 128;                  // messages in flight per outgoing connection
+
+  static MessageSettings from(const ParamSet& params);
+};
+
+// recvBufferSize, recvDepth, recvPoolSize, sendDepth.
+std::vector<ParamSpec> message_parameter_specs();
+
+// Appends the specs of `more` to `specs` (a transport's own after the shared ones).
+std::vector<ParamSpec> concatenate(std::vector<ParamSpec> specs, const std::vector<ParamSpec>& more);
+
+// A string parameter that must be one of `choices`; returns its index in them. Throws
+// std::invalid_argument("parameter NAME is 'VALUE': expected a, b or c") otherwise.
+std::size_t choice(const ParamSet& params, std::string_view name, std::initializer_list<std::string_view> choices);
+
+// The error every settings check throws: "parameter NAME is 'VALUE': expected EXPECTED".
+std::invalid_argument bad_parameter(std::string_view name, std::string_view value, std::string_view expected);
+
+}  // namespace daqx::pt

@@ -1,0 +1,130 @@
+// The part of the connection layer that transports sending messages into pre-posted receive buffers share
+// (ptofi, ptibv): credit-paced sending straight from pool blocks, messages in flight retired in order,
+// receive buffers kept posted per connection, credit messages back to the sender, and messages chained into
+// frames on arrival. The wire says how to post one message, one receive buffer and one credit message.
+//
+// A connection carries frames one way: the side that connected (the sender) posts data messages, the side
+// that accepted (the receiver) posts only credit messages back (credit_flow.hpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <utility>
+
+#include "daqx/pt/connection_transport.hpp"
+#include "daqx/pt/credit_flow.hpp"
+#include "daqx/pt/frame_assembler.hpp"
+#include "daqx/pt/message_cutter.hpp"
+#include "daqx/pt/send_ring.hpp"
+
+namespace daqx::pt {
+
+// One wire connection's life on an outgoing connection (an endpoint, a queue pair): a reconnection makes a
+// new one. The wire derives from it.
+struct SendLink {
+  virtual ~SendLink() = default;
+  bool connected = false;
+  bool closed = false;
+  SendCredits credits;
+  SendRing ring;  // messages in flight
+};
+
+struct MessageOutgoing : OutgoingConnection {
+  using OutgoingConnection::OutgoingConnection;
+  SendLink* link = nullptr;         // the current wire connection, owned by the transport
+  SendCursor cursor;                // within queue.front()
+  bool waiting_for_credits = false;
+};
+
+struct MessageIncoming : IncomingConnection {
+  // credit_threshold: report posted buffers to the sender at the latest when this many are new.
+  MessageIncoming(std::size_t credit_threshold, std::uint32_t max_frame_size)
+      : credits(credit_threshold), assembler(max_frame_size) {}
+  ReceiveCredits credits;
+  std::uint64_t posted = 0;    // receive buffers posted for this connection in total
+  std::uint64_t consumed = 0;  // messages taken into frames
+  bool waiting_for_pool = false;
+  FrameAssembler assembler;
+  std::deque<std::pair<mem::Ref, std::size_t>> held;  // arrived while a delivery waits: taken in order later
+};
+
+class MessageTransport : public ConnectionTransport {
+ protected:
+  MessageTransport(TransportHost& host, const ConnectionSettings& connection, const MessageSettings& messages);
+
+  const MessageSettings& message_settings() const noexcept { return messages_; }
+  // What the device or provider allows, set when it is opened.
+  void set_limits(std::size_t gather_limit, std::size_t send_depth, std::size_t receive_depth) noexcept;
+  std::size_t gather_limit() const noexcept { return gather_limit_; }
+  std::size_t send_depth() const noexcept { return send_depth_; }
+  std::size_t receive_depth() const noexcept { return receive_depth_; }
+
+  // ---- Sending: the wire's part ------------------------------------------------------------------------
+  struct Message {
+    const MessagePieces& pieces;
+    std::size_t slot;       // its place in link.ring (for the completion to name)
+    bool ends_frame;        // the frame's blocks are released when this one is known sent
+    bool whole_frame;       // it carries the whole frame
+    bool last_queued;       // nothing more is queued behind it
+  };
+  enum class Posted {
+    ok,        // on the wire
+    released,  // on the wire, and its bytes copied (inline): the frame's blocks may go back now
+    again,     // no room now: the send thread will call pump() again
+    failed     // c.failure says why: the send thread tears the connection down
+  };
+  // Under c.mutex: posts one message on link.
+  virtual Posted post_message(MessageOutgoing& c, SendLink& link, const Message& message) noexcept = 0;
+
+  // pump(): as many messages as credits, the ring and the wire allow.
+  void pump(OutgoingConnection& c) noexcept final;
+  // Helpers for completions, under c.mutex: messages known sent (retired in order, counted, pumped on),
+  // and credits granted by the receiver.
+  void message_sent(MessageOutgoing& c, SendLink& link, std::size_t slot);
+  void messages_sent_through(MessageOutgoing& c, SendLink& link, std::size_t slot);
+  void credits_granted(MessageOutgoing& c, SendLink& link, const CreditMessage& message);
+  // For close_link(): forgets the link's credits and cursor and releases the frames it holds in flight;
+  // returns how many there were.
+  std::size_t release_link(MessageOutgoing& c, SendLink& link) noexcept;
+  void outgoing_metrics(const OutgoingConnection& c, std::vector<Metric>& metrics) const override;
+
+  // ---- Receiving: the wire's part ----------------------------------------------------------------------
+  enum class Post {
+    posted,     // done
+    no_memory,  // the receive pool is empty: wait for it (counted in receive_pool_waits)
+    no_room,    // the wire has no room now; something that completes will make some
+    again,      // no room now: try again on the receive thread's next round
+    failed      // the connection must close (error says why)
+  };
+  // Receive thread: posts one receive buffer for c (from the receive pool, or one left spare).
+  virtual Post post_receive_buffer(MessageIncoming& c, std::string& error) = 0;
+  // Receive thread: sends one credit message on c, or says why not.
+  virtual Post post_credits(MessageIncoming& c, const CreditMessage& message, std::string& error) = 0;
+  // Receive thread: releases what the wire holds for c (its posted buffers); after close_incoming().
+  virtual void close_receive_link(MessageIncoming& c) noexcept = 0;
+
+  // Receive thread: a message arrived on c (in order): chains it into frames and delivers them, then keeps
+  // c's buffers posted and its sender's credits told.
+  void message_arrived(MessageIncoming& c, mem::Ref&& buffer, std::size_t length);
+  void replenish(MessageIncoming& c);
+  void send_credits(MessageIncoming& c);
+  // How an incoming connection that ends now ended: in the middle of a frame or between frames.
+  static Ending ending_of(const MessageIncoming& c) noexcept {
+    return c.assembler.mid_frame() || c.has_pending ? Ending::truncated : Ending::normal;
+  }
+  void close_wire(IncomingConnection& c) noexcept final;
+  void resume_wire(IncomingConnection& c) final;
+
+ private:
+  void consume_held(MessageIncoming& c);
+  bool take_message(MessageIncoming& c, mem::Ref&& buffer, std::size_t length);
+
+  MessageSettings messages_;
+  std::size_t gather_limit_ = 1;
+  std::size_t send_depth_ = 1;
+  std::size_t receive_depth_ = 2;
+};
+
+}  // namespace daqx::pt

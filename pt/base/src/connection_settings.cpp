@@ -1,0 +1,89 @@
+// The shared transport parameters and their checks.
+#include "daqx/pt/connection_settings.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace daqx::pt {
+
+std::invalid_argument bad_parameter(std::string_view name, std::string_view value, std::string_view expected) {
+  std::string text("parameter ");
+  text.append(name).append(" is '").append(value).append("': expected ").append(expected);
+  return std::invalid_argument(text);
+}
+
+std::size_t choice(const ParamSet& params, std::string_view name, std::initializer_list<std::string_view> choices) {
+  const std::string& value = params.string(name);
+  std::size_t index = 0;
+  for (std::string_view candidate : choices) {
+    if (value == candidate) return index;
+    ++index;
+  }
+  std::string expected;
+  index = 0;
+  for (std::string_view candidate : choices) {
+    if (index > 0) expected.append(index + 1 == choices.size() ? " or " : ", ");
+    expected.append(candidate);
+    ++index;
+  }
+  throw bad_parameter(name, value, expected);
+}
+
+std::vector<ParamSpec> concatenate(std::vector<ParamSpec> specs, const std::vector<ParamSpec>& more) {
+  specs.insert(specs.end(), more.begin(), more.end());
+  return specs;
+}
+
+std::vector<ParamSpec> connection_parameter_specs() {
+  return {
+      {"connectAt", ParamType::string, "start", "",
+       "start: connect to every peer as soon as the executive has made its routes, retrying until it listens; "
+       "first-use: on the first frame for it or on the connect command", {}, {}},
+      {"sendQueue", ParamType::unsigned_integer, "4096", "frames",
+       "frames queued per connection before post() says would-block", 16, 1 << 20},
+      {"reconnectMin", ParamType::unsigned_integer, "50", "ms", "first delay before reconnecting to a peer", 1, 60000},
+      {"reconnectMax", ParamType::unsigned_integer, "2000", "ms", "longest delay between reconnection attempts", 1, 600000},
+      {"waitMode", ParamType::string, "epoll", "",
+       "epoll: the transport's threads sleep on file descriptors when idle; busy: they poll without sleeping", {}, {}},
+  };
+}
+
+ConnectionSettings ConnectionSettings::from(const ParamSet& params, std::uint32_t max_frame_size) {
+  ConnectionSettings s;
+  s.connect_at_start = choice(params, "connectAt", {"start", "first-use"}) == 0;
+  s.send_queue = params.unsigned_integer("sendQueue");
+  s.reconnect_min = std::chrono::milliseconds(params.unsigned_integer("reconnectMin"));
+  s.reconnect_max =
+      std::chrono::milliseconds(std::max(params.unsigned_integer("reconnectMax"), params.unsigned_integer("reconnectMin")));
+  s.wait_mode = choice(params, "waitMode", {"epoll", "busy"}) == 0 ? WaitMode::epoll : WaitMode::busy;
+  s.max_frame_size = max_frame_size;
+  return s;
+}
+
+std::vector<ParamSpec> message_parameter_specs() {
+  return {
+      {"recvBufferSize", ParamType::unsigned_integer, "131072", "bytes",
+       "size of each pre-posted receive buffer; larger frames arrive as chains of such buffers", 4096,
+       64.0 * 1024 * 1024},
+      {"recvDepth", ParamType::unsigned_integer, "64", "buffers",
+       "receive buffers kept posted per incoming connection (its sender's credits)", 2, 16384},
+      {"recvPoolSize", ParamType::unsigned_integer, "268435456", "bytes", "the most memory the receive pool may grow to",
+       1 << 20, 64.0 * 1024 * 1024 * 1024},
+      {"sendDepth", ParamType::unsigned_integer, "128", "messages",
+       "messages in flight per outgoing connection (capped by the device or provider)", 1, 65536},
+  };
+}
+
+MessageSettings MessageSettings::from(const ParamSet& params) {
+  MessageSettings s;
+  s.receive_buffer_size = params.unsigned_integer("recvBufferSize");
+  s.receive_depth = params.unsigned_integer("recvDepth");
+  s.receive_pool_bytes = params.unsigned_integer("recvPoolSize");
+  s.send_depth = params.unsigned_integer("sendDepth");
+  if (s.receive_pool_bytes < s.receive_buffer_size * s.receive_depth)
+    throw std::invalid_argument("parameter recvPoolSize (" + std::to_string(s.receive_pool_bytes) +
+                                " B) cannot hold recvDepth buffers of recvBufferSize for even one connection");
+  return s;
+}
+
+}  // namespace daqx::pt

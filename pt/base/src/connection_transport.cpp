@@ -1,0 +1,422 @@
+// The shared connection layer: outgoing state machine, queues, teardown, delivery, the two threads, stop
+// and reports.
+#include "daqx/pt/connection_transport.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace daqx::pt {
+namespace {
+
+using State = OutgoingConnection::State;
+constexpr std::chrono::milliseconds kCheckInterval{100};  // the longest a thread sleeps without looking around
+constexpr std::chrono::milliseconds kBriefSleep{1};       // when the wire cannot promise to wake it
+
+}  // namespace
+
+ConnectionTransport::ConnectionTransport(TransportHost& host, const ConnectionSettings& settings)
+    : host_(host), settings_(settings) {
+  outgoing_.reserve(kMaxPeers);
+  host_.on_deliver_ready([this] { request_resume(); });
+}
+
+ConnectionTransport::~ConnectionTransport() {
+  // Normally the derived destructor has stopped everything. Should it not have (a constructor that threw
+  // after starting the threads), the threads at least must not outlive the object.
+  for (std::jthread* thread : {&send_thread_, &receive_thread_}) {
+    if (!thread->joinable()) continue;
+    thread->request_stop();
+    send_waiter_.wake();
+    receive_waiter_.wake();
+    thread->join();
+  }
+}
+
+void ConnectionTransport::start_threads() {
+  send_thread_ = host_.start_thread("send", [this](std::stop_token stop) { send_loop(stop); });
+  receive_thread_ = host_.start_thread("recv", [this](std::stop_token stop) { receive_loop(stop); });
+}
+
+// ---- outgoing connections -------------------------------------------------------------------------------
+
+PeerId ConnectionTransport::connect(const EndpointAddress& remote) {
+  std::unique_ptr<OutgoingConnection> connection = make_outgoing(remote);
+  OutgoingConnection* c = connection.get();
+  {
+    std::lock_guard peers(peers_mutex_);
+    if (outgoing_.size() >= kMaxPeers) throw std::runtime_error("more than " + std::to_string(kMaxPeers) + " peers");
+    c->id = static_cast<PeerId>(outgoing_.size());
+    c->remote = remote;
+    outgoing_.push_back(std::move(connection));
+    outgoing_count_.store(outgoing_.size(), std::memory_order_release);
+  }
+  if (settings_.connect_at_start) {
+    std::lock_guard lock(c->mutex);
+    c->connect_requested = true;
+  }
+  request_attention();
+  return c->id;
+}
+
+SendStatus ConnectionTransport::post(PeerId peer, mem::Ref& frame) noexcept {
+  if (stopped() || peer >= outgoing_count()) return SendStatus::no_route;
+  OutgoingConnection& c = *outgoing_[peer];
+  bool attention = false;
+  SendStatus status = SendStatus::ok;
+  {
+    std::lock_guard lock(c.mutex);
+    if (c.state == State::down && c.ever_up) {  // lost: the poster learns it now, the send thread reconnects
+      c.counters.errors.fetch_add(1, std::memory_order_relaxed);
+      frame.reset();
+      return SendStatus::error;
+    }
+    const bool never_up = c.state == State::idle || (c.state == State::down && !c.ever_up);
+    if (never_up && !c.connect_requested && !settings_.connect_at_start) {  // first use, or after a failed first try
+      c.connect_requested = true;
+      attention = true;
+    }
+    if (c.queue.full()) {
+      c.want_ready.store(true, std::memory_order_relaxed);
+      c.counters.would_blocks.fetch_add(1, std::memory_order_relaxed);
+      status = SendStatus::would_block;
+    } else {
+      // The application's transportMode (header flags) overrides the endpoint's mode, frame by frame.
+      auto flags = static_cast<std::uint8_t>(frame.data()[frame_offset::flags]);
+      const bool coalesce = (flags & frame_flags::coalesce) != 0 ||
+                            (throughput_mode_ && (flags & frame_flags::send_now) == 0);
+      if (!coalesce) c.flush_now = true;
+      c.push(std::move(frame));
+      if (c.state == State::up) pump(c);
+    }
+  }
+  if (attention) request_attention();
+  return status;
+}
+
+void ConnectionTransport::open_connections() {
+  const std::size_t peers = outgoing_count();
+  for (std::size_t i = 0; i < peers; ++i) {
+    OutgoingConnection& c = *outgoing_[i];
+    std::lock_guard lock(c.mutex);
+    // Not used yet: as the first frame would. Never up and refused (with first-use nothing retries it): again,
+    // once its backoff has passed, so a later connect command reaches a peer that was not listening before.
+    if (c.state == State::idle || (c.state == State::down && !c.ever_up)) c.connect_requested = true;
+  }
+  request_attention();
+}
+
+void ConnectionTransport::request_attention() noexcept {
+  attention_.store(true, std::memory_order_release);
+  send_waiter_.wake();
+}
+
+void ConnectionTransport::connection_up(OutgoingConnection& c) {
+  if (c.ever_up) c.counters.reconnects.fetch_add(1, std::memory_order_relaxed);
+  c.ever_up = true;
+  c.state = State::up;
+  c.connect_requested = false;
+  c.backoff = std::chrono::milliseconds(0);
+  c.came_up = true;
+  pump(c);  // frames queued while it was opening
+}
+
+void ConnectionTransport::teardown(OutgoingConnection& c, const std::string& reason) {
+  const bool was_up = c.state == State::up;
+  const std::size_t in_flight = close_link(c);
+  // A connection that never came up (peer not listening yet) is retried, not an error; a lost one is. Frames
+  // on the wire or queued for either are lost with it, and counted; their blocks go back.
+  if (was_up) c.counters.errors.fetch_add(1 + in_flight, std::memory_order_relaxed);
+  c.counters.errors.fetch_add(c.queue.size(), std::memory_order_relaxed);
+  c.queue.clear();
+  c.queued_bytes = 0;
+  c.flush_now = false;
+  c.timer_armed = false;
+  c.failure.clear();
+  c.state = State::down;
+  c.backoff = std::clamp(c.backoff * 2, settings_.reconnect_min, settings_.reconnect_max);
+  c.retry_at = Clock::now() + c.backoff;
+  if (was_up) {
+    c.went_down = true;
+    c.down_reason = reason;
+  }
+  host_.log(was_up ? LogLevel::warning : LogLevel::debug, "connection to " + c.remote.text() + " lost: " + reason);
+}
+
+ConnectionTransport::Notices ConnectionTransport::collect_notices(OutgoingConnection& c) noexcept {
+  Notices notices;
+  notices.up = std::exchange(c.came_up, false);
+  notices.down = std::exchange(c.went_down, false);
+  if (notices.down) notices.reason = std::move(c.down_reason);
+  c.down_reason.clear();
+  if (c.want_ready.load(std::memory_order_relaxed) && c.queue.size() <= c.queue.capacity() / 2) {
+    c.want_ready.store(false, std::memory_order_relaxed);
+    notices.ready = true;
+  }
+  return notices;
+}
+
+void ConnectionTransport::emit_notices(const OutgoingConnection& c, const Notices& notices) {
+  if (notices.down) host_.connection_changed(c.id, false, notices.reason);
+  if (notices.up) host_.connection_changed(c.id, true, "connected to " + c.remote.text());
+  if (notices.ready) host_.send_ready(c.id);
+}
+
+void ConnectionTransport::check_outgoing(Clock::time_point now) {
+  const std::size_t peers = outgoing_count();
+  for (std::size_t i = 0; i < peers; ++i) {
+    OutgoingConnection& c = *outgoing_[i];
+    with_lock(c, [&] {
+      if (!c.failure.empty()) teardown(c, c.failure);
+      const bool retry = c.state == State::down && retries(c) && now >= c.retry_at;
+      if ((c.state == State::idle && c.connect_requested) || retry) {
+        c.state = State::connecting;
+        start_connect(c);
+      }
+      if (c.timer_armed && now >= c.timer_due) {
+        c.timer_armed = false;
+        on_timer(c);
+      }
+      if (c.state == State::up) pump(c);
+      if (c.state == State::down && retries(c)) next_check_ = std::min(next_check_, c.retry_at);
+      if (c.timer_armed) next_check_ = std::min(next_check_, c.timer_due);
+    });
+  }
+}
+
+void ConnectionTransport::send_loop(std::stop_token stop) {
+  auto on_ready = [this](void* tag, std::uint32_t events) { on_send_ready(tag, events); };
+  next_check_ = Clock::now();
+  while (!stop.stop_requested()) {
+    const bool worked = reap_send();
+    const auto now = Clock::now();
+    if (attention_.exchange(false, std::memory_order_acq_rel) || now >= next_check_) {
+      next_check_ = now + kCheckInterval;
+      check_outgoing(now);
+    }
+    if (worked) continue;
+    if (busy_polling()) {
+      send_waiter_.poll(on_ready);
+      continue;
+    }
+    const SleepCheck check = ready_to_sleep_send();
+    if (check == SleepCheck::look_again) continue;
+    send_waiter_.wait_until(check == SleepCheck::sleep ? next_check_ : std::min(next_check_, now + kBriefSleep), on_ready);
+  }
+}
+
+// ---- incoming connections -------------------------------------------------------------------------------
+
+IncomingConnection& ConnectionTransport::adopt(std::unique_ptr<IncomingConnection> connection) {
+  std::lock_guard peers(peers_mutex_);
+  connection->id = next_incoming_id_++;
+  incoming_.push_back(std::move(connection));
+  return *incoming_.back();
+}
+
+void ConnectionTransport::incoming_up(IncomingConnection& c) {
+  c.up = true;
+  events_.connections_accepted.fetch_add(1, std::memory_order_relaxed);
+  host_.connection_changed(c.id, true, "accepted from " + c.remote);
+}
+
+bool ConnectionTransport::deliver(IncomingConnection& c, Frame& frame) {
+  const std::size_t bytes = frame.header.total_length;
+  const Tid target = frame.header.target;
+  switch (host_.deliver(std::move(frame), c.id)) {
+    case DeliverStatus::accepted:
+      c.counters.frames.fetch_add(1, std::memory_order_relaxed);
+      c.counters.bytes.fetch_add(bytes, std::memory_order_relaxed);
+      return true;
+    case DeliverStatus::busy:
+      // The target's queue is full: hold the frame and stop taking more from this connection until the
+      // executive has room (request_resume). Back-pressure reaches the sender through the wire.
+      if (&frame != &c.pending) c.pending = std::move(frame);
+      c.has_pending = true;
+      c.paused = true;
+      events_.delivery_waits.fetch_add(1, std::memory_order_relaxed);
+      delivery_paused(c);
+      return false;
+    case DeliverStatus::rejected:
+      close_incoming(c, "frame for application " + std::to_string(target) + ", which is not here", Ending::bad);
+      return false;
+  }
+  return false;
+}
+
+void ConnectionTransport::close_incoming(IncomingConnection& c, const std::string& reason, Ending ending) {
+  if (c.closed) return;
+  const bool was_up = c.up;
+  c.closed = true;
+  c.up = false;
+  close_wire(c);
+  c.pending.data.reset();  // a frame waiting for delivery goes back to the pool
+  c.has_pending = false;
+  c.paused = false;
+  closed_since_forget_ = true;
+  {
+    std::lock_guard peers(peers_mutex_);
+    retired_frames_received_ += c.counters.frames.load(std::memory_order_relaxed);
+    retired_bytes_received_ += c.counters.bytes.load(std::memory_order_relaxed);
+  }
+  switch (ending) {
+    case Ending::bad:
+      events_.bad_streams.fetch_add(1, std::memory_order_relaxed);
+      host_.log(LogLevel::warning, "closed the connection from " + c.remote + ": " + reason);
+      break;
+    case Ending::truncated:
+      events_.truncated_frames.fetch_add(1, std::memory_order_relaxed);
+      host_.log(LogLevel::warning, "connection from " + c.remote + " ended in the middle of a frame: " + reason);
+      break;
+    case Ending::normal:
+      events_.closed_by_peer.fetch_add(1, std::memory_order_relaxed);
+      host_.log(LogLevel::info, "connection from " + c.remote + " ended: " + reason);
+      break;
+  }
+  if (was_up) host_.connection_changed(c.id, false, reason);
+}
+
+void ConnectionTransport::request_resume() noexcept {
+  resume_requested_.store(true, std::memory_order_release);
+  receive_waiter_.wake();
+}
+
+void ConnectionTransport::resume_incoming() {
+  for (auto& connection : incoming_) {
+    IncomingConnection& c = *connection;
+    if (c.closed) continue;
+    if (c.paused && c.has_pending) {
+      c.has_pending = false;
+      c.paused = false;
+      if (!deliver(c, c.pending)) continue;  // still busy (paused again) or closed
+    }
+    if (!c.closed) resume_wire(c);
+  }
+}
+
+void ConnectionTransport::forget_closed_incoming() {
+  if (!closed_since_forget_) return;
+  closed_since_forget_ = false;
+  std::lock_guard peers(peers_mutex_);
+  incoming_.remove_if([](const std::unique_ptr<IncomingConnection>& c) { return c->closed.load(); });
+}
+
+void ConnectionTransport::receive_loop(std::stop_token stop) {
+  auto on_ready = [this](void* tag, std::uint32_t events) { on_receive_ready(tag, events); };
+  while (!stop.stop_requested()) {
+    const bool worked = reap_receive();
+    // Pauses can also end without a wake-up having been seen (it raced with the pause): look every round.
+    if (resume_requested_.exchange(false, std::memory_order_acq_rel)) resume_incoming();
+    receive_housekeeping(Clock::now());
+    if (worked) continue;
+    if (busy_polling()) {
+      receive_waiter_.poll(on_ready);
+      continue;
+    }
+    const SleepCheck check = ready_to_sleep_receive();
+    if (check == SleepCheck::look_again) continue;
+    receive_waiter_.wait_until(Clock::now() + (check == SleepCheck::sleep ? kCheckInterval : kBriefSleep), on_ready);
+  }
+}
+
+// ---- stop, registration, reports --------------------------------------------------------------------------
+
+void ConnectionTransport::register_memory(std::unique_ptr<CountingRegistrar> registrar) {
+  registrar_ = std::move(registrar);
+  registration_slot_ = host_.register_memory(*registrar_);
+}
+
+void ConnectionTransport::close_everything() noexcept {
+  std::lock_guard peers(peers_mutex_);
+  for (auto& connection : outgoing_) {
+    OutgoingConnection& c = *connection;
+    std::lock_guard lock(c.mutex);
+    close_link(c);
+    c.queue.clear();  // every queued block goes back
+    c.queued_bytes = 0;
+    c.state = State::down;
+  }
+  for (auto& connection : incoming_) {
+    IncomingConnection& c = *connection;
+    if (c.closed) continue;
+    c.closed = true;
+    c.up = false;
+    close_wire(c);
+    c.pending.data.reset();
+    c.has_pending = false;
+  }
+}
+
+void ConnectionTransport::stop() {
+  if (stopped_.exchange(true)) return;
+  for (std::jthread* thread : {&send_thread_, &receive_thread_}) {
+    if (!thread->joinable()) continue;
+    thread->request_stop();
+    send_waiter_.wake();
+    receive_waiter_.wake();
+    thread->join();
+  }
+  close_everything();
+  stop_endpoints();
+  // Registrations belong to the device or domain: they go before it does.
+  if (registration_slot_ != kNoRegistration) host_.deregister_memory(registration_slot_);
+  registration_slot_ = kNoRegistration;
+  stop_device();
+}
+
+void ConnectionTransport::report(MetricSink& sink) const {
+  TransportTotals totals;
+  {
+    std::lock_guard peers(peers_mutex_);
+    for (const auto& c : outgoing_) totals.add_outgoing(c->counters);
+    for (const auto& c : incoming_) {
+      if (c->closed) continue;  // their frames are in the retired totals
+      totals.add_incoming(c->counters);
+      totals.incoming_connections += 1;
+    }
+    totals.frames_received += retired_frames_received_;
+    totals.bytes_received += retired_bytes_received_;
+  }
+  report_totals(sink, totals, events_);
+  auto d = [](std::uint64_t v) { return static_cast<double>(v); };
+  const CountingRegistrar* r = registrar_.get();
+  sink.counter("registrations", d(r ? r->registrations() : 0), "pool chunks registered with the device");
+  sink.gauge("registered_bytes", d(r ? r->registered_bytes() : 0), "bytes of pool memory registered now");
+  sink.counter("registration_seconds", r ? r->registration_seconds() : 0, "time spent registering memory");
+  sink.counter("registration_failures", d(r ? r->failures() : 0), "chunks the device refused to register");
+  sink.gauge("memory_registration", r ? 1 : 0, "1 when pools are registered with the device");
+  sink.gauge("busy_poll", busy_polling() ? 1 : 0, "1 when the transport's threads busy-poll, 0 when they sleep on epoll");
+  report_wire(sink);
+}
+
+std::vector<ConnectionInfo> ConnectionTransport::connections() const {
+  std::vector<ConnectionInfo> list;
+  std::lock_guard peers(peers_mutex_);
+  for (const auto& connection : outgoing_) {
+    const OutgoingConnection& c = *connection;
+    ConnectionInfo info;
+    info.peer = c.id;
+    info.remote = c.remote.hostname + ":" + std::to_string(c.remote.port) + " (out)";
+    info.outgoing = true;
+    {
+      std::lock_guard lock(c.mutex);
+      info.up = c.state == State::up;
+      info.metrics.push_back({"queued_frames", Metric::Kind::gauge, static_cast<double>(c.queue.size()), "frames waiting", {}});
+      outgoing_metrics(c, info.metrics);
+    }
+    add_outgoing_metrics(info.metrics, c.counters);
+    list.push_back(std::move(info));
+  }
+  for (const auto& connection : incoming_) {
+    const IncomingConnection& c = *connection;
+    if (c.closed) continue;
+    ConnectionInfo info;
+    info.peer = c.id;
+    info.remote = c.remote + " (in)";
+    info.up = c.up;
+    add_incoming_metrics(info.metrics, c.counters);
+    list.push_back(std::move(info));
+  }
+  return list;
+}
+
+}  // namespace daqx::pt
