@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "daqx/executive/executive.hpp"
+#include "http/control_routes.hpp"
 
 namespace daqx::detail {
 namespace {
@@ -22,7 +23,10 @@ TransportBinding::TransportBinding(ExecutiveCore& core, const TransportClass& cl
                                    EndpointAddress local)
     : core_(core), class_(cls), params_(std::move(params)), local_(std::move(local)) {}
 
-TransportBinding::~TransportBinding() = default;
+TransportBinding::~TransportBinding() {
+  // A transport is stopped before it goes (its own hooks run in stop()), also when create() failed half-way.
+  if (transport_) transport_->stop();
+}
 
 void TransportBinding::create() {
   transport_ = class_.create(*this);
@@ -362,6 +366,7 @@ std::vector<TransportStatus> ExecutiveCore::transports() const {
     TransportStatus status;
     status.protocol = binding->local().protocol;
     status.endpoint = binding->local().text();
+    status.capabilities = binding->transport().capabilities();
     for (const ParamSpec& spec : binding->params().specs())
       status.params.push_back(ParamView{spec.name, std::string(to_string(spec.type)), binding->params().text(spec.name),
                                         spec.default_value, spec.unit, spec.help});
@@ -425,9 +430,33 @@ std::string Executive::list_params(const std::string& module) {
     if (params.empty()) out += "  (no parameters)\n";
   };
   for (const ApplicationClass& c : d.applications) table("application " + c.name, c.help, c.params);
-  for (const TransportClass& t : d.transports) table("transport " + t.protocol, t.help, t.params);
+  for (const TransportClass& t : d.transports) {
+    table("transport " + t.protocol, t.help, t.params);
+    if (t.capabilities) out += "  offers, with these defaults: " + describe_capabilities(t.capabilities(ParamSet(t.params))) + "\n";
+  }
   table("every application (added by the executive)", "", detail::executive_application_params());
   return out;
+}
+
+std::string Executive::transport_capabilities(const std::string& module, const std::vector<std::string>& assignments) {
+  detail::ModuleRegistry registry;
+  std::string error = registry.load(module, ".");
+  if (!error.empty()) throw std::runtime_error(error);
+  const ModuleDescriptor& d = *registry.modules().front();
+  if (d.transports.empty()) throw std::runtime_error("module " + d.name + " provides no transport");
+  std::vector<std::pair<std::string, TransportCapabilities>> described;
+  for (const TransportClass& t : d.transports) {
+    ParamSet params(t.params);
+    for (const std::string& assignment : assignments) {
+      const std::size_t equals = assignment.find('=');
+      if (equals == std::string::npos) throw std::runtime_error("'" + assignment + "': expected NAME=VALUE");
+      const std::string refused = params.set(assignment.substr(0, equals), assignment.substr(equals + 1));
+      if (!refused.empty()) throw std::runtime_error("transport " + t.protocol + ": " + refused);
+    }
+    if (!t.capabilities) throw std::runtime_error("transport " + t.protocol + " declares no capabilities");
+    described.emplace_back(t.protocol, t.capabilities(params));
+  }
+  return http::json_capabilities(described);
 }
 
 }  // namespace daqx

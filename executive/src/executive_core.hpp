@@ -29,6 +29,7 @@ class TransportBinding final : public TransportHost {
   void create();  // makes the transport object and listens
 
   const ParamSet& params() const noexcept override { return params_; }
+  const std::string& protocol() const noexcept override { return class_.protocol; }
   std::uint32_t max_frame_size() const noexcept override;
   DeliverStatus deliver(Frame&& frame, PeerId from) noexcept override;
   void on_deliver_ready(std::function<void()> callback) override;

@@ -22,10 +22,13 @@ void usage(FILE* out) {
   std::fprintf(out,
                "usage: daqx-executive --config PARTITION.xml --context http://HOST:PORT [--inbox FRAMES]\n"
                "       daqx-executive --list-params MODULE\n"
+               "       daqx-executive --capabilities MODULE [NAME=VALUE ...]\n"
                "  -c, --config FILE      the partition (XML)\n"
                "  -x, --context URL      which context of the partition this process plays\n"
                "      --inbox FRAMES     frames each application may have queued (power of two, default 4096)\n"
                "      --list-params M    print every parameter of module M (name, type, default, unit, help)\n"
+               "      --capabilities M   print, as JSON, what each transport of module M offers with the parameters\n"
+               "                         given after it (NAME=VALUE), or with its defaults\n"
                "Exit codes: 0 clean shutdown, 1 runtime error, 2 bad configuration or usage.\n");
 }
 
@@ -35,6 +38,8 @@ int main(int argc, char** argv) {
   std::string config_path;
   std::string context_url;
   std::string list_module;
+  std::string capabilities_module;
+  std::vector<std::string> capabilities_params;
   std::size_t inbox = 4096;
   std::vector<std::string> args(argv + 1, argv + argc);
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -54,6 +59,9 @@ int main(int argc, char** argv) {
       inbox = std::strtoul(value().c_str(), nullptr, 10);
     } else if (a == "--list-params") {
       list_module = value();
+    } else if (a == "--capabilities") {
+      capabilities_module = value();
+      while (i + 1 < args.size() && args[i + 1].find('=') != std::string::npos) capabilities_params.push_back(args[++i]);
     } else if (a == "-h" || a == "--help") {
       usage(stdout);
       return 0;
@@ -64,6 +72,15 @@ int main(int argc, char** argv) {
     }
   }
 
+  if (!capabilities_module.empty()) {
+    try {
+      std::puts(daqx::Executive::transport_capabilities(capabilities_module, capabilities_params).c_str());
+      return 0;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "daqx-executive: %s\n", e.what());
+      return kExitConfig;
+    }
+  }
   if (!list_module.empty()) {
     try {
       std::fputs(daqx::Executive::list_params(list_module).c_str(), stdout);

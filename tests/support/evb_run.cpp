@@ -78,6 +78,13 @@ void EvbRun::finish() {
     }
 }
 
+void EvbRun::require_progress(std::uint32_t tid, const std::string& name, double target) {
+  const ExecutiveProcess::Progress progress = process(tid).wait_progress(tid, name, target);
+  INFO("unit " << tid << " " << name << " after " << progress.seconds << " s: " << progress.trace << "\n"
+                << process(tid).output());
+  REQUIRE(progress.reached);
+}
+
 double EvbRun::sum(const std::vector<std::uint32_t>& units, const std::string& name) {
   double total = 0;
   for (std::uint32_t tid : units) total += metric(tid, name);

@@ -48,6 +48,9 @@ class EvbRun {
   void finish();
 
   double metric(std::uint32_t tid, const std::string& name) { return process(tid).metric(tid, name); }
+  // Requires the unit's counter to reach target while it keeps growing (ExecutiveProcess::wait_progress): a busy
+  // machine may make it slow, only a stall fails, with the counter's course in the report.
+  void require_progress(std::uint32_t tid, const std::string& name, double target);
   double sum(const std::vector<std::uint32_t>& units, const std::string& name);
   std::string state(std::uint32_t tid);
   std::string reason(std::uint32_t tid);

@@ -60,7 +60,7 @@ std::string transport_parameter(const ExecutiveProcess& executive, const std::st
 }
 
 double receive_blocks_at_rest(const ExecutiveProcess& executive, const TransportProfile& profile) {
-  if (!profile.posts_receive_buffers) return 0;
+  if (!profile.capabilities.posted_receive_buffers) return 0;
   // A transport with a shared receive queue keeps the buffers of closed connections posted there for the
   // next ones, so it says how many it holds; the others hold recvDepth per open connection.
   const double posted = transport_metric(executive, "receive_buffers_posted");

@@ -155,6 +155,48 @@ bool ExecutiveProcess::wait_metric(std::uint32_t tid, const std::string& name, d
   return false;
 }
 
+ExecutiveProcess::Progress ExecutiveProcess::wait_progress(std::uint32_t tid, const std::string& name, double target,
+                                                           std::chrono::seconds stall) {
+  using Clock = std::chrono::steady_clock;
+  // However slow the machine, a test must end: an hour is far beyond any run here that still moves.
+  constexpr std::chrono::hours kBound{1};
+  Progress progress;
+  const auto start = Clock::now();
+  auto last_growth = start;
+  auto next_sample = start;
+  double best = -1;
+  for (;;) {
+    const auto now = Clock::now();
+    const double value = metric(tid, name);
+    progress.seconds = std::chrono::duration<double>(now - start).count();
+    if (!std::isnan(value)) progress.value = value;
+    if (now >= next_sample) {
+      progress.trace += "t=" + std::to_string(static_cast<long>(progress.seconds)) + "s " +
+                        (std::isnan(value) ? std::string("?") : std::to_string(static_cast<long long>(value))) + ", ";
+      next_sample = now + std::chrono::seconds(1);
+    }
+    if (!std::isnan(value) && value >= target) {
+      progress.reached = true;
+      progress.trace += "reached " + std::to_string(static_cast<long long>(target));
+      return progress;
+    }
+    if (!std::isnan(value) && value > best) {
+      best = value;
+      last_growth = now;
+    }
+    std::string ended;
+    if (!running()) ended = "the executive is gone";
+    else if (now - last_growth >= stall) ended = "no progress for " + std::to_string(stall.count()) + " s";
+    else if (now - start >= kBound) ended = "still moving after an hour";
+    if (!ended.empty()) {
+      progress.trace += ended + " at " + std::to_string(static_cast<long long>(progress.value)) + " of " +
+                        std::to_string(static_cast<long long>(target));
+      return progress;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
 int ExecutiveProcess::stop(std::chrono::seconds grace) {
   if (running()) {
     ::kill(pid_, SIGTERM);

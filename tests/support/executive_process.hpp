@@ -41,8 +41,9 @@ class ExecutiveProcess {
   ExecutiveProcess(const ExecutiveProcess&) = delete;
   ExecutiveProcess& operator=(const ExecutiveProcess&) = delete;
 
-  // Polls the control API until it answers; false if the process died or the time ran out.
-  bool wait_ready(std::chrono::milliseconds limit = std::chrono::seconds(20));
+  // Polls the control API until it answers; false if the process died or the time ran out. The limit is a bound
+  // against a hang, not a speed check: a sanitizer build in an emulated guest on a busy machine starts slowly.
+  bool wait_ready(std::chrono::milliseconds limit = std::chrono::seconds(120));
   HttpReply get(const std::string& path) const { return client_.get(path); }
   HttpReply post(const std::string& path, const std::string& body) const { return client_.post(path, body); }
   HttpReply transition(const std::string& command) const;
@@ -53,6 +54,17 @@ class ExecutiveProcess {
   // Polls until metric(tid, name) >= value or the limit passes.
   bool wait_metric(std::uint32_t tid, const std::string& name, double value,
                    std::chrono::milliseconds limit = std::chrono::seconds(30)) const;
+  // Waits until metric(tid, name) >= target as long as it keeps moving: fails only when the value has not grown
+  // for `stall` (or the process is gone), so a slow machine passes and a stuck one fails. The report says which,
+  // with the value sampled every second.
+  struct Progress {
+    bool reached = false;
+    double value = 0;  // the last value read
+    double seconds = 0;
+    std::string trace;  // "t=1s 240, t=2s 511, ..." and why it ended
+  };
+  Progress wait_progress(std::uint32_t tid, const std::string& name, double target,
+                         std::chrono::seconds stall = std::chrono::seconds(60));
 
   // SIGTERM and wait; returns the exit code (or 128+signal), -1 if it had to be killed after `grace`.
   int stop(std::chrono::seconds grace = std::chrono::seconds(20));

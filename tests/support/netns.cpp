@@ -270,12 +270,7 @@ std::string netns_unavailable_reason() {
 void skip_test_unless_netns_available() {
   std::string reason = netns_unavailable_reason();
   if (reason.empty()) return;
-  std::printf("SKIPPED: network namespaces unavailable: %s\n", reason.c_str());
-  std::fflush(stdout);
-  std::fflush(stderr);
-  // _Exit, not exit: a test was cut short, and the leak checker of the sanitizer build would report what the
-  // test framework still holds and turn the skip into a failure.
-  std::_Exit(netns_skip_exit_code);
+  skip_for_environment("DAQX_NETNS_REQUIRE", netns_skip_exit_code, "network namespaces unavailable: " + reason);
 }
 
 std::vector<std::string> remove_stale_netns_objects() {

@@ -71,4 +71,18 @@ std::string program_directory() {
   return full.substr(0, full.rfind('/'));
 }
 
+void skip_for_environment(const char* require, int skip_code, const std::string& reason) {
+  const char* required = std::getenv(require);
+  const bool fail = required != nullptr && std::string(required) == "1";
+  if (fail)
+    std::printf("FAILED: %s (%s=1: a test that cannot run is a failure here)\n", reason.c_str(), require);
+  else
+    std::printf("SKIPPED: %s\n", reason.c_str());
+  std::fflush(stdout);
+  std::fflush(stderr);
+  // _Exit, not exit: a test was cut short, and the leak checker of the sanitizer build would report what the
+  // test framework still holds and turn the skip into a failure.
+  std::_Exit(fail ? 1 : skip_code);
+}
+
 }  // namespace daqx::test

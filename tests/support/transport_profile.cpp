@@ -6,7 +6,12 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include <Poco/JSON/Array.h>
+#include <Poco/JSON/Object.h>
+#include <Poco/JSON/Parser.h>
+
 #include "executive_process.hpp"
+#include "process.hpp"
 
 namespace daqx::test {
 namespace {
@@ -23,10 +28,6 @@ TransportProfile ofi_profile(const std::string& name, const std::string& provide
   p.module = "libdaqx_ptofi.so";
   p.provider = provider;
   p.receive_pool = "pt/ofi/recv";
-  p.posts_receive_buffers = true;
-  // The tcp provider listens on the endpoint's TCP port, where a plain socket can reach it; verbs does not.
-  p.bad_peers.raw_garbage = provider == "tcp";
-  p.bad_peers.fabric_client = true;
   return p;
 }
 
@@ -39,7 +40,6 @@ TransportProfile transport_profile(const std::string& name) {
     p.protocol = "tcp";
     p.module = "libdaqx_pttcp.so";
     p.receive_pool = "pt/tcp/recv";
-    p.bad_peers.raw_frames = true;
   } else if (name == "ofi") {
     p = ofi_profile(name, "tcp");
   } else if (name == "ofi-verbs") {
@@ -49,8 +49,6 @@ TransportProfile transport_profile(const std::string& name) {
     p.protocol = "ibv";
     p.module = "libdaqx_ptibv.so";
     p.receive_pool = "pt/ibv/recv";
-    p.posts_receive_buffers = true;
-    p.bad_peers.verbs_client = true;
   } else {
     throw std::runtime_error("DAQX_TRANSPORT=" + name + ": unknown transport (tcp, ofi, ofi-verbs or ibv)");
   }
@@ -101,11 +99,50 @@ void skip_test(const std::string& reason) {
   std::_Exit(transport_skip_exit_code);
 }
 
-void skip_test_unless_transport_built() {
-  const TransportProfile& profile = transport_profile();
-  if (std::filesystem::exists(profile.module_path())) return;
-  std::string reason(profile.module);
-  skip_test(reason.append(" is not built (looked in ").append(module_directory()).append(")"));
+namespace {
+
+// What `daqx-executive --capabilities MODULE [provider=...]` says the profile's transport offers.
+TransportCapabilities read_capabilities(const TransportProfile& profile) {
+  std::vector<std::string> command{executive_program(), "--capabilities", profile.module_path()};
+  if (!profile.provider.empty()) command.push_back("provider=" + profile.provider);
+  const ProcessResult result = run_process(command, std::chrono::seconds(30));
+  if (!result.exited || result.exit_code != 0)
+    throw std::runtime_error("daqx-executive --capabilities " + profile.module + " failed:\n" + result.output);
+  Poco::JSON::Array::Ptr transports = Poco::JSON::Parser().parse(result.output).extract<Poco::JSON::Array::Ptr>();
+  for (std::size_t i = 0; i < transports->size(); ++i) {
+    Poco::JSON::Object::Ptr transport = transports->getObject(static_cast<unsigned>(i));
+    if (transport->getValue<std::string>("protocol") != profile.protocol) continue;
+    Poco::JSON::Object::Ptr c = transport->getObject("capabilities");
+    TransportCapabilities capabilities;
+    capabilities.memory_registration = c->getValue<bool>("memory_registration");
+    capabilities.rdma_device = c->getValue<bool>("rdma_device");
+    capabilities.inline_bytes = c->getValue<std::size_t>("inline_bytes");
+    capabilities.gather_limit = c->getValue<std::size_t>("gather_limit");
+    capabilities.coalescing = c->getValue<bool>("coalescing");
+    capabilities.busy_polling = c->getValue<bool>("busy_polling");
+    capabilities.credit_flow = c->getValue<bool>("credit_flow");
+    capabilities.posted_receive_buffers = c->getValue<bool>("posted_receive_buffers");
+    capabilities.numa_placement = c->getValue<bool>("numa_placement");
+    capabilities.plain_tcp_port = c->getValue<bool>("plain_tcp_port");
+    capabilities.frames_on_plain_tcp = c->getValue<bool>("frames_on_plain_tcp");
+    capabilities.connection_manager = c->getValue<std::string>("connection_manager");
+    return capabilities;
+  }
+  throw std::runtime_error(profile.module + " has no transport for protocol " + profile.protocol);
+}
+
+}  // namespace
+
+const TransportProfile& transport_profile_if_built() {
+  static const TransportProfile profile = [] {
+    TransportProfile p = transport_profile();
+    if (!std::filesystem::exists(p.module_path()))
+      skip_for_environment("DAQX_TRANSPORT_REQUIRE", transport_skip_exit_code,
+                           "over " + p.name + ": " + p.module + " is not built (looked in " + module_directory() + ")");
+    p.capabilities = read_capabilities(p);
+    return p;
+  }();
+  return profile;
 }
 
 }  // namespace daqx::test

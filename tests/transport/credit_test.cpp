@@ -16,7 +16,7 @@ constexpr std::uint32_t kSender = 11, kReceiver = 21;
 
 // The receiver's endpoint: a small receive pool, so that what the held frames pin drains it quickly.
 std::string small_receive_pool(std::string context, const TransportProfile& transport) {
-  if (!transport.posts_receive_buffers) return context;
+  if (!transport.capabilities.posted_receive_buffers) return context;
   const std::string end_of_properties = "</Properties></Endpoint>";
   return context.replace(context.find(end_of_properties), end_of_properties.size(),
                          "<recvBufferSize>65536</recvBufferSize><recvDepth>16</recvDepth>"
@@ -36,7 +36,7 @@ TEST_CASE("a receiver that stops releasing blocks stalls its sender without erro
   const TransportProfile& transport = suite_transport();
   // Enough frames to fill the receiver's pool while it holds: pttcp's grows to 256 MiB of 64 KiB blocks, the
   // others are given a 2 MiB one.
-  const int kFrames = transport.posts_receive_buffers ? 1500 : 6000;
+  const int kFrames = transport.capabilities.posted_receive_buffers ? 1500 : 6000;
   Host a, b;
   // The sender's window is larger than the run: only the transport can hold it back, not the acknowledgements.
   const std::string path = write_file("credit.xml", partition_xml("credit", {
@@ -70,7 +70,7 @@ TEST_CASE("a receiver that stops releasing blocks stalls its sender without erro
   CHECK(after < kFrames);
   CHECK(taken == 0);  // nothing taken yet: all held
   const double sender_waits = transport_metric(sender, "would_blocks") +
-                              (transport.protocol == "tcp" ? 0.0 : transport_metric(sender, "credit_waits"));
+                              (transport.capabilities.credit_flow ? transport_metric(sender, "credit_waits") : 0.0);
   CHECK(sender_waits > 0);
   // The receiver's side waited for blocks (its receive pool ran dry) or for the application's queue.
   CHECK(transport_metric(receiver, "receive_pool_waits") + transport_metric(receiver, "delivery_waits") > 0);

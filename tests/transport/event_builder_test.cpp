@@ -17,8 +17,8 @@ TEST_CASE("2x2 builds every assigned event exactly once and every event passes i
   EvbRun run(transport, "evb-2x2", 2, 2, "<maxEvents type=\"unsigned\">20000</maxEvents>",
              "<fragmentSize type=\"unsigned\">3000</fragmentSize><fragmentSpread type=\"unsigned\">2000</fragmentSpread>");
   run.start_run();
-  // A bound against a hang, not a speed check: an emulated guest under a sanitizer builds a few hundred per second.
-  REQUIRE(run.process(kEvm).wait_metric(kEvm, "events_completed", 20000, std::chrono::seconds(240)));
+  // As long as events keep completing: an emulated guest under a sanitizer on a busy machine is slow, not stuck.
+  run.require_progress(kEvm, "events_completed", 20000);
   run.stop_run();
   CHECK(run.metric(kEvm, "events_assigned") == 20000);
   CHECK(run.metric(kEvm, "events_lost") == 0);
@@ -45,7 +45,7 @@ TEST_CASE("2x2_failBU: a BU killed mid-run is dropped within 2 s, its events cou
   const TransportProfile& transport = suite_transport();
   EvbRun run(transport, "evb-2x2-failbu", 2, 2, "");
   run.start_run();
-  REQUIRE(run.process(bu(1)).wait_metric(bu(1), "events_built", 2000, std::chrono::seconds(30)));
+  run.require_progress(bu(1), "events_built", 2000);
   run.process(bu(1)).kill_now();
   const auto killed = Clock::now();
   REQUIRE(wait_until([&] { return run.metric(kEvm, "bus_alive") == 1; }, std::chrono::seconds(5)));
@@ -55,13 +55,13 @@ TEST_CASE("2x2_failBU: a BU killed mid-run is dropped within 2 s, its events cou
   CHECK(run.metric(kEvm, "bu_drops") == 1);
   // The survivor keeps building.
   const double built = run.metric(bu(0), "events_built");
-  REQUIRE(run.process(bu(0)).wait_metric(bu(0), "events_built", built + 5000, std::chrono::seconds(30)));
+  run.require_progress(bu(0), "events_built", built + 5000);
 
   // The BU comes back (a new process): configured and enabled, it is taken in again without a new run.
   run.start(bu(1));
   REQUIRE(run.process(bu(1)).wait_ready());
   run.bring_up(bu(1));
-  REQUIRE(wait_until([&] { return run.metric(kEvm, "bus_alive") == 2; }, std::chrono::seconds(10)));
+  REQUIRE(wait_until([&] { return run.metric(kEvm, "bus_alive") == 2; }, std::chrono::seconds(60)));
   {
     INFO("EvM:\n" << run.process(kEvm).output());
     // At least once: an RU whose connection to the new process is still coming back (reconnection backoff)
@@ -69,11 +69,11 @@ TEST_CASE("2x2_failBU: a BU killed mid-run is dropped within 2 s, its events cou
     // takes the BU in once more. What matters is that it ends up building (below).
     CHECK(run.metric(kEvm, "bu_readmissions") >= 1);
   }
-  const bool building = run.process(bu(1)).wait_metric(bu(1), "events_built", 1000, std::chrono::seconds(30));
-  INFO("restarted BU: built " << run.metric(bu(1), "events_built") << ", stale blocks " << run.metric(bu(1), "stale_blocks")
+  const ExecutiveProcess::Progress building = run.process(bu(1)).wait_progress(bu(1), "events_built", 1000);
+  INFO("restarted BU: " << building.trace << "; stale blocks " << run.metric(bu(1), "stale_blocks")
        << ", protocol errors " << run.metric(bu(1), "protocol_errors") << ", resets " << run.metric(bu(1), "resets")
        << "; EvM assigned to it " << run.metric(kEvm, "events_assigned") << ", BUs alive " << run.metric(kEvm, "bus_alive"));
-  REQUIRE(building);
+  REQUIRE(building.reached);
 
   run.stop_run();
   CHECK(run.metric(kEvm, "drained") == 1);
@@ -102,12 +102,12 @@ TEST_CASE("2x2_failRU: an RU killed mid-run fails the run with the reason on eve
   const TransportProfile& transport = suite_transport();
   EvbRun run(transport, "evb-2x2-failru", 2, 2, "<ruFailurePolicy>fail</ruFailurePolicy>");
   run.start_run();
-  REQUIRE(run.process(bu(0)).wait_metric(bu(0), "events_built", 2000, std::chrono::seconds(30)));
+  run.require_progress(bu(0), "events_built", 2000);
   run.process(ru(1)).kill_now();
-  REQUIRE(run.wait_state(kEvm, "Failed", std::chrono::seconds(15)));  // ruTimeout is 5 s
+  REQUIRE(run.wait_state(kEvm, "Failed", std::chrono::seconds(60)));  // ruTimeout is 5 s; a bound against a hang
   CHECK_THAT(run.reason(kEvm), Contains("RU 101"));
   for (std::uint32_t t : {ru(0), bu(0), bu(1)}) {
-    REQUIRE(run.wait_state(t, "Failed", std::chrono::seconds(10)));
+    REQUIRE(run.wait_state(t, "Failed", std::chrono::seconds(60)));
     CHECK_THAT(run.reason(t), Contains("RU 101"));
   }
   // Failed units halt cleanly and give every block back.
@@ -121,7 +121,7 @@ TEST_CASE("2x2_stallBU: a BU that stalls (SIGSTOP) is dropped within 2 s and tak
   const TransportProfile& transport = suite_transport();
   EvbRun run(transport, "evb-2x2-stallbu", 2, 2, "");
   run.start_run();
-  REQUIRE(run.process(bu(1)).wait_metric(bu(1), "events_built", 2000, std::chrono::seconds(30)));
+  run.require_progress(bu(1), "events_built", 2000);
   ::kill(run.process(bu(1)).pid(), SIGSTOP);
   const auto stalled = Clock::now();
   REQUIRE(wait_until([&] { return run.metric(kEvm, "bus_alive") == 1; }, std::chrono::seconds(5)));
@@ -129,12 +129,12 @@ TEST_CASE("2x2_stallBU: a BU that stalls (SIGSTOP) is dropped within 2 s and tak
   INFO("dropped after " << drop_seconds << " s");
   CHECK(drop_seconds < 2.0);
   const double built = run.metric(bu(0), "events_built");
-  REQUIRE(run.process(bu(0)).wait_metric(bu(0), "events_built", built + 2000, std::chrono::seconds(30)));
+  run.require_progress(bu(0), "events_built", built + 2000);
   ::kill(run.process(bu(1)).pid(), SIGCONT);
-  REQUIRE(wait_until([&] { return run.metric(kEvm, "bus_alive") == 2; }, std::chrono::seconds(10)));
+  REQUIRE(wait_until([&] { return run.metric(kEvm, "bus_alive") == 2; }, std::chrono::seconds(60)));
   CHECK(run.metric(kEvm, "bu_readmissions") == 1);
   const double resumed = run.metric(bu(1), "events_built");
-  REQUIRE(run.process(bu(1)).wait_metric(bu(1), "events_built", resumed + 1000, std::chrono::seconds(30)));
+  run.require_progress(bu(1), "events_built", resumed + 1000);
   run.stop_run();
   CHECK(run.metric(kEvm, "drained") == 1);
   CHECK(run.metric(kEvm, "events_completed") + run.metric(kEvm, "events_lost") == run.metric(kEvm, "events_assigned"));
@@ -153,10 +153,10 @@ TEST_CASE("1x1_failEvM: the EvM killed mid-run fails every unit with a clear rea
   const TransportProfile& transport = suite_transport();
   EvbRun run(transport, "evb-1x1-failevm", 1, 1, "");
   run.start_run();
-  REQUIRE(run.process(bu(0)).wait_metric(bu(0), "events_built", 1000, std::chrono::seconds(30)));
+  run.require_progress(bu(0), "events_built", 1000);
   run.process(kEvm).kill_now();
   for (std::uint32_t t : {ru(0), bu(0)}) {
-    REQUIRE(run.wait_state(t, "Failed", std::chrono::seconds(15)));  // evmTimeout is 5 s
+    REQUIRE(run.wait_state(t, "Failed", std::chrono::seconds(60)));  // evmTimeout is 5 s; a bound against a hang
     CHECK_THAT(run.reason(t), Contains("EvM (TID 10) was silent"));
     CHECK(run.process(t).transition("halt").status == 200);
   }
@@ -170,11 +170,11 @@ TEST_CASE("3x1_incompleteEvents: an RU killed mid-run makes the BU build events 
   const TransportProfile& transport = suite_transport();
   EvbRun run(transport, "evb-3x1-incomplete", 3, 1, "<ruFailurePolicy>incomplete</ruFailurePolicy>");
   run.start_run();
-  REQUIRE(run.process(bu(0)).wait_metric(bu(0), "events_built", 2000, std::chrono::seconds(30)));
+  run.require_progress(bu(0), "events_built", 2000);
   run.process(ru(2)).kill_now();
-  REQUIRE(run.process(bu(0)).wait_metric(bu(0), "events_incomplete", 1000, std::chrono::seconds(30)));
+  run.require_progress(bu(0), "events_incomplete", 1000);
   const double built = run.metric(bu(0), "events_built");
-  REQUIRE(run.process(bu(0)).wait_metric(bu(0), "events_built", built + 2000, std::chrono::seconds(30)));
+  run.require_progress(bu(0), "events_built", built + 2000);
   CHECK(run.state(kEvm) == "Enabled");
   CHECK(run.metric(kEvm, "ru_downs") == 1);
   run.stop_run({ru(2)});

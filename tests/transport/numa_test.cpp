@@ -97,7 +97,7 @@ using Check = std::function<void(const ExecutiveProcess& pong, const ExecutivePr
 void ping_pong_on_node_1(const std::string& name, const std::function<std::string(const std::string&)>& policy,
                          const Check& check) {
   const TransportProfile& transport = suite_transport();
-  if (transport.protocol != "ibv") skip_test("the NUMA placement test is ptibv's (numaNode parameter)");
+  if (!transport.capabilities.numa_placement) skip_test("its pools do not follow a numaNode parameter");
   if (numa_nodes() < 2) skip_test("this machine has " + std::to_string(numa_nodes()) + " NUMA node(s); the test needs 2");
   Host a, b;
   std::string pong = nton_context(transport, a, Traffic::latency, application_xml("nton::PingPong", 2, 1));

@@ -110,13 +110,14 @@ std::array<std::byte, daqx::kFrameHeaderSize> header(std::uint32_t total, daqx::
 // A client that connects to the endpoint the proper way and sends one malformed frame, or (ibv) breaks the
 // connection protocol the way kind says: tests/programs/ofi_bad_peer over libfabric, ibv_bad_peer over ptibv.
 ProcessResult run_fabric_bad_peer(const TransportProfile& transport, std::uint16_t port, const std::string& kind) {
-  if (transport.bad_peers.verbs_client) {
+  if (transport.capabilities.connection_manager == "rdma_cm") {
 #ifdef DAQX_TEST_IBV_BAD_PEER
     return run_process({DAQX_TEST_IBV_BAD_PEER, "--host", transport.host, "--port", std::to_string(port), "--case",
                         kind, "--target", std::to_string(kReceiver)},
                        std::chrono::seconds(20));
 #else
-    skip_test("ibv_bad_peer is not built (libibverbs or librdmacm was not found)");
+    skip_for_environment("DAQX_TRANSPORT_REQUIRE", transport_skip_exit_code,
+                         "ibv_bad_peer is not built (libibverbs or librdmacm was not found)");
 #endif
   }
 #ifdef DAQX_TEST_OFI_BAD_PEER
@@ -126,7 +127,8 @@ ProcessResult run_fabric_bad_peer(const TransportProfile& transport, std::uint16
 #else
   (void)port;
   (void)kind;
-  skip_test("ofi_bad_peer is not built (libfabric was not found)");
+  skip_for_environment("DAQX_TRANSPORT_REQUIRE", transport_skip_exit_code,
+                       "ofi_bad_peer is not built (libfabric was not found)");
 #endif
 }
 
@@ -135,7 +137,7 @@ ProcessResult run_fabric_bad_peer(const TransportProfile& transport, std::uint16
 TEST_CASE("bad peers sending malformed frames on a plain socket lose only their own connection: the executive "
           "stays up, frees every block and serves others", "[transport][process][faults]") {
   const TransportProfile& transport = suite_transport();
-  if (!transport.bad_peers.raw_frames) skip_test("a plain socket does not carry frames to this transport");
+  if (!transport.capabilities.frames_on_plain_tcp) skip_test("a plain socket does not carry frames to this transport");
   HonestTraffic traffic(transport, "bad-raw-frames");
   ExecutiveProcess& receiver = traffic.receiver();
   const std::uint16_t port = traffic.receiver_port();
@@ -185,7 +187,8 @@ TEST_CASE("bad peers sending malformed frames on a plain socket lose only their 
 TEST_CASE("garbage on the endpoint's TCP port loses only its own connection: the executive stays up, still "
           "accepts peers, frees every block and serves others", "[transport][process][faults]") {
   const TransportProfile& transport = suite_transport();
-  if (!transport.bad_peers.raw_garbage) skip_test("no plain TCP port to send garbage to");
+  if (!transport.capabilities.plain_tcp_port || transport.capabilities.frames_on_plain_tcp)
+    skip_test("no plain TCP port that speaks a fabric's protocol to send garbage to");
   HonestTraffic traffic(transport, "bad-raw-garbage");
   ExecutiveProcess& receiver = traffic.receiver();
   const std::uint16_t port = traffic.receiver_port();
@@ -216,7 +219,7 @@ TEST_CASE("garbage on the endpoint's TCP port loses only its own connection: the
   INFO(receiver.output());
   CHECK(receiver.get("/api/executive").status == 200);
   // Not wedged: a proper client connecting now is accepted and its bad frame is seen and refused.
-  if (transport.bad_peers.fabric_client) {
+  if (transport.capabilities.connection_manager == "libfabric") {
     const double bad_before = transport_metric(receiver, "bad_streams");
     const ProcessResult client = run_fabric_bad_peer(transport, port, "unknown-target");
     INFO(client.output);
@@ -229,8 +232,9 @@ TEST_CASE("garbage on the endpoint's TCP port loses only its own connection: the
 TEST_CASE("a fabric client sending malformed frames loses only its own connection: the executive stays up, frees "
           "every block and serves others", "[transport][process][faults]") {
   const TransportProfile& transport = suite_transport();
-  if (!transport.bad_peers.fabric_client && !transport.bad_peers.verbs_client)
-    skip_test("neither a libfabric nor a verbs transport");
+  const std::string& manager = transport.capabilities.connection_manager;
+  if (manager != "libfabric" && manager != "rdma_cm")
+    skip_test("no bad client for connections made by " + manager + " (a libfabric or rdma_cm client)");
   HonestTraffic traffic(transport, "bad-fabric-client");
   ExecutiveProcess& receiver = traffic.receiver();
   const double bad_before = transport_metric(receiver, "bad_streams");
@@ -257,7 +261,7 @@ TEST_CASE("a fabric client sending malformed frames loses only its own connectio
 TEST_CASE("garbage on the rdma_cm port loses only its own connection attempts: the executive stays up, refuses "
           "them, still accepts peers, frees every block and serves others", "[transport][process][faults]") {
   const TransportProfile& transport = suite_transport();
-  if (!transport.bad_peers.verbs_client) skip_test("no rdma_cm port: not a verbs transport");
+  if (transport.capabilities.connection_manager != "rdma_cm") skip_test("no rdma_cm port: connections are not made by rdma_cm");
   HonestTraffic traffic(transport, "bad-rdma-cm");
   ExecutiveProcess& receiver = traffic.receiver();
   const std::uint16_t port = traffic.receiver_port();

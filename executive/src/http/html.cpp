@@ -147,9 +147,10 @@ std::string pools_section(const std::vector<PoolStatus>& pools) {
 std::string transports_section(const std::vector<TransportStatus>& transports) {
   std::string html = "<h2>Transports</h2>\n";
   if (transports.empty()) return html + "<p class=\"muted\">none</p>\n";
-  html += "<table>\n<tr><th>Protocol</th><th>Endpoint</th><th>Counters</th></tr>\n";
+  html += "<table>\n<tr><th>Protocol</th><th>Endpoint</th><th>Offers</th><th>Counters</th></tr>\n";
   for (const TransportStatus& transport : transports) {
-    html += "<tr>" + cell(transport.protocol) + cell(transport.endpoint) + metrics_cell(transport.metrics) + "</tr>\n";
+    html += "<tr>" + cell(transport.protocol) + cell(transport.endpoint) + cell(describe_capabilities(transport.capabilities)) +
+            metrics_cell(transport.metrics) + "</tr>\n";
   }
   html += "</table>\n<h2>Connections</h2>\n";
   std::string rows;

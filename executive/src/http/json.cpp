@@ -209,12 +209,45 @@ std::string json_threads(const std::vector<ThreadStatus>& threads) {
   return stringify(array);
 }
 
+namespace {
+
+Object::Ptr capabilities_object(const TransportCapabilities& c) {
+  Object::Ptr object = new_object();
+  object->set("memory_registration", c.memory_registration);
+  object->set("rdma_device", c.rdma_device);
+  object->set("inline_bytes", c.inline_bytes);
+  object->set("gather_limit", c.gather_limit);
+  object->set("coalescing", c.coalescing);
+  object->set("busy_polling", c.busy_polling);
+  object->set("credit_flow", c.credit_flow);
+  object->set("posted_receive_buffers", c.posted_receive_buffers);
+  object->set("numa_placement", c.numa_placement);
+  object->set("plain_tcp_port", c.plain_tcp_port);
+  object->set("frames_on_plain_tcp", c.frames_on_plain_tcp);
+  object->set("connection_manager", c.connection_manager);
+  return object;
+}
+
+}  // namespace
+
+std::string json_capabilities(const std::vector<std::pair<std::string, TransportCapabilities>>& transports) {
+  Array::Ptr array = new Array;
+  for (const auto& [protocol, capabilities] : transports) {
+    Object::Ptr object = new_object();
+    object->set("protocol", protocol);
+    object->set("capabilities", capabilities_object(capabilities));
+    array->add(object);
+  }
+  return stringify(array);
+}
+
 std::string json_transports(const std::vector<TransportStatus>& transports) {
   Array::Ptr array = new Array;
   for (const TransportStatus& transport : transports) {
     Object::Ptr object = new_object();
     object->set("protocol", transport.protocol);
     object->set("endpoint", transport.endpoint);
+    object->set("capabilities", capabilities_object(transport.capabilities));
     object->set("parameters", params_array(transport.params));
     object->set("metrics", metrics_array(transport.metrics));
     Array::Ptr connections = new Array;

@@ -14,15 +14,21 @@ constexpr std::chrono::milliseconds kBriefSleep{1};       // when the wire canno
 
 }  // namespace
 
-ConnectionTransport::ConnectionTransport(TransportHost& host, const ConnectionSettings& settings)
-    : host_(host), settings_(settings) {
+ConnectionTransport::ConnectionTransport(TransportHost& host, Describe describe)
+    : host_(host),
+      describe_(describe),
+      settings_(ConnectionSettings::from(host.params(), host.max_frame_size())) {
   outgoing_.reserve(kMaxPeers);
   host_.on_deliver_ready([this] { request_resume(); });
 }
 
 ConnectionTransport::~ConnectionTransport() {
-  // Normally the derived destructor has stopped everything. Should it not have (a constructor that threw
-  // after starting the threads), the threads at least must not outlive the object.
+  // Normally the owner has stopped everything. Should it not have (a constructor that threw after starting
+  // the threads), the threads at least must not outlive the object.
+  join_threads();
+}
+
+void ConnectionTransport::join_threads() noexcept {
   for (std::jthread* thread : {&send_thread_, &receive_thread_}) {
     if (!thread->joinable()) continue;
     thread->request_stop();
@@ -30,6 +36,12 @@ ConnectionTransport::~ConnectionTransport() {
     receive_waiter_.wake();
     thread->join();
   }
+}
+
+TransportCapabilities ConnectionTransport::capabilities() const {
+  TransportCapabilities c = describe_(host_.params());
+  refine_capabilities(c);
+  return c;
 }
 
 void ConnectionTransport::start_threads() {
@@ -183,6 +195,18 @@ void ConnectionTransport::check_outgoing(Clock::time_point now) {
   }
 }
 
+template <typename OnReady>
+void ConnectionTransport::rest(Waiter& waiter, SleepCheck (ConnectionTransport::*last_look)(), Clock::time_point deadline,
+                               OnReady& on_ready) {
+  if (busy_polling()) {
+    waiter.poll(on_ready);
+    return;
+  }
+  const SleepCheck check = (this->*last_look)();
+  if (check == SleepCheck::look_again) return;
+  waiter.wait_until(check == SleepCheck::sleep ? deadline : std::min(deadline, Clock::now() + kBriefSleep), on_ready);
+}
+
 void ConnectionTransport::send_loop(std::stop_token stop) {
   auto on_ready = [this](void* tag, std::uint32_t events) { on_send_ready(tag, events); };
   next_check_ = Clock::now();
@@ -193,14 +217,7 @@ void ConnectionTransport::send_loop(std::stop_token stop) {
       next_check_ = now + kCheckInterval;
       check_outgoing(now);
     }
-    if (worked) continue;
-    if (busy_polling()) {
-      send_waiter_.poll(on_ready);
-      continue;
-    }
-    const SleepCheck check = ready_to_sleep_send();
-    if (check == SleepCheck::look_again) continue;
-    send_waiter_.wait_until(check == SleepCheck::sleep ? next_check_ : std::min(next_check_, now + kBriefSleep), on_ready);
+    if (!worked) rest(send_waiter_, &ConnectionTransport::ready_to_sleep_send, next_check_, on_ready);
   }
 }
 
@@ -307,14 +324,7 @@ void ConnectionTransport::receive_loop(std::stop_token stop) {
     // Pauses can also end without a wake-up having been seen (it raced with the pause): look every round.
     if (resume_requested_.exchange(false, std::memory_order_acq_rel)) resume_incoming();
     receive_housekeeping(Clock::now());
-    if (worked) continue;
-    if (busy_polling()) {
-      receive_waiter_.poll(on_ready);
-      continue;
-    }
-    const SleepCheck check = ready_to_sleep_receive();
-    if (check == SleepCheck::look_again) continue;
-    receive_waiter_.wait_until(Clock::now() + (check == SleepCheck::sleep ? kCheckInterval : kBriefSleep), on_ready);
+    if (!worked) rest(receive_waiter_, &ConnectionTransport::ready_to_sleep_receive, Clock::now() + kCheckInterval, on_ready);
   }
 }
 
@@ -348,13 +358,7 @@ void ConnectionTransport::close_everything() noexcept {
 
 void ConnectionTransport::stop() {
   if (stopped_.exchange(true)) return;
-  for (std::jthread* thread : {&send_thread_, &receive_thread_}) {
-    if (!thread->joinable()) continue;
-    thread->request_stop();
-    send_waiter_.wake();
-    receive_waiter_.wake();
-    thread->join();
-  }
+  join_threads();
   close_everything();
   stop_endpoints();
   // Registrations belong to the device or domain: they go before it does.

@@ -7,7 +7,7 @@ namespace daqx::pt {
 
 std::string CountingRegistrar::register_chunk(std::byte* base, std::size_t bytes, mem::RegistrationKey& key) {
   auto start = std::chrono::steady_clock::now();
-  std::string error = register_with_device(base, bytes, key);
+  std::string error = register_(base, bytes, key);
   if (!error.empty()) {
     failures_.fetch_add(1, std::memory_order_relaxed);
     return error;
@@ -21,7 +21,7 @@ std::string CountingRegistrar::register_chunk(std::byte* base, std::size_t bytes
 
 void CountingRegistrar::deregister_chunk(std::byte*, std::size_t bytes, const mem::RegistrationKey& key) noexcept {
   if (key.handle == nullptr) return;
-  deregister_from_device(key);
+  deregister_(key);
   registered_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
 }
 

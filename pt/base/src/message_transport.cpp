@@ -6,9 +6,8 @@
 
 namespace daqx::pt {
 
-MessageTransport::MessageTransport(TransportHost& host, const ConnectionSettings& connection,
-                                   const MessageSettings& messages)
-    : ConnectionTransport(host, connection), messages_(messages) {}
+MessageTransport::MessageTransport(TransportHost& host, Describe describe)
+    : ConnectionTransport(host, describe), messages_(MessageSettings::from(host.params())) {}
 
 void MessageTransport::set_limits(std::size_t gather_limit, std::size_t send_depth, std::size_t receive_depth) noexcept {
   gather_limit_ = std::clamp<std::size_t>(gather_limit, 1, MessagePieces::kMaxPieces);

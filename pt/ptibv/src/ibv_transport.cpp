@@ -71,29 +71,34 @@ bool next_cm_event(rdma_event_channel* channel, CmEvent& copy) {
   return true;
 }
 
-}  // namespace
-
-TransportCapabilities capabilities(const ParamSet& params) {
-  const Settings settings = Settings::from(params);
-  TransportCapabilities c;
-  c.memory_registration = true;
-  c.rdma_device = true;
-  c.inline_bytes = settings.inline_threshold;  // capped by the device once it is open
-  c.gather_limit = pt::MessagePieces::kMaxPieces;
-  c.busy_polling = true;
-  c.credit_flow = true;
-  c.posted_receive_buffers = true;
-  c.numa_placement = true;
-  c.connection_manager = "rdma_cm";
-  return c;
+// One round of a completion thread: up to kReadRounds batches of completions, then every rdma_cm event.
+// Returns whether there was anything, so the thread sleeps only when there was not.
+template <typename Completion, typename Event>
+bool reap(ibv_cq* cq, rdma_event_channel* events, Completion&& completion, Event&& event) {
+  if (cq == nullptr) return false;
+  bool worked = false;
+  ibv_wc completions[kCompletionBatch];
+  for (int round = 0; round < kReadRounds; ++round) {
+    const int count = ibv_poll_cq(cq, kCompletionBatch, completions);
+    if (count <= 0) break;
+    worked = true;
+    for (int i = 0; i < count; ++i) completion(completions[i]);
+    if (count < kCompletionBatch) break;
+  }
+  CmEvent copy;
+  while (next_cm_event(events, copy)) {
+    worked = true;
+    event(copy.event);
+  }
+  return worked;
 }
+
+}  // namespace
 
 // ---- life cycle -----------------------------------------------------------------------------------------
 
 IbvTransport::IbvTransport(TransportHost& host)
-    : MessageTransport(host, pt::ConnectionSettings::from(host.params(), host.max_frame_size()),
-                       pt::MessageSettings::from(host.params())),
-      settings_(Settings::from(host.params())) {
+    : MessageTransport(host, &ptibv::describe), settings_(Settings::from(host.params())) {
   devices_ = std::make_unique<DeviceList>();
   if (devices_->size() == 0)
     throw std::runtime_error("no RDMA device on this host (rdma_get_devices found none: is a driver loaded, "
@@ -116,10 +121,8 @@ IbvTransport::~IbvTransport() {
   if (receive_events_ != nullptr) rdma_destroy_event_channel(receive_events_);
 }
 
-TransportCapabilities IbvTransport::capabilities() const {
-  TransportCapabilities c = ptibv::capabilities(host().params());
+void IbvTransport::refine_capabilities(TransportCapabilities& c) const {
   if (context_ != nullptr) c.gather_limit = gather_limit();  // what the device allows, now that it is open
-  return c;
 }
 
 ibv_context* IbvTransport::choose_device(const sockaddr* address) {
@@ -171,7 +174,7 @@ void IbvTransport::open_device(ibv_context* context) {
   if (pd_ == nullptr) throw std::runtime_error("ibv_alloc_pd: " + errno_text(errno));
   // Every pool of the executive, now and later, is registered once per chunk: sends and receives name
   // each block's lkey without looking it up.
-  register_memory(std::make_unique<MemoryRegistrar>(pd_));
+  register_memory(make_registrar(pd_));
 
   const std::size_t max_cqe = static_cast<std::size_t>(std::max(device_attr_.max_cqe, 64));
   send_cq_size_ = std::min(max_cqe, kMaxCompletionQueue);
@@ -626,22 +629,8 @@ void IbvTransport::on_send_event(rdma_cm_event& event) {
 }
 
 bool IbvTransport::reap_send() {
-  if (send_cq_ == nullptr) return false;
-  bool worked = false;
-  ibv_wc completions[kCompletionBatch];
-  for (int round = 0; round < kReadRounds; ++round) {
-    const int count = ibv_poll_cq(send_cq_, kCompletionBatch, completions);
-    if (count <= 0) break;
-    worked = true;
-    for (int i = 0; i < count; ++i) on_send_completion(completions[i]);
-    if (count < kCompletionBatch) break;
-  }
-  CmEvent event;
-  while (next_cm_event(send_events_, event)) {
-    worked = true;
-    on_send_event(event.event);
-  }
-  return worked;
+  return reap(send_cq_, send_events_, [this](const ibv_wc& wc) { on_send_completion(wc); },
+              [this](rdma_cm_event& event) { on_send_event(event); });
 }
 
 // ---- receive side ---------------------------------------------------------------------------------------
@@ -900,22 +889,8 @@ void IbvTransport::on_async_events() {
 }
 
 bool IbvTransport::reap_receive() {
-  if (receive_cq_ == nullptr) return false;
-  bool worked = false;
-  ibv_wc completions[kCompletionBatch];
-  for (int round = 0; round < kReadRounds; ++round) {
-    const int count = ibv_poll_cq(receive_cq_, kCompletionBatch, completions);
-    if (count <= 0) break;
-    worked = true;
-    for (int i = 0; i < count; ++i) on_receive_completion(completions[i]);
-    if (count < kCompletionBatch) break;
-  }
-  CmEvent event;
-  while (next_cm_event(receive_events_, event)) {
-    worked = true;
-    on_receive_event(event.event);
-  }
-  return worked;
+  return reap(receive_cq_, receive_events_, [this](const ibv_wc& wc) { on_receive_completion(wc); },
+              [this](rdma_cm_event& event) { on_receive_event(event); });
 }
 
 void IbvTransport::receive_housekeeping(Clock::time_point now) {

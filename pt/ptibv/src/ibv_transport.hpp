@@ -32,16 +32,11 @@
 
 namespace daqx::ptibv {
 
-TransportCapabilities capabilities(const ParamSet& params);
-
 class IbvTransport final : public pt::MessageTransport {
  public:
   explicit IbvTransport(TransportHost& host);
-  ~IbvTransport() override;
-
-  std::string_view protocol() const noexcept override { return "ibv"; }
+  ~IbvTransport() override;  // the rdma_cm event channels go after stop()
   void listen(const EndpointAddress& local) override;
-  TransportCapabilities capabilities() const override;
 
  private:
   struct Outgoing : pt::MessageOutgoing {
@@ -90,6 +85,9 @@ class IbvTransport final : public pt::MessageTransport {
   bool move_qp(rdma_cm_id* id, ibv_qp* qp, ibv_qp_state state, std::string& error);
   SleepCheck arm(Channel& channel);
   void acknowledge(Channel& channel);
+  void refine_capabilities(TransportCapabilities& c) const override;
+  void stop_endpoints() noexcept override;  // the listener, the shared receive queue and its buffers
+  void stop_device() noexcept override;     // completion queues and channels, the protection domain
 
   // Sending (pt::MessageTransport).
   std::unique_ptr<pt::OutgoingConnection> make_outgoing(const EndpointAddress& remote) override;
@@ -116,9 +114,6 @@ class IbvTransport final : public pt::MessageTransport {
   Post post_receive_buffer(pt::MessageIncoming& c, std::string& error) override;
   Post post_credits(pt::MessageIncoming& c, const pt::CreditMessage& message, std::string& error) override;
   void close_receive_link(pt::MessageIncoming& c) noexcept override;
-
-  void stop_endpoints() noexcept override;
-  void stop_device() noexcept override;
   void report_wire(MetricSink& sink) const override;
 
   Settings settings_;

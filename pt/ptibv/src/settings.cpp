@@ -1,6 +1,8 @@
 // ptibv's parameters and their checks.
 #include "settings.hpp"
 
+#include "daqx/pt/message_cutter.hpp"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -45,6 +47,17 @@ std::vector<ParamSpec> parameter_specs() {
           {"resolveTimeout", ParamType::unsigned_integer, "2000", "ms", "rdma_cm address and route resolution timeout",
            10, 60000},
       });
+}
+
+TransportCapabilities describe(const ParamSet& params) {
+  return {.memory_registration = true,
+          .rdma_device = true,
+          .inline_bytes = Settings::from(params).inline_threshold,  // capped per queue pair by the device
+          .gather_limit = pt::MessagePieces::kMaxPieces,              // capped by the device once it is open
+          .credit_flow = true,
+          .posted_receive_buffers = true,
+          .numa_placement = true,
+          .connection_manager = "rdma_cm"};
 }
 
 Settings Settings::from(const ParamSet& params) {

@@ -9,9 +9,14 @@
 #include <vector>
 
 #include "daqx/api/parameters.hpp"
+#include "daqx/api/transport.hpp"
 #include "daqx/pt/connection_settings.hpp"
 
 namespace daqx::ptibv {
+
+inline constexpr const char* kHelp =
+    "InfiniBand verbs RC queue pairs (InfiniBand, RoCE) set up with rdma_cm by IP and port; credit-paced sends "
+    "straight from registered pool blocks into pre-posted receive buffers";
 
 // ptibv's own settings; the shared ones (connectAt, waitMode, queues, buffers, depths, backoff) are
 // pt::ConnectionSettings and pt::MessageSettings.
@@ -32,6 +37,8 @@ struct Settings {
 
 // The shared connection and message parameters and ptibv's own.
 std::vector<ParamSpec> parameter_specs();
+// What a ptibv transport with these parameters offers (before a device is open).
+TransportCapabilities describe(const ParamSet& params);
 
 // ibv_mtu enum value for a byte count (256..4096), 0 when the count is not a verbs MTU.
 int mtu_enum(std::uint32_t bytes) noexcept;

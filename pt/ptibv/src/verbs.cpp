@@ -70,23 +70,24 @@ int device_numa_node(const ibv_context* context) {
   return node;
 }
 
-std::string MemoryRegistrar::register_with_device(std::byte* base, std::size_t bytes, mem::RegistrationKey& key) {
-  ibv_mr* mr = ibv_reg_mr(pd_, base, bytes, IBV_ACCESS_LOCAL_WRITE);
-  if (mr == nullptr) {
-    int error = errno;
-    std::string reason = "ibv_reg_mr of " + std::to_string(bytes) + " bytes: " + errno_text(error);
-    if (error == ENOMEM || error == EPERM || error == EFAULT)
-      reason += " (locked memory limit too low? check `ulimit -l`: RDMA needs it unlimited or above the pools' size)";
-    return reason;
-  }
-  key.handle = mr;
-  key.descriptor = nullptr;
-  key.key = mr->lkey;
-  return {};
-}
-
-void MemoryRegistrar::deregister_from_device(const mem::RegistrationKey& key) noexcept {
-  ibv_dereg_mr(static_cast<ibv_mr*>(key.handle));
+std::unique_ptr<pt::CountingRegistrar> make_registrar(ibv_pd* pd) {
+  return std::make_unique<pt::CountingRegistrar>(
+      "ptibv",
+      [pd](std::byte* base, std::size_t bytes, mem::RegistrationKey& key) -> std::string {
+        ibv_mr* mr = ibv_reg_mr(pd, base, bytes, IBV_ACCESS_LOCAL_WRITE);
+        if (mr == nullptr) {
+          int error = errno;
+          std::string reason = "ibv_reg_mr of " + std::to_string(bytes) + " bytes: " + errno_text(error);
+          if (error == ENOMEM || error == EPERM || error == EFAULT)
+            reason += " (locked memory limit too low? check `ulimit -l`: RDMA needs it unlimited or above the pools' size)";
+          return reason;
+        }
+        key.handle = mr;
+        key.descriptor = nullptr;
+        key.key = mr->lkey;
+        return {};
+      },
+      [](const mem::RegistrationKey& key) { ibv_dereg_mr(static_cast<ibv_mr*>(key.handle)); });
 }
 
 }  // namespace daqx::ptibv

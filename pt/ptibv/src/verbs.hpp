@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "daqx/pt/counting_registrar.hpp"
@@ -41,16 +42,6 @@ std::string device_name(const ibv_context* context);
 
 // Registers pool chunks with a protection domain (ibv_reg_mr), keeping each chunk's ibv_mr in the key's
 // handle and its lkey in the key's key.
-class MemoryRegistrar final : public pt::CountingRegistrar {
- public:
-  explicit MemoryRegistrar(ibv_pd* pd) : pd_(pd) {}
-  std::string_view name() const override { return "ptibv"; }
-
- private:
-  std::string register_with_device(std::byte* base, std::size_t bytes, mem::RegistrationKey& key) override;
-  void deregister_from_device(const mem::RegistrationKey& key) noexcept override;
-
-  ibv_pd* pd_;
-};
+std::unique_ptr<pt::CountingRegistrar> make_registrar(ibv_pd* pd);
 
 }  // namespace daqx::ptibv

@@ -3,6 +3,7 @@
 
 #include <rdma/fi_errno.h>
 
+#include <atomic>
 #include <cstring>
 #include <set>
 #include <stdexcept>
@@ -147,18 +148,21 @@ bool needs_local_registration(const fi_info& info) noexcept {
   return (info.domain_attr->mr_mode & FI_MR_LOCAL) != 0 || (info.mode & FI_LOCAL_MR) != 0;
 }
 
-std::string MemoryRegistrar::register_with_device(std::byte* base, std::size_t bytes, mem::RegistrationKey& key) {
-  fid_mr* region = nullptr;
-  int error = fi_mr_reg(domain_, base, bytes, FI_SEND | FI_RECV, 0, next_key_.fetch_add(1), 0, &region, nullptr);
-  if (error != 0) return "fi_mr_reg: " + fabric_error(error);
-  key.handle = region;
-  key.descriptor = fi_mr_desc(region);
-  key.key = fi_mr_key(region);
-  return "";
-}
-
-void MemoryRegistrar::deregister_from_device(const mem::RegistrationKey& key) noexcept {
-  fi_close(&static_cast<fid_mr*>(key.handle)->fid);
+std::unique_ptr<pt::CountingRegistrar> make_registrar(fid_domain* domain) {
+  // For providers that want the application to choose keys: one per chunk.
+  auto next_key = std::make_shared<std::atomic<std::uint64_t>>(1);
+  return std::make_unique<pt::CountingRegistrar>(
+      "ptofi",
+      [domain, next_key](std::byte* base, std::size_t bytes, mem::RegistrationKey& key) -> std::string {
+        fid_mr* region = nullptr;
+        int error = fi_mr_reg(domain, base, bytes, FI_SEND | FI_RECV, 0, next_key->fetch_add(1), 0, &region, nullptr);
+        if (error != 0) return "fi_mr_reg: " + fabric_error(error);
+        key.handle = region;
+        key.descriptor = fi_mr_desc(region);
+        key.key = fi_mr_key(region);
+        return "";
+      },
+      [](const mem::RegistrationKey& key) { fi_close(&static_cast<fid_mr*>(key.handle)->fid); });
 }
 
 }  // namespace daqx::ptofi

@@ -5,7 +5,6 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -47,17 +46,6 @@ bool needs_local_registration(const fi_info& info) noexcept;
 
 // Registers pool chunks with a domain (fi_mr_reg), keeping each chunk's fid_mr and descriptor in the
 // chunk's key slot.
-class MemoryRegistrar final : public pt::CountingRegistrar {
- public:
-  explicit MemoryRegistrar(fid_domain* domain) : domain_(domain) {}
-  std::string_view name() const override { return "ptofi"; }
-
- private:
-  std::string register_with_device(std::byte* base, std::size_t bytes, mem::RegistrationKey& key) override;
-  void deregister_from_device(const mem::RegistrationKey& key) noexcept override;
-
-  fid_domain* domain_;
-  std::atomic<std::uint64_t> next_key_{1};  // for providers that want the application to choose keys
-};
+std::unique_ptr<pt::CountingRegistrar> make_registrar(fid_domain* domain);
 
 }  // namespace daqx::ptofi

@@ -92,62 +92,10 @@ void* descriptor_of(const mem::Ref& buffer, std::size_t slot) {
 
 }  // namespace
 
-// ---- parameters -----------------------------------------------------------------------------------------
-
-std::vector<ParamSpec> parameter_specs() {
-  return pt::concatenate(
-      pt::concatenate(pt::connection_parameter_specs(), pt::message_parameter_specs()),
-      {
-          {"provider", ParamType::string, "tcp", "",
-           "libfabric provider for FI_EP_MSG endpoints: tcp (any network), verbs (InfiniBand, RoCE, iWARP), ...", {},
-           {}},
-          {"registerMemory", ParamType::string, "auto", "",
-           "auto: register pools with the domain when the provider asks for it (FI_MR_LOCAL); always; never", {}, {}},
-      });
-}
-
-Settings Settings::from(const ParamSet& params) {
-  Settings s;
-  s.provider = params.string("provider");
-  if (s.provider.empty()) throw std::invalid_argument("parameter provider is empty: name a libfabric provider (tcp, verbs, ...)");
-  switch (pt::choice(params, "registerMemory", {"auto", "always", "never"})) {
-    case 0: s.registration = Registration::automatic; break;
-    case 1: s.registration = Registration::always; break;
-    default: s.registration = Registration::never; break;
-  }
-  return s;
-}
-
-TransportCapabilities capabilities(const ParamSet& params) {
-  const Settings settings = Settings::from(params);
-  TransportCapabilities c;
-  bool local_registration = settings.provider != "tcp";  // what we assume of a provider this machine lacks
-  try {
-    InfoPtr info = find_provider(settings.provider, nullptr, nullptr, 0);
-    local_registration = needs_local_registration(*info);
-    c.gather_limit = std::clamp<std::size_t>(info->tx_attr->iov_limit, 1, pt::MessagePieces::kMaxPieces);
-  } catch (const std::exception&) {
-    c.gather_limit = 1;
-  }
-  c.memory_registration = settings.registration == Settings::Registration::always ||
-                          (settings.registration == Settings::Registration::automatic && local_registration);
-  // Providers that want memory registered before they touch it are the ones on RDMA devices (verbs, efa, ...).
-  c.rdma_device = local_registration;
-  c.busy_polling = true;
-  c.credit_flow = true;
-  c.posted_receive_buffers = true;
-  // The tcp provider listens on the endpoint's TCP port, where a plain socket can reach it.
-  c.plain_tcp_port = settings.provider == "tcp";
-  c.connection_manager = "libfabric";
-  return c;
-}
-
 // ---- life cycle -----------------------------------------------------------------------------------------
 
 OfiTransport::OfiTransport(TransportHost& host)
-    : MessageTransport(host, pt::ConnectionSettings::from(host.params(), host.max_frame_size()),
-                       pt::MessageSettings::from(host.params())),
-      settings_(Settings::from(host.params())) {
+    : MessageTransport(host, &ptofi::describe), settings_(Settings::from(host.params())) {
   // Fail at configure time, naming what the provider lacks, rather than at the first connection.
   find_provider(settings_.provider, nullptr, nullptr, 0);
   const pt::MessageSettings& m = message_settings();
@@ -162,15 +110,11 @@ OfiTransport::OfiTransport(TransportHost& host)
   receive_pool_->on_available([this] { request_resume(); });
 }
 
-OfiTransport::~OfiTransport() { stop(); }
-
-TransportCapabilities OfiTransport::capabilities() const {
-  TransportCapabilities c = ptofi::capabilities(host().params());
-  if (fabric_) {  // what it actually does, now that the provider is open
-    c.memory_registration = registration_slot() != pt::kNoRegistration;
-    c.gather_limit = gather_limit();
-  }
-  return c;
+void OfiTransport::refine_capabilities(TransportCapabilities& c) const {
+  if (!fabric_) return;
+  // What it actually does, now that the provider is open.
+  c.memory_registration = registration_slot() != pt::kNoRegistration;
+  c.gather_limit = gather_limit();
 }
 
 void OfiTransport::open_fabric(const fi_info& info) {
@@ -220,7 +164,7 @@ void OfiTransport::open_fabric(const fi_info& info) {
 
   const bool register_pools = settings_.registration == Settings::Registration::always ||
                               (settings_.registration == Settings::Registration::automatic && needs_local_registration(info));
-  if (register_pools) register_memory(std::make_unique<MemoryRegistrar>(domain_.get()));
+  if (register_pools) register_memory(make_registrar(domain_.get()));
   host().log(LogLevel::info, "provider " + std::string(info.fabric_attr->prov_name) + ", fabric " +
                                  std::string(info.fabric_attr->name != nullptr ? info.fabric_attr->name : "?") + ", domain " +
                                  std::string(info.domain_attr->name != nullptr ? info.domain_attr->name : "?") +
@@ -317,13 +261,13 @@ std::unique_ptr<pt::OutgoingConnection> OfiTransport::make_outgoing(const Endpoi
   const std::string service = std::to_string(remote.port);
   InfoPtr info = find_provider(settings_.provider, remote.hostname.c_str(), service.c_str(), 0);
   open_fabric(*info);  // when nothing listens here (a context that only sends)
-  auto c = std::make_unique<Outgoing>(connection_settings().send_queue);
+  auto c = std::make_unique<OfiOutgoing>(connection_settings().send_queue);
   c->info = std::move(info);
   return c;
 }
 
 OfiTransport::Posted OfiTransport::post_message(pt::MessageOutgoing& c, pt::SendLink& base, const Message& message) noexcept {
-  auto& link = static_cast<Link&>(base);
+  auto& link = static_cast<OfiLink&>(base);
   const pt::MessagePieces& pieces = message.pieces;
   OpContext& op = link.sends[message.slot];
   const ssize_t result = fi_sendv(link.endpoint, pieces.iov, const_cast<void**>(pieces.descriptors), pieces.count, 0,
@@ -336,7 +280,7 @@ OfiTransport::Posted OfiTransport::post_message(pt::MessageOutgoing& c, pt::Send
   return Posted::failed;
 }
 
-bool OfiTransport::post_credit_receive(Link& link, BufferOp& op, std::string& error) {
+bool OfiTransport::post_credit_receive(OfiLink& link, BufferOp& op, std::string& error) {
   if (!op.buffer) op.buffer = credit_pool_->allocate(kCreditBufferSize);
   if (!op.buffer) {
     error = "no buffer for credit messages (pool pt/ofi/credit is empty)";
@@ -349,8 +293,8 @@ bool OfiTransport::post_credit_receive(Link& link, BufferOp& op, std::string& er
 }
 
 void OfiTransport::start_connect(pt::OutgoingConnection& base) {
-  auto& c = static_cast<Outgoing&>(base);
-  auto link = std::make_unique<Link>();
+  auto& c = static_cast<OfiOutgoing&>(base);
+  auto link = std::make_unique<OfiLink>();
   link->owner = &c;
   link->ring.resize(send_depth());
   link->sends.resize(send_depth());
@@ -382,8 +326,8 @@ void OfiTransport::start_connect(pt::OutgoingConnection& base) {
 }
 
 std::size_t OfiTransport::close_link(pt::OutgoingConnection& base) noexcept {
-  auto& c = static_cast<Outgoing&>(base);
-  auto* link = static_cast<Link*>(c.link);
+  auto& c = static_cast<OfiOutgoing&>(base);
+  auto* link = static_cast<OfiLink*>(c.link);
   if (link == nullptr || link->closed) return 0;
   // Closing the endpoint stops the provider touching our buffers and drops its pending events.
   if (link->endpoint != nullptr) fi_close(&link->endpoint->fid);
@@ -393,8 +337,8 @@ std::size_t OfiTransport::close_link(pt::OutgoingConnection& base) noexcept {
 }
 
 void OfiTransport::on_send_completion(OpContext& op, std::size_t length) {
-  auto& link = *static_cast<Link*>(op.link);
-  Outgoing& c = *link.owner;
+  auto& link = *static_cast<OfiLink*>(op.link);
+  OfiOutgoing& c = *link.owner;
   with_lock(c, [&] {
     if (link.closed) return;  // a completion of an endpoint torn down: its blocks went back then
     if (op.kind == OpKind::data_send) {
@@ -418,8 +362,8 @@ void OfiTransport::on_send_completion(OpContext& op, std::size_t length) {
 void OfiTransport::on_send_error(const fi_cq_err_entry& error) {
   if (error.op_context == nullptr) return;
   auto& op = *static_cast<OpContext*>(error.op_context);
-  auto& link = *static_cast<Link*>(op.link);
-  Outgoing& c = *link.owner;
+  auto& link = *static_cast<OfiLink*>(op.link);
+  OfiOutgoing& c = *link.owner;
   with_lock(c, [&] {
     if (link.closed || c.link != &link) return;
     if (error.err == FI_ECANCELED) {  // the provider flushed what was posted: the connection is gone
@@ -434,8 +378,8 @@ void OfiTransport::on_send_error(const fi_cq_err_entry& error) {
 
 void OfiTransport::on_send_event(std::uint32_t event, fid_t fid) {
   if (fid == nullptr || fid->context == nullptr) return;
-  auto& link = *static_cast<Link*>(fid->context);
-  Outgoing& c = *link.owner;
+  auto& link = *static_cast<OfiLink*>(fid->context);
+  OfiOutgoing& c = *link.owner;
   with_lock(c, [&] {
     if (link.closed || c.link != &link) return;
     if (event == FI_CONNECTED) {
@@ -450,8 +394,8 @@ void OfiTransport::on_send_event(std::uint32_t event, fid_t fid) {
 void OfiTransport::on_send_event_error(const fi_eq_err_entry& error) {
   void* context = error.context != nullptr ? error.context : (error.fid != nullptr ? error.fid->context : nullptr);
   if (context == nullptr) return;
-  auto& link = *static_cast<Link*>(context);
-  Outgoing& c = *link.owner;
+  auto& link = *static_cast<OfiLink*>(context);
+  OfiOutgoing& c = *link.owner;
   with_lock(c, [&] {
     if (link.closed || c.link != &link) return;
     teardown(c, "connect: " + event_error_text(send_eq_.get(), error));
@@ -470,9 +414,9 @@ bool OfiTransport::reap_send() {
 // ---- receive side ---------------------------------------------------------------------------------------
 
 void OfiTransport::accept(fi_info* request) {
-  auto connection = std::make_unique<Incoming>(std::max<std::size_t>(1, receive_depth() / 4),
+  auto connection = std::make_unique<OfiIncoming>(std::max<std::size_t>(1, receive_depth() / 4),
                                                connection_settings().max_frame_size);
-  Incoming* c = connection.get();
+  OfiIncoming* c = connection.get();
   c->remote = pt::address_text(static_cast<const sockaddr*>(request->dest_addr));
   c->buffers.resize(receive_depth());
   for (std::size_t i = 0; i < c->buffers.size(); ++i) {
@@ -506,7 +450,7 @@ void OfiTransport::accept(fi_info* request) {
 }
 
 OfiTransport::Post OfiTransport::post_receive_buffer(pt::MessageIncoming& base, std::string& error) {
-  auto& c = static_cast<Incoming&>(base);
+  auto& c = static_cast<OfiIncoming&>(base);
   mem::Ref buffer = receive_pool_->allocate(message_settings().receive_buffer_size);
   if (!buffer) return Post::no_memory;
   BufferOp& op = c.buffers[c.posted % c.buffers.size()];
@@ -523,7 +467,7 @@ OfiTransport::Post OfiTransport::post_receive_buffer(pt::MessageIncoming& base, 
 }
 
 OfiTransport::Post OfiTransport::post_credits(pt::MessageIncoming& base, const pt::CreditMessage& message, std::string& error) {
-  auto& c = static_cast<Incoming&>(base);
+  auto& c = static_cast<OfiIncoming&>(base);
   auto free_slot = std::find_if(c.credit_sends.begin(), c.credit_sends.end(), [](const BufferOp& op) { return !op.buffer; });
   if (free_slot == c.credit_sends.end()) return Post::no_room;  // a credit send completes soon and calls again
   mem::Ref buffer = credit_pool_->allocate(pt::kCreditMessageSize);
@@ -541,7 +485,7 @@ OfiTransport::Post OfiTransport::post_credits(pt::MessageIncoming& base, const p
 }
 
 void OfiTransport::close_receive_link(pt::MessageIncoming& base) noexcept {
-  auto& c = static_cast<Incoming&>(base);
+  auto& c = static_cast<OfiIncoming&>(base);
   if (c.endpoint != nullptr) {
     fi_shutdown(c.endpoint, 0);
     fi_close(&c.endpoint->fid);  // after this the provider writes into none of the buffers below
@@ -552,7 +496,7 @@ void OfiTransport::close_receive_link(pt::MessageIncoming& base) noexcept {
 }
 
 void OfiTransport::on_receive_completion(OpContext& op, std::size_t length) {
-  auto& c = *static_cast<Incoming*>(op.link);
+  auto& c = *static_cast<OfiIncoming*>(op.link);
   if (c.closed) return;
   if (op.kind == OpKind::credit_send) {
     c.credit_sends[op.index].buffer.reset();
@@ -575,7 +519,7 @@ void OfiTransport::on_receive_completion(OpContext& op, std::size_t length) {
 void OfiTransport::on_receive_error(const fi_cq_err_entry& error) {
   if (error.op_context == nullptr) return;
   auto& op = *static_cast<OpContext*>(error.op_context);
-  auto& c = *static_cast<Incoming*>(op.link);
+  auto& c = *static_cast<OfiIncoming*>(op.link);
   if (c.closed) return;
   if (error.err == FI_ECANCELED) {  // the provider flushed the posted buffers: the connection is gone
     close_incoming(c, "closed by the peer", ending_of(c));
@@ -587,7 +531,7 @@ void OfiTransport::on_receive_error(const fi_cq_err_entry& error) {
 
 void OfiTransport::on_receive_event(std::uint32_t event, fid_t fid) {
   if (fid == nullptr || fid->context == nullptr || fid->context == &passive_marker_) return;
-  auto& c = *static_cast<Incoming*>(fid->context);
+  auto& c = *static_cast<OfiIncoming*>(fid->context);
   if (c.closed) return;
   if (event == FI_CONNECTED) {
     incoming_up(c);
@@ -611,7 +555,7 @@ void OfiTransport::on_receive_event_error(const fi_eq_err_entry& error) {
                "connection request on " + local_.text() + " failed: " + event_error_text(receive_eq_.get(), error));
     return;
   }
-  auto& c = *static_cast<Incoming*>(context);
+  auto& c = *static_cast<OfiIncoming*>(context);
   if (c.closed) return;
   close_incoming(c, "connection error: " + event_error_text(receive_eq_.get(), error),
                  c.assembler.mid_frame() ? pt::Ending::truncated : pt::Ending::normal);

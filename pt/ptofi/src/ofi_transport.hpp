@@ -26,65 +26,51 @@
 #include "daqx/pt/message_transport.hpp"
 #include "daqx/pt/socket_address.hpp"
 #include "fabric.hpp"
+#include "settings.hpp"
 
 namespace daqx::ptofi {
 
-struct Settings {
-  std::string provider = "tcp";
-  enum class Registration { automatic, always, never } registration = Registration::automatic;
-
-  static Settings from(const ParamSet& params);
+// What libfabric hands back with a completion. The provider may use `provider` (FI_CONTEXT modes).
+enum class OpKind : std::uint8_t { data_send, credit_receive, data_receive, credit_send };
+struct OpContext {
+  fi_context2 provider{};
+  OpKind kind = OpKind::data_send;
+  std::uint32_t index = 0;  // slot in its connection's ring
+  void* link = nullptr;     // OfiLink* or OfiIncoming*
+};
+struct BufferOp {  // a posted receive buffer, or a credit message on its way
+  OpContext context;
+  mem::Ref buffer;
+  bool done = false;
+  std::size_t length = 0;
 };
 
-// The shared connection and message parameters and ptofi's own.
-std::vector<ParamSpec> parameter_specs();
-TransportCapabilities capabilities(const ParamSet& params);
+struct OfiOutgoing : pt::MessageOutgoing {
+  using MessageOutgoing::MessageOutgoing;
+  InfoPtr info;  // fi_getinfo for the remote address: each endpoint is made from it
+};
+// One endpoint's life on an outgoing connection. A reconnection makes a new one; the old one is kept
+// (closed) so that late completions find valid memory.
+struct OfiLink : pt::SendLink {
+  OfiOutgoing* owner = nullptr;
+  fid_ep* endpoint = nullptr;
+  std::vector<OpContext> sends;          // one per slot of the ring of messages in flight
+  std::vector<BufferOp> credit_buffers;  // posted receives for credit messages
+};
+struct OfiIncoming : pt::MessageIncoming {
+  using MessageIncoming::MessageIncoming;
+  fid_ep* endpoint = nullptr;
+  std::vector<BufferOp> buffers;      // ring of posted receive buffers; slot = posted % size
+  std::uint64_t taken = 0;            // messages taken out of the ring, in order
+  std::vector<BufferOp> credit_sends;
+};
 
 class OfiTransport final : public pt::MessageTransport {
  public:
   explicit OfiTransport(TransportHost& host);
-  ~OfiTransport() override;
-
-  std::string_view protocol() const noexcept override { return "ofi"; }
   void listen(const EndpointAddress& local) override;
-  TransportCapabilities capabilities() const override;
 
  private:
-  // What libfabric hands back with a completion. The provider may use `provider` (FI_CONTEXT modes).
-  enum class OpKind : std::uint8_t { data_send, credit_receive, data_receive, credit_send };
-  struct OpContext {
-    fi_context2 provider{};
-    OpKind kind = OpKind::data_send;
-    std::uint32_t index = 0;  // slot in its connection's ring
-    void* link = nullptr;     // Link* or Incoming*
-  };
-  struct BufferOp {  // a posted receive buffer, or a credit message on its way
-    OpContext context;
-    mem::Ref buffer;
-    bool done = false;
-    std::size_t length = 0;
-  };
-
-  struct Outgoing : pt::MessageOutgoing {
-    using MessageOutgoing::MessageOutgoing;
-    InfoPtr info;  // fi_getinfo for the remote address: each endpoint is made from it
-  };
-  // One endpoint's life on an outgoing connection. A reconnection makes a new one; the old one is kept
-  // (closed) so that late completions find valid memory.
-  struct Link : pt::SendLink {
-    Outgoing* owner = nullptr;
-    fid_ep* endpoint = nullptr;
-    std::vector<OpContext> sends;          // one per slot of the ring of messages in flight
-    std::vector<BufferOp> credit_buffers;  // posted receives for credit messages
-  };
-  struct Incoming : pt::MessageIncoming {
-    using MessageIncoming::MessageIncoming;
-    fid_ep* endpoint = nullptr;
-    std::vector<BufferOp> buffers;      // ring of posted receive buffers; slot = posted % size
-    std::uint64_t taken = 0;            // messages taken out of the ring, in order
-    std::vector<BufferOp> credit_sends;
-  };
-
   // Fabric objects.
   void open_fabric(const fi_info& info);
   fid_ep* make_endpoint(fi_info* info, void* context, fid_eq* eq, fid_cq* cq, std::string& error);
@@ -102,7 +88,7 @@ class OfiTransport final : public pt::MessageTransport {
   void on_send_error(const fi_cq_err_entry& error);
   void on_send_event(std::uint32_t event, fid_t fid);
   void on_send_event_error(const fi_eq_err_entry& error);
-  bool post_credit_receive(Link& link, BufferOp& op, std::string& error);
+  bool post_credit_receive(OfiLink& link, BufferOp& op, std::string& error);
 
   // Receiving.
   bool reap_receive() override;
@@ -118,6 +104,7 @@ class OfiTransport final : public pt::MessageTransport {
 
   void stop_endpoints() noexcept override;
   void stop_device() noexcept override;
+  void refine_capabilities(TransportCapabilities& c) const override;
 
   Settings settings_;
   mem::Pool* receive_pool_ = nullptr;
@@ -137,7 +124,7 @@ class OfiTransport final : public pt::MessageTransport {
 
   static constexpr std::size_t kCreditBuffers = 8;  // credit receives posted per outgoing endpoint
   static constexpr std::size_t kCreditSends = 4;    // credit messages in flight per incoming endpoint
-  std::list<std::unique_ptr<Link>> links_;          // every outgoing endpoint's life (send thread)
+  std::list<std::unique_ptr<OfiLink>> links_;          // every outgoing endpoint's life (send thread)
 };
 
 }  // namespace daqx::ptofi

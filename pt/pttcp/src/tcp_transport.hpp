@@ -18,33 +18,14 @@
 #include "daqx/pt/connection_transport.hpp"
 #include "daqx/pt/socket_address.hpp"
 #include "frame_reader.hpp"
+#include "settings.hpp"
 
 namespace daqx::pttcp {
-
-struct Settings {
-  bool throughput_mode = false;                 // coalesce frames into large writes (else send each at once)
-  std::size_t pack_bytes = 256 * 1024;          // throughput mode: write when this much is queued...
-  std::chrono::microseconds pack_timeout{200};  // ...or when the oldest queued frame is this old
-  int send_buffer = 0;                          // SO_SNDBUF, 0: kernel default
-  int receive_buffer = 0;                       // SO_RCVBUF, 0: kernel default
-  std::size_t copy_threshold = 16 * 1024;       // received frames up to this size are copied from the staging buffer
-  std::size_t staging_bytes = 256 * 1024;       // per incoming connection
-
-  static Settings from(const ParamSet& params);
-};
-
-// The shared connection parameters and pttcp's own.
-std::vector<ParamSpec> parameter_specs();
-TransportCapabilities capabilities(const ParamSet& params);
 
 class TcpTransport final : public pt::ConnectionTransport {
  public:
   explicit TcpTransport(TransportHost& host);
-  ~TcpTransport() override;
-
-  std::string_view protocol() const noexcept override { return "tcp"; }
   void listen(const EndpointAddress& local) override;
-  TransportCapabilities capabilities() const override;
 
  private:
   struct Outgoing : pt::OutgoingConnection {

@@ -54,6 +54,9 @@ struct TransportCapabilities {
   std::string connection_manager;       // how connections are made: "tcp", "libfabric" or "rdma_cm"
 };
 
+// One line for pages and listings: "memory registration, RDMA device, inline 256 B, 16 pieces per message, ...".
+std::string describe_capabilities(const TransportCapabilities& capabilities);
+
 struct ConnectionInfo {
   PeerId peer = 0;
   std::string remote;  // host:port
@@ -67,6 +70,7 @@ class TransportHost {
  public:
   virtual ~TransportHost() = default;
   virtual const ParamSet& params() const noexcept = 0;  // the transport's declared parameters
+  virtual const std::string& protocol() const noexcept = 0;  // the endpoint protocol it serves ("tcp", ...)
   // The largest frame to accept; anything longer closes the connection that sent it.
   virtual std::uint32_t max_frame_size() const noexcept = 0;
   // A received frame whose header passed check_header(); the executive checks the target and queues it.

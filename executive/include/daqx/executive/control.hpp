@@ -52,6 +52,7 @@ struct ThreadStatus {
 struct TransportStatus {
   std::string protocol;
   std::string endpoint;  // as listened on
+  TransportCapabilities capabilities;
   std::vector<ParamView> params;
   std::vector<Metric> metrics;
   std::vector<ConnectionInfo> connections;

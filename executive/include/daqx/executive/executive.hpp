@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "daqx/executive/control.hpp"
 #include "daqx/executive/partition.hpp"
@@ -30,6 +31,10 @@ class Executive {
   // The table printed by `daqx-executive --list-params MODULE`: every class and transport of the module
   // with each parameter's name, type, default, unit and help. Throws std::runtime_error if it cannot load.
   static std::string list_params(const std::string& module);
+  // What `daqx-executive --capabilities MODULE [NAME=VALUE ...]` prints: each transport of the module with the
+  // capabilities it would offer with those parameters, as JSON. Throws std::runtime_error for a module that
+  // cannot load or a parameter it refuses.
+  static std::string transport_capabilities(const std::string& module, const std::vector<std::string>& assignments);
 
  private:
   std::unique_ptr<detail::ExecutiveCore> core_;

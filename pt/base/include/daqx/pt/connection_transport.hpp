@@ -41,9 +41,12 @@ class ConnectionTransport : public Transport {
   // Outgoing peers per transport; post() reads the table without a lock, so it never grows past this.
   static constexpr std::size_t kMaxPeers = 4096;
 
-  // A derived transport's destructor must call stop(): stopping calls the transport's own hooks.
+  // Whoever owns a transport calls stop() before destroying it (the executive does): stopping calls the
+  // transport's own hooks, which a base destructor cannot.
   ~ConnectionTransport() override;
 
+  std::string_view protocol() const noexcept final { return host_.protocol(); }
+  TransportCapabilities capabilities() const final;
   PeerId connect(const EndpointAddress& remote) final;
   SendStatus post(PeerId peer, mem::Ref& frame) noexcept final;
   void open_connections() final;
@@ -52,7 +55,10 @@ class ConnectionTransport : public Transport {
   std::vector<ConnectionInfo> connections() const final;
 
  protected:
-  ConnectionTransport(TransportHost& host, const ConnectionSettings& settings);
+  // describe: what a transport with these parameters offers (the module's TransportClass::capabilities).
+  // The shared parameters are read from host.params().
+  using Describe = TransportCapabilities (*)(const ParamSet&);
+  ConnectionTransport(TransportHost& host, Describe describe);
 
   TransportHost& host() const noexcept { return host_; }
   const ConnectionSettings& connection_settings() const noexcept { return settings_; }
@@ -166,10 +172,15 @@ class ConnectionTransport : public Transport {
 
   // ---- Reports -----------------------------------------------------------------------------------------
   virtual void report_wire(MetricSink&) const {}
+  // What describe() said, corrected by what the opened device or provider really allows.
+  virtual void refine_capabilities(TransportCapabilities&) const {}
 
  private:
   void send_loop(std::stop_token stop);
   void receive_loop(std::stop_token stop);
+  // A round found nothing to do: poll once (busy polling), or sleep until deadline after the wire's last look.
+  template <typename OnReady>
+  void rest(Waiter& waiter, SleepCheck (ConnectionTransport::*last_look)(), Clock::time_point deadline, OnReady& on_ready);
   void check_outgoing(Clock::time_point now);
   void resume_incoming();
   // Whether the send thread reconnects a connection that is down: one that was up, every one with connectAt
@@ -187,8 +198,10 @@ class ConnectionTransport : public Transport {
   Notices collect_notices(OutgoingConnection& c) noexcept;
   void emit_notices(const OutgoingConnection& c, const Notices& notices);
   void close_everything() noexcept;
+  void join_threads() noexcept;
 
   TransportHost& host_;
+  Describe describe_;
   ConnectionSettings settings_;
   bool throughput_mode_ = false;
   Waiter send_waiter_;

@@ -52,7 +52,8 @@ struct MessageIncoming : IncomingConnection {
 
 class MessageTransport : public ConnectionTransport {
  protected:
-  MessageTransport(TransportHost& host, const ConnectionSettings& connection, const MessageSettings& messages);
+  // As ConnectionTransport; the message parameters are read from host.params() too.
+  MessageTransport(TransportHost& host, Describe describe);
 
   const MessageSettings& message_settings() const noexcept { return messages_; }
   // What the device or provider allows, set when it is opened.

@@ -1,6 +1,8 @@
-// The description a transport module returns from its entry point (DAQX_MODULE), made the same way for
-// every transport: its name, the endpoint protocol it serves, its parameters and capabilities, and how to
-// make one.
+// The description a transport module returns from its entry point, made the same way for every transport:
+// the module's name, the endpoint protocol it serves, a line of help, its parameters and its capabilities for
+// a set of them.
+//
+//   DAQX_MODULE { return daqx::pt::transport_module<MyTransport>("ptmine", "mine", kHelp, parameter_specs, describe); }
 #pragma once
 
 #include <memory>
@@ -12,15 +14,19 @@
 namespace daqx::pt {
 
 template <typename TransportType>
-ModuleDescriptor transport_module(std::string module, std::string protocol, std::string help, std::vector<ParamSpec> params,
-                                  TransportCapabilities (*capabilities)(const ParamSet&)) {
-  ModuleDescriptor descriptor;
-  descriptor.name = std::move(module);
-  descriptor.transports.push_back(TransportClass{
-      std::move(protocol), std::move(help), std::move(params),
-      [](TransportHost& host) -> std::unique_ptr<Transport> { return std::make_unique<TransportType>(host); },
-      capabilities});
-  return descriptor;
+const ModuleDescriptor* transport_module(const char* module, const char* protocol, const char* help,
+                                         std::vector<ParamSpec> (*parameter_specs)(),
+                                         TransportCapabilities (*describe)(const ParamSet&)) {
+  static const ModuleDescriptor descriptor = [&] {
+    ModuleDescriptor d;
+    d.name = module;
+    d.transports.push_back(TransportClass{
+        protocol, help, parameter_specs(),
+        [](TransportHost& host) -> std::unique_ptr<Transport> { return std::make_unique<TransportType>(host); },
+        describe});
+    return d;
+  }();
+  return &descriptor;
 }
 
 }  // namespace daqx::pt

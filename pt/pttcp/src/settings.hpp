@@ -1,0 +1,32 @@
+// pttcp's parameters and what a pttcp transport offers: the shared connection parameters (pt/base) and its
+// own, checked at configure time so that a mistake is named before anything connects.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <vector>
+
+#include "daqx/api/parameters.hpp"
+#include "daqx/api/transport.hpp"
+
+namespace daqx::pttcp {
+
+inline constexpr const char* kHelp = "TCP over epoll: low-latency or coalescing throughput mode, zero-copy gather writes";
+
+struct Settings {
+  bool throughput_mode = false;                 // coalesce frames into large writes (else send each at once)
+  std::size_t pack_bytes = 256 * 1024;          // throughput mode: write when this much is queued...
+  std::chrono::microseconds pack_timeout{200};  // ...or when the oldest queued frame is this old
+  int send_buffer = 0;                          // SO_SNDBUF, 0: kernel default
+  int receive_buffer = 0;                       // SO_RCVBUF, 0: kernel default
+  std::size_t copy_threshold = 16 * 1024;       // received frames up to this size are copied from the staging buffer
+  std::size_t staging_bytes = 256 * 1024;       // per incoming connection
+
+  static Settings from(const ParamSet& params);
+};
+
+// The shared connection parameters and pttcp's own.
+std::vector<ParamSpec> parameter_specs();
+TransportCapabilities describe(const ParamSet& params);
+
+}  // namespace daqx::pttcp
