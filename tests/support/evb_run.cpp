@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <stdexcept>
 #include <thread>
 
@@ -80,6 +81,8 @@ void EvbRun::finish() {
 
 void EvbRun::require_progress(std::uint32_t tid, const std::string& name, double target) {
   const ExecutiveProcess::Progress progress = process(tid).wait_progress(tid, name, target);
+  // The course of the counter, also when it arrives: a run on a busy machine shows whether it was slow or stuck.
+  std::printf("progress of unit %u %s: %s\n", tid, name.c_str(), progress.trace.c_str());
   INFO("unit " << tid << " " << name << " after " << progress.seconds << " s: " << progress.trace << "\n"
                 << process(tid).output());
   REQUIRE(progress.reached);

@@ -132,7 +132,7 @@ void ConnectionTransport::connection_up(OutgoingConnection& c) {
   pump(c);  // frames queued while it was opening
 }
 
-void ConnectionTransport::teardown(OutgoingConnection& c, const std::string& reason) {
+void ConnectionTransport::teardown(OutgoingConnection& c, std::string reason) {
   const bool was_up = c.state == State::up;
   const std::size_t in_flight = close_link(c);
   // A connection that never came up (peer not listening yet) is retried, not an error; a lost one is. Frames
@@ -147,11 +147,11 @@ void ConnectionTransport::teardown(OutgoingConnection& c, const std::string& rea
   c.state = State::down;
   c.backoff = std::clamp(c.backoff * 2, settings_.reconnect_min, settings_.reconnect_max);
   c.retry_at = Clock::now() + c.backoff;
+  host_.log(was_up ? LogLevel::warning : LogLevel::debug, "connection to " + c.remote.text() + " lost: " + reason);
   if (was_up) {
     c.went_down = true;
-    c.down_reason = reason;
+    c.down_reason = std::move(reason);
   }
-  host_.log(was_up ? LogLevel::warning : LogLevel::debug, "connection to " + c.remote.text() + " lost: " + reason);
 }
 
 ConnectionTransport::Notices ConnectionTransport::collect_notices(OutgoingConnection& c) noexcept {
@@ -181,6 +181,9 @@ void ConnectionTransport::check_outgoing(Clock::time_point now) {
       if (!c.failure.empty()) teardown(c, c.failure);
       const bool retry = c.state == State::down && retries(c) && now >= c.retry_at;
       if ((c.state == State::idle && c.connect_requested) || retry) {
+        // Asked for and started: a first-use connection whose attempt fails is tried again only when asked again
+        // (a frame, the connect command), not for ever.
+        c.connect_requested = false;
         c.state = State::connecting;
         start_connect(c);
       }

@@ -95,7 +95,7 @@ class ConnectionTransport : public Transport {
   // Helpers for the wire, under c.mutex.
   void connection_up(OutgoingConnection& c);
   // Closes the wire connection, loses what was queued or in flight (counted in send_errors), backs off.
-  void teardown(OutgoingConnection& c, const std::string& reason);
+  void teardown(OutgoingConnection& c, std::string reason);  // by value: it may be c.failure, cleared here
   // From any thread: the send thread looks at every outgoing connection soon (connects, failures, timers).
   void request_attention() noexcept;
   // Runs f under c's lock, then tells the executive what changed: up, down, room in the queue again.
