@@ -45,13 +45,20 @@ constexpr std::size_t kFramesPerRound = 64;
 }  // namespace
 
 ApplicationHost::ApplicationHost(ExecutiveCore& core, const config::ApplicationConfig& config,
-                                 const ApplicationClass& cls, ParamSet params, std::size_t inbox_capacity)
+                                 const ApplicationClass& cls, ParamSet params, std::size_t inbox_capacity,
+                                 std::size_t lanes)
     : core_(core),
       config_(config),
       class_(cls),
       name_(hierarchical_name(config.class_name, config.instance)),
       params_(std::move(params)),
       inbox_(inbox_capacity) {
+  for (std::size_t i = 0; i < lanes; ++i) lanes_.push_back(std::make_unique<DeliveryLane>(inbox_capacity));
+  const std::string& dispatch = params_.text("dispatch");
+  if (dispatch != "auto" && dispatch != "thread" && dispatch != "inline")
+    throw std::invalid_argument("application " + std::to_string(config_.id) + ": dispatch is '" + dispatch +
+                                "': expected auto, thread or inline");
+  inline_ = dispatch == "inline" || (dispatch == "auto" && cls.handlers_may_run_inline);
   // 256 B .. 1 MiB classes; 1 MiB chunks; up to 64 MiB per class. Larger frames are chained.
   mem::Pool& pool = core_.make_pool(name_ + "/pool",
                                     mem::PoolConfig::geometric(name_ + "/pool", 256, 1u << 20, 1u << 20, 64u << 20));
@@ -86,6 +93,10 @@ void ApplicationHost::finish() {
   }
   Frame leftover;
   while (inbox_.try_pop(leftover)) leftover.data.reset();
+  for (auto& lane : lanes_) {
+    lane->publish();  // what a transport staged and did not publish yet (it has stopped by now)
+    while (lane->take(leftover)) leftover.data.reset();
+  }
   {
     std::lock_guard lock(tasks_mutex_);
     tasks_.clear();
@@ -289,28 +300,68 @@ void ApplicationHost::dispatch(Frame& frame) {
   frame.data.reset();  // in case the handler neither kept nor released it
 }
 
+void ApplicationHost::apply_new_handlers() {
+  if (!handlers_changed_.load(std::memory_order_acquire)) return;
+  std::lock_guard lock(pending_mutex_);
+  for (auto& [function, handler] : pending_handlers_) {
+    if (function >= handlers_.size()) handlers_.resize(function + 1u);
+    handlers_[function] = std::move(handler);
+  }
+  pending_handlers_.clear();
+  handlers_changed_.store(false, std::memory_order_relaxed);
+}
+
+bool ApplicationHost::try_dispatch_inline(Frame& frame) noexcept {
+  if (!try_enter()) return false;  // busy: the caller queues the frame for the dispatch thread
+  apply_new_handlers();
+  dispatch(frame);
+  frames_dispatched_inline_.fetch_add(1, std::memory_order_relaxed);
+  leave();
+  return true;
+}
+
+bool ApplicationHost::queues_empty() const noexcept {
+  if (inbox_.size_approx() != 0) return false;
+  for (const auto& lane : lanes_)
+    if (lane->waiting() != 0) return false;
+  return true;
+}
+
+bool ApplicationHost::queues_half_empty() const noexcept {
+  if (inbox_.size_approx() > inbox_.capacity() / 2) return false;
+  for (const auto& lane : lanes_)
+    if (lane->waiting() > lane->capacity() / 2) return false;
+  return true;
+}
+
 void ApplicationHost::dispatch_loop(std::stop_token stop) {
   int idle = 0;
   Frame frame;
   while (!stop.stop_requested()) {
-    if (handlers_changed_.load(std::memory_order_acquire)) {
-      std::lock_guard lock(pending_mutex_);
-      for (auto& [function, handler] : pending_handlers_) {
-        if (function >= handlers_.size()) handlers_.resize(function + 1u);
-        handlers_[function] = std::move(handler);
-      }
-      pending_handlers_.clear();
-      handlers_changed_.store(false, std::memory_order_relaxed);
+    // A receive thread may be running a handler inline: never long (the inline contract), so wait by yielding.
+    if (!try_enter()) {
+      std::this_thread::yield();
+      continue;
     }
+    apply_new_handlers();
     bool worked = run_tasks();
     std::size_t taken = 0;
+    // The inbox (local applications) and each transport's lane in turn, a share of the round each.
     while (taken < kFramesPerRound && inbox_.try_pop(frame)) {
       dispatch(frame);
       ++taken;
     }
+    for (auto& lane : lanes_) {
+      std::size_t from_lane = 0;
+      while (from_lane < kFramesPerRound && lane->take(frame)) {
+        dispatch(frame);
+        ++from_lane;
+      }
+      taken += from_lane;
+    }
+    leave();
     worked = worked || taken > 0;
-    if (has_waiters_.load(std::memory_order_seq_cst) && inbox_.size_approx() <= inbox_.capacity() / 2)
-      release_waiters();
+    if (has_waiters_.load(std::memory_order_seq_cst) && queues_half_empty()) release_waiters();
     if (worked) {
       idle = 0;
       continue;
@@ -323,7 +374,7 @@ void ApplicationHost::dispatch_loop(std::stop_token stop) {
     std::uint32_t observed = wake_sequence_.load(std::memory_order_acquire);
     sleeping_.store(true, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (inbox_.size_approx() == 0 && !has_tasks_.load(std::memory_order_relaxed) &&
+    if (queues_empty() && !has_tasks_.load(std::memory_order_relaxed) &&
         !handlers_changed_.load(std::memory_order_relaxed) && !stop.stop_requested())
       futex_wait(wake_sequence_, observed);
     sleeping_.store(false, std::memory_order_relaxed);
@@ -404,13 +455,19 @@ ApplicationStatus ApplicationHost::status() const {
   if (application_) application_->report(sink);
   sink.counter("frames_dispatched", static_cast<double>(frames_dispatched_.load(std::memory_order_relaxed)),
                "frames handed to a handler of this application");
+  sink.counter("frames_dispatched_inline",
+               static_cast<double>(frames_dispatched_inline_.load(std::memory_order_relaxed)),
+               "of those, frames handled on a transport's receive thread (inline dispatch)");
+  sink.gauge("dispatch_inline", inline_ ? 1 : 0, "1 when frames from transports may be handled on the receive thread");
   sink.counter("frames_unhandled", static_cast<double>(frames_unhandled_.load(std::memory_order_relaxed)),
                "frames for a function code with no handler (dropped)");
   sink.counter("sends_would_block", static_cast<double>(sends_would_block_.load(std::memory_order_relaxed)),
                "sends refused for lack of room at the target (retried)");
   sink.counter("handler_exceptions", static_cast<double>(handler_exceptions_.load(std::memory_order_relaxed)),
                "handlers or tasks that threw");
-  sink.gauge("inbox_depth", static_cast<double>(inbox_.size_approx()), "frames waiting for the dispatch thread");
+  std::size_t waiting = inbox_.size_approx();
+  for (const auto& lane : lanes_) waiting += lane->waiting();
+  sink.gauge("inbox_depth", static_cast<double>(waiting), "frames waiting for the dispatch thread");
   s.metrics = sink.metrics();
   return s;
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bounded_queue.hpp"
+#include "delivery_lane.hpp"
 #include "daqx/api/application.hpp"
 #include "daqx/executive/control.hpp"
 #include "daqx/api/module.hpp"
@@ -23,8 +24,9 @@ class ExecutiveCore;
 
 class ApplicationHost final : public ApplicationContext {
  public:
+  // lanes: one delivery lane per transport binding of the executive (DeliveryLane), inbox_capacity frames each.
   ApplicationHost(ExecutiveCore& core, const config::ApplicationConfig& config, const ApplicationClass& cls,
-                  ParamSet params, std::size_t inbox_capacity);
+                  ParamSet params, std::size_t inbox_capacity, std::size_t lanes);
   ~ApplicationHost() override;
 
   // Creates the application object and starts the dispatch thread.
@@ -65,13 +67,26 @@ class ApplicationHost final : public ApplicationContext {
   bool waiting_for_peer(const void* transport, std::uint32_t peer) noexcept;
   // Registered by a transport binding that got `busy` from this inbox: called when there is room again.
   void add_deliver_waiter(std::function<void()>* resume);
+  // The lane transport binding `binding` delivers into (its receive thread is the lane's producer).
+  DeliveryLane& lane(std::size_t binding) noexcept { return *lanes_[binding]; }
+  // Inline dispatch: whether frames from transports may be handled on the receive thread; and the handling
+  // itself, when the application is not busy (false: it is; queue the frame instead).
+  bool dispatches_inline() const noexcept { return inline_; }
+  bool try_dispatch_inline(Frame& frame) noexcept;
+  void wake() noexcept;
 
  private:
   void dispatch_loop(std::stop_token stop);
   bool run_tasks();
   void dispatch(Frame& frame);
-  void wake() noexcept;
   void release_waiters();
+  bool queues_half_empty() const noexcept;  // the inbox and every lane at most half full
+  bool queues_empty() const noexcept;
+  // Handlers, tasks and callbacks run one at a time: whoever runs them holds this (the dispatch thread, or a
+  // receive thread dispatching inline). Never held across a wait.
+  bool try_enter() noexcept { return !in_handlers_.exchange(true, std::memory_order_acquire); }
+  void leave() noexcept { in_handlers_.store(false, std::memory_order_release); }
+  void apply_new_handlers();  // with the right to run handlers held
 
   ExecutiveCore& core_;
   const config::ApplicationConfig& config_;
@@ -88,6 +103,9 @@ class ApplicationHost final : public ApplicationContext {
   std::atomic<bool> handlers_changed_{false};
 
   BoundedQueue<Frame> inbox_;
+  std::vector<std::unique_ptr<DeliveryLane>> lanes_;  // one per transport binding
+  bool inline_ = false;                               // the dispatch parameter, read at construction
+  std::atomic<bool> in_handlers_{false};
   std::mutex tasks_mutex_;
   std::deque<std::function<void()>> tasks_;
   std::atomic<bool> has_tasks_{false};
@@ -117,6 +135,7 @@ class ApplicationHost final : public ApplicationContext {
   std::atomic<std::uint8_t> mode_flags_{0};  // frame_flags::send_now or coalesce, from transportMode
 
   std::atomic<std::uint64_t> frames_dispatched_{0};
+  std::atomic<std::uint64_t> frames_dispatched_inline_{0};
   std::atomic<std::uint64_t> frames_unhandled_{0};
   std::atomic<std::uint64_t> sends_would_block_{0};
   std::atomic<std::uint64_t> handler_exceptions_{0};

@@ -20,8 +20,10 @@ std::string where(const config::SourceLocation& location) { return location.text
 // ---- TransportBinding ---------------------------------------------------------------------------------
 
 TransportBinding::TransportBinding(ExecutiveCore& core, const TransportClass& cls, ParamSet params,
-                                   EndpointAddress local)
-    : core_(core), class_(cls), params_(std::move(params)), local_(std::move(local)) {}
+                                   EndpointAddress local, std::size_t index)
+    : core_(core), class_(cls), params_(std::move(params)), local_(std::move(local)), index_(index) {
+  staged_to_.reserve(64);  // no allocation on the receive path for up to 64 local applications
+}
 
 TransportBinding::~TransportBinding() {
   // A transport is stopped before it goes (its own hooks run in stop()), also when create() failed half-way.
@@ -42,19 +44,34 @@ DeliverStatus TransportBinding::deliver(Frame&& frame, PeerId) noexcept {
     frame.data.reset();
     return DeliverStatus::rejected;
   }
-  SendStatus status = target->enqueue(frame.header, frame.data, nullptr);
-  if (status == SendStatus::ok) {
+  DeliveryLane& lane = target->lane(index_);
+  // Inline dispatch: the handler runs here and now, unless the application is busy or a frame of this lane is
+  // still waiting (it must not be overtaken).
+  if (target->dispatches_inline() && lane.drained() && target->try_dispatch_inline(frame)) {
     core_.note_delivered();
     return DeliverStatus::accepted;
   }
-  target->add_deliver_waiter(&deliver_ready_);
-  // Once more after registering: the queue may have drained before we registered, and then nobody would
-  // tell us to resume.
-  if (target->enqueue(frame.header, frame.data, nullptr) == SendStatus::ok) {
-    core_.note_delivered();
-    return DeliverStatus::accepted;
+  if (!lane.has_room()) {
+    publish(target);  // what this round staged there must be seen, or the room never comes back
+    target->add_deliver_waiter(&deliver_ready_);
+    // Once more after registering: the lane may have drained before we registered, and then nobody would
+    // tell us to resume.
+    if (!lane.has_room()) return DeliverStatus::busy;
   }
-  return DeliverStatus::busy;
+  lane.stage(std::move(frame));
+  if (std::find(staged_to_.begin(), staged_to_.end(), target) == staged_to_.end()) staged_to_.push_back(target);
+  core_.note_delivered();
+  return DeliverStatus::accepted;
+}
+
+void TransportBinding::publish(ApplicationHost* target) noexcept {
+  if (target->lane(index_).publish()) target->wake();
+}
+
+void TransportBinding::deliveries_done() noexcept {
+  // One release store per lane and at most one wake-up per application, for the whole batch.
+  for (ApplicationHost* target : staged_to_) publish(target);
+  staged_to_.clear();
 }
 
 void TransportBinding::on_deliver_ready(std::function<void()> callback) { deliver_ready_ = std::move(callback); }
@@ -131,7 +148,7 @@ void ExecutiveCore::make_transports() {
     EndpointAddress local{endpoint.protocol, endpoint.hostname, endpoint.port, endpoint.network};
     // One transport per protocol serves every endpoint of it in this context; a second endpoint of the
     // same protocol (another network) gets its own instance.
-    auto binding = std::make_unique<TransportBinding>(*this, *cls, std::move(params), local);
+    auto binding = std::make_unique<TransportBinding>(*this, *cls, std::move(params), local, bindings_.size());
     try {
       binding->create();
     } catch (const std::exception& e) {
@@ -154,7 +171,8 @@ void ExecutiveCore::make_applications(std::size_t inbox_capacity) {
         throw config::ConfigError({where(app.where) + "application " + std::to_string(app.id) + " parameter '" +
                                    spec.name + "': " + error});
     }
-    hosts_.push_back(std::make_unique<ApplicationHost>(*this, app, *cls, std::move(params), inbox_capacity));
+    hosts_.push_back(
+        std::make_unique<ApplicationHost>(*this, app, *cls, std::move(params), inbox_capacity, bindings_.size()));
   }
 }
 

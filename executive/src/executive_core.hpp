@@ -24,7 +24,8 @@ class ExecutiveCore;
 // The executive as one transport sees it (TransportHost), and the transport as the executive owns it.
 class TransportBinding final : public TransportHost {
  public:
-  TransportBinding(ExecutiveCore& core, const TransportClass& cls, ParamSet params, EndpointAddress local);
+  TransportBinding(ExecutiveCore& core, const TransportClass& cls, ParamSet params, EndpointAddress local,
+                   std::size_t index);
   ~TransportBinding() override;
   void create();  // makes the transport object and listens
 
@@ -32,6 +33,7 @@ class TransportBinding final : public TransportHost {
   const std::string& protocol() const noexcept override { return class_.protocol; }
   std::uint32_t max_frame_size() const noexcept override;
   DeliverStatus deliver(Frame&& frame, PeerId from) noexcept override;
+  void deliveries_done() noexcept override;
   void on_deliver_ready(std::function<void()> callback) override;
   void send_ready(PeerId peer) noexcept override;
   void connection_changed(PeerId peer, bool up, const std::string& reason) override;
@@ -53,6 +55,10 @@ class TransportBinding final : public TransportHost {
   EndpointAddress local_;
   std::unique_ptr<Transport> transport_;
   std::function<void()> deliver_ready_;
+  void publish(ApplicationHost* target) noexcept;
+
+  std::size_t index_;                          // its lane in every application (ApplicationHost::lane)
+  std::vector<ApplicationHost*> staged_to_;    // receive thread: applications with frames staged, not published
 };
 
 struct Route {

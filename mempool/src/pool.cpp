@@ -55,7 +55,15 @@ SizeClass::SizeClass(Pool& pool, const SizeClassConfig& config)
       blocks_(new Block[config.blocks_per_chunk * config.max_chunks]),
       chunks_(new Chunk[config.max_chunks]) {}
 
+SizeClass::SizeClass(Pool& pool, std::size_t views, Views)
+    : pool_(pool),
+      config_{0, views, 1, 1},
+      views_(true),
+      blocks_(new Block[views]),
+      chunks_(new Chunk[1]) {}
+
 SizeClass::~SizeClass() {
+  if (views_) return;  // descriptors only: no memory to give back
   std::size_t chunks = chunk_count_.load(std::memory_order_acquire);
   for (std::size_t c = 0; c < chunks; ++c) {
     Chunk& chunk = chunks_[c];
@@ -117,6 +125,33 @@ Ref SizeClass::allocate(std::size_t bytes) noexcept {
   return Ref(block);
 }
 
+Ref SizeClass::allocate_view(Block* parent, std::byte* memory, std::size_t size) noexcept {
+  Block* view = pop();
+  if (view == nullptr) {
+    pool_.note_exhausted();  // as for blocks: on_available says when one is back
+    view = pop();
+    if (view == nullptr) {
+      failed_.fetch_add(1, std::memory_order_relaxed);
+      return {};
+    }
+  }
+  parent->owners_.fetch_add(1, std::memory_order_relaxed);  // the view keeps the memory it shows alive
+  view->state_.store(Block::in_use_state, std::memory_order_relaxed);
+  view->owners_.store(1, std::memory_order_relaxed);
+  view->memory_ = memory;
+  view->capacity_ = size;
+  view->offset_ = 0;
+  view->size_ = size;
+  view->next_ = nullptr;
+  view->parent_ = parent;
+  view->chunk_ = parent->chunk_;  // the parent's registrations cover the view: it can be sent on as it is
+  std::size_t used = used_.fetch_add(1, std::memory_order_relaxed) + 1;
+  std::size_t high = high_water_.load(std::memory_order_relaxed);
+  while (used > high && !high_water_.compare_exchange_weak(high, used, std::memory_order_relaxed)) {
+  }
+  return Ref(view);
+}
+
 void SizeClass::free(Block* block) noexcept {
   // Load and store, not an exchange: it finds every sequential double release (the bug that happens) and
   // saves a locked instruction on each release; two threads releasing one block at once is already a race.
@@ -128,7 +163,7 @@ void SizeClass::free(Block* block) noexcept {
     return;
   }
   block->state_.store(Block::free_state, std::memory_order_relaxed);
-  DAQX_POISON(block->memory_, block->capacity_);
+  if (!views_) DAQX_POISON(block->memory_, block->capacity_);  // a view's memory is its parent's
   used_.fetch_sub(1, std::memory_order_relaxed);
   push(block);
   pool_.note_freed();
@@ -140,6 +175,16 @@ bool SizeClass::grow() noexcept {
   if ((free_head_.load(std::memory_order_acquire) & kIndexMask) != 0) return true;
   std::size_t index = chunk_count_.load(std::memory_order_relaxed);
   if (index >= config_.max_chunks) return false;
+  if (views_) {
+    // Descriptors only: they get their memory (a window of another block) when they are handed out.
+    for (std::size_t i = 0; i < config_.blocks_per_chunk; ++i) {
+      blocks_[i].owner_ = this;
+      blocks_[i].index_ = static_cast<std::uint32_t>(i);
+    }
+    chunk_count_.store(1, std::memory_order_release);
+    for (std::size_t i = config_.blocks_per_chunk; i-- > 0;) push(&blocks_[i]);
+    return true;
+  }
   ChunkMemory memory = pool_.allocator_->allocate(config_.block_size * config_.blocks_per_chunk);
   if (!memory) return false;
   Chunk& chunk = chunks_[index];
@@ -232,7 +277,12 @@ Pool::Pool(PoolConfig config, std::shared_ptr<Allocator> allocator)
     if (c.blocks_per_chunk * c.max_chunks >= kIndexMask)
       throw std::invalid_argument(where + "more than 2^32-2 blocks in one class");
   }
+  if (config_.views >= kIndexMask) throw std::invalid_argument("pool '" + config_.name + "': more than 2^32-2 views");
   for (const SizeClassConfig& c : config_.classes) classes_.push_back(std::make_unique<SizeClass>(*this, c));
+  if (config_.views > 0) {
+    views_ = std::make_unique<SizeClass>(*this, config_.views, SizeClass::Views{});
+    views_->grow();
+  }
   for (auto& size_class : classes_) {
     for (std::size_t i = 0; i < size_class->config_.initial_chunks; ++i) {
       if (!size_class->grow())
@@ -249,6 +299,9 @@ Pool::~Pool() {
       report_misuse(Misuse::leak, "pool '" + config_.name + "' destroyed with " + std::to_string(used) + " blocks of " +
                                       std::to_string(size_class->block_size()) + " B still in use");
   }
+  if (views_in_use() != 0)
+    report_misuse(Misuse::leak, "pool '" + config_.name + "' destroyed with " + std::to_string(views_in_use()) +
+                                    " views still in use");
   for (std::size_t slot = 0; slot < kMaxRegistrars; ++slot) remove_registrar(slot);
 }
 
@@ -339,6 +392,8 @@ PoolStats Pool::stats() const {
   PoolStats stats;
   stats.name = config_.name;
   stats.allocator = allocator_->describe();
+  stats.views_total = config_.views;
+  stats.views_used = views_in_use();
   for (const auto& size_class : classes_) {
     stats.classes.push_back(size_class->stats());
     stats.bytes_reserved += stats.classes.back().chunks * size_class->config_.blocks_per_chunk * size_class->block_size();
@@ -353,6 +408,10 @@ std::vector<Chunk> Pool::chunks() const {
     for (std::size_t c = 0; c < count; ++c) list.push_back(size_class->chunks_[c]);
   }
   return list;
+}
+
+std::size_t Pool::views_in_use() const noexcept {
+  return views_ ? views_->used_.load(std::memory_order_relaxed) : 0;
 }
 
 std::size_t Pool::blocks_in_use() const noexcept {

@@ -25,7 +25,10 @@ void release_chain(Block* block) noexcept {
     }
     Block* next = block->next_;
     block->next_ = nullptr;
+    Block* parent = std::exchange(block->parent_, nullptr);
     block->owner().free(block);
+    // A view's last owner is gone: so is its hold on the block whose memory it showed (never itself a view).
+    if (parent != nullptr) release_chain(parent);
     block = next;
   }
 }
@@ -56,6 +59,22 @@ std::size_t Ref::chain_length() const noexcept {
   std::size_t length = 0;
   for (const Block* block = head_; block != nullptr; block = block->next_) ++length;
   return length;
+}
+
+Ref Ref::view(std::size_t offset, std::size_t size) const noexcept {
+  const Block* head = checked_head();
+  if (head == nullptr) return {};
+  if (offset > head->size_ || size > head->size_ - offset) {
+    report_misuse(Misuse::bad_window, "view (" + std::to_string(offset) + ", " + std::to_string(size) +
+                                          ") outside a window of " + std::to_string(head->size_) + " B");
+    return {};
+  }
+  std::byte* memory = head->data() + offset;
+  // A view of a view shows the same memory: it holds the block that owns it, so chains of holds never form.
+  Block* parent = const_cast<Block*>(head->parent_ != nullptr ? head->parent_ : head);
+  SizeClass* views = parent->owner().pool().views_.get();
+  if (views == nullptr) return {};
+  return views->allocate_view(parent, memory, size);
 }
 
 Ref Ref::share() const noexcept {

@@ -45,6 +45,14 @@ std::vector<ParamSpec> connection_parameter_specs() {
       {"reconnectMax", ParamType::unsigned_integer, "2000", "ms", "longest delay between reconnection attempts", 1, 600000},
       {"waitMode", ParamType::string, "epoll", "",
        "epoll: the transport's threads sleep on file descriptors when idle; busy: they poll without sleeping", {}, {}},
+      {"mode", ParamType::string, "latency", "",
+       "latency: send each frame at once; throughput: let frames wait for each other and send them together "
+       "(an application's transportMode overrides it frame by frame)", {}, {}},
+      {"packSize", ParamType::unsigned_integer, "262144", "bytes",
+       "throughput mode: send when this many bytes are queued for a connection (at most a receive buffer's worth "
+       "per message)", 4096, 64.0 * 1024 * 1024},
+      {"packTimeout", ParamType::unsigned_integer, "200", "microseconds",
+       "throughput mode: send at the latest when the oldest queued frame is this old", 1, 1e6},
   };
 }
 
@@ -57,6 +65,9 @@ ConnectionSettings ConnectionSettings::from(const ParamSet& params, std::uint32_
       std::chrono::milliseconds(std::max(params.unsigned_integer("reconnectMax"), params.unsigned_integer("reconnectMin")));
   s.wait_mode = choice(params, "waitMode", {"epoll", "busy"}) == 0 ? WaitMode::epoll : WaitMode::busy;
   s.max_frame_size = max_frame_size;
+  s.throughput_mode = choice(params, "mode", {"latency", "throughput"}) == 1;
+  s.pack_bytes = params.unsigned_integer("packSize");
+  s.pack_timeout = std::chrono::microseconds(params.unsigned_integer("packTimeout"));
   return s;
 }
 

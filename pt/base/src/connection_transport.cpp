@@ -95,7 +95,7 @@ SendStatus ConnectionTransport::post(PeerId peer, mem::Ref& frame) noexcept {
       // The application's transportMode (header flags) overrides the endpoint's mode, frame by frame.
       auto flags = static_cast<std::uint8_t>(frame.data()[frame_offset::flags]);
       const bool coalesce = (flags & frame_flags::coalesce) != 0 ||
-                            (throughput_mode_ && (flags & frame_flags::send_now) == 0);
+                            (settings_.throughput_mode && (flags & frame_flags::send_now) == 0);
       if (!coalesce) c.flush_now = true;
       c.push(std::move(frame));
       if (c.state == State::up) pump(c);
@@ -120,6 +120,21 @@ void ConnectionTransport::open_connections() {
 void ConnectionTransport::request_attention() noexcept {
   attention_.store(true, std::memory_order_release);
   send_waiter_.wake();
+}
+
+bool ConnectionTransport::hold_for_packing(OutgoingConnection& c, std::size_t unsent_bytes,
+                                           std::size_t pack_limit) noexcept {
+  if (c.flush_now || unsent_bytes >= pack_limit) return false;
+  if (!c.timer_armed) {
+    c.arm_timer(Clock::now() + settings_.pack_timeout);
+    request_attention();  // the send thread's next sleep ends at the timer
+  }
+  return true;
+}
+
+void ConnectionTransport::on_timer(OutgoingConnection& c) noexcept {
+  c.flush_now = true;  // it has waited long enough: everything queued goes, whatever comes next
+  if (c.state == State::up) pump(c);
 }
 
 void ConnectionTransport::connection_up(OutgoingConnection& c) {
@@ -327,6 +342,9 @@ void ConnectionTransport::receive_loop(std::stop_token stop) {
     // Pauses can also end without a wake-up having been seen (it raced with the pause): look every round.
     if (resume_requested_.exchange(false, std::memory_order_acq_rel)) resume_incoming();
     receive_housekeeping(Clock::now());
+    // What this round delivered (and what the last wait's descriptors delivered) becomes visible to the
+    // applications now, each woken at most once for the lot.
+    host_.deliveries_done();
     if (!worked) rest(receive_waiter_, &ConnectionTransport::ready_to_sleep_receive, Clock::now() + kCheckInterval, on_ready);
   }
 }

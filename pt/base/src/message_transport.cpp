@@ -1,5 +1,5 @@
-// Credit-paced sending, in-order retirement, receive buffers and credits, and message-to-frame assembly for
-// the transports that send messages into pre-posted buffers.
+// Credit-paced, packing sends, in-order retirement, receive buffers and credits, and message-to-frame assembly
+// for the transports that send messages into pre-posted buffers.
 #include "daqx/pt/message_transport.hpp"
 
 #include <algorithm>
@@ -15,13 +15,24 @@ void MessageTransport::set_limits(std::size_t gather_limit, std::size_t send_dep
   receive_depth_ = std::max<std::size_t>(2, receive_depth);
 }
 
+std::size_t MessageTransport::views_needed() const noexcept {
+  // Frames handed out of packed buffers and not yet released: bounded by what the applications hold (their
+  // inboxes and what they keep). When they run out, receiving waits for one as it waits for a buffer.
+  const std::size_t buffers = std::max<std::size_t>(1, messages_.receive_pool_bytes / messages_.receive_buffer_size);
+  return std::clamp<std::size_t>(buffers * 64, 1024, 65536);
+}
+
 // ---- sending ----------------------------------------------------------------------------------------------
 
 void MessageTransport::pump(OutgoingConnection& base) noexcept {
   auto& c = static_cast<MessageOutgoing&>(base);
   SendLink* link = c.link;
   if (link == nullptr || !link->connected || link->closed || !c.failure.empty() || !link->credits.ready()) return;
-  while (!c.queue.empty()) {
+  // A message holds at most one receive buffer's worth; packing waits (throughput mode) for a pack that big.
+  const std::size_t buffer = link->credits.buffer_size();
+  const std::size_t pack_limit = std::min(connection_settings().pack_bytes, buffer);
+  while (c.cursor.frame < c.queue.size()) {
+    if (hold_for_packing(c, c.queued_bytes - c.bytes_in_messages, pack_limit)) return;
     if (link->credits.available() == 0) {
       if (!c.waiting_for_credits) c.counters.credit_waits.fetch_add(1, std::memory_order_relaxed);
       c.waiting_for_credits = true;
@@ -30,45 +41,48 @@ void MessageTransport::pump(OutgoingConnection& base) noexcept {
     if (link->ring.full()) return;  // a completion pumps again
     MessagePieces pieces;
     SendCursor cursor = c.cursor;
-    const bool ends_frame =
-        next_message(c.queue.front(), cursor, link->credits.buffer_size(), gather_limit_, registration_slot(), pieces);
-    const Message message{pieces, link->ring.next_slot(), ends_frame, ends_frame && c.cursor.at_frame_start(),
-                          c.queue.size() == 1};
+    // Always packed: frames that are queued together go together (fewer messages, fewer credits); in
+    // latency mode a frame only waits when the wire is busy anyway.
+    next_message(c.queue, cursor, buffer, gather_limit_, registration_slot(), true, pieces);
+    const Message message{pieces, link->ring.next_slot(), cursor.frame >= c.queue.size()};
     const Posted posted = post_message(c, *link, message);
-    if (posted == Posted::again || posted == Posted::failed) {
+    if (posted != Posted::ok) {
       // The wire's queue is full (messages in flight will pump again, or the send thread retries), or the post
       // failed and the send thread tears the connection down.
       request_attention();
       return;
     }
     c.waiting_for_credits = false;
-    if (ends_frame) {
-      const std::size_t bytes = c.queue.front().total_size();
-      mem::Ref frame = c.take_front();
-      if (posted == Posted::released) frame.reset();  // its bytes were copied: the blocks can go back now
-      link->ring.add(std::move(frame), bytes);
-    } else {
-      link->ring.add(mem::Ref{}, 0);
-    }
+    link->ring.add(pieces.frames_ended);
+    c.bytes_in_messages += pieces.bytes;
     c.cursor = cursor;
     link->credits.consume();
+  }
+  c.flush_now = false;  // everything queued is on the wire
+}
+
+void MessageTransport::retire(MessageOutgoing& c, std::size_t frames) noexcept {
+  // The messages carrying these frames are all sent: the frames leave the queue and their blocks go back.
+  for (std::size_t i = 0; i < frames && !c.queue.empty(); ++i) {
+    const std::size_t bytes = c.queue.front().total_size();
+    c.counters.frames.fetch_add(1, std::memory_order_relaxed);
+    c.counters.bytes.fetch_add(bytes, std::memory_order_relaxed);
+    c.bytes_in_messages -= std::min(c.bytes_in_messages, bytes);
+    c.pop_front();
+    if (c.cursor.frame > 0) --c.cursor.frame;
   }
 }
 
 void MessageTransport::message_sent(MessageOutgoing& c, SendLink& link, std::size_t slot) {
-  link.ring.complete(slot, [&](std::size_t bytes) {
-    c.counters.frames.fetch_add(1, std::memory_order_relaxed);
-    c.counters.bytes.fetch_add(bytes, std::memory_order_relaxed);
-  });
-  if (c.link == &link) pump(c);
+  if (c.link != &link) return;
+  link.ring.complete(slot, [&](std::size_t frames) { retire(c, frames); });
+  pump(c);
 }
 
 void MessageTransport::messages_sent_through(MessageOutgoing& c, SendLink& link, std::size_t slot) {
-  link.ring.complete_through(slot, [&](std::size_t bytes) {
-    c.counters.frames.fetch_add(1, std::memory_order_relaxed);
-    c.counters.bytes.fetch_add(bytes, std::memory_order_relaxed);
-  });
-  if (c.link == &link) pump(c);
+  if (c.link != &link) return;
+  link.ring.complete_through(slot, [&](std::size_t frames) { retire(c, frames); });
+  pump(c);
 }
 
 void MessageTransport::credits_granted(MessageOutgoing& c, SendLink& link, const CreditMessage& message) {
@@ -76,13 +90,14 @@ void MessageTransport::credits_granted(MessageOutgoing& c, SendLink& link, const
   if (c.link == &link) pump(c);
 }
 
-std::size_t MessageTransport::release_link(MessageOutgoing& c, SendLink& link) noexcept {
+void MessageTransport::release_link(MessageOutgoing& c, SendLink& link) noexcept {
   link.closed = true;
   link.connected = false;
+  link.ring.clear();
   if (c.link == &link) c.link = nullptr;
   c.cursor = SendCursor{};
+  c.bytes_in_messages = 0;
   c.waiting_for_credits = false;
-  return link.ring.release();
 }
 
 void MessageTransport::outgoing_metrics(const OutgoingConnection& base, std::vector<Metric>& metrics) const {
@@ -93,44 +108,40 @@ void MessageTransport::outgoing_metrics(const OutgoingConnection& base, std::vec
 
 // ---- receiving --------------------------------------------------------------------------------------------
 
-bool MessageTransport::take_message(MessageIncoming& c, mem::Ref&& buffer, std::size_t length) {
-  ++c.consumed;
-  Frame frame;
-  switch (c.assembler.add(std::move(buffer), length, frame)) {
-    case FrameAssembler::Result::need_more:
-      return true;
-    case FrameAssembler::Result::bad:
-      close_incoming(c, c.assembler.error(), Ending::bad);
-      return false;
-    case FrameAssembler::Result::frame:
-      return deliver(c, frame);
-  }
-  return false;
-}
-
-void MessageTransport::consume_held(MessageIncoming& c) {
-  while (!c.closed && !c.paused && !c.held.empty()) {
-    auto [buffer, length] = std::move(c.held.front());
-    c.held.pop_front();
-    if (!take_message(c, std::move(buffer), length)) return;
+void MessageTransport::deliver_arrived(MessageIncoming& c) {
+  while (!c.closed && !c.paused) {
+    Frame frame;
+    switch (c.assembler.next(frame)) {
+      case FrameAssembler::Result::frame:
+        if (!deliver(c, frame)) return;  // paused (kept, delivered on resume) or closed
+        continue;
+      case FrameAssembler::Result::need_more:
+        return;
+      case FrameAssembler::Result::no_views:
+        // Back-pressure as for buffers: the frames wait in their message until the pool has views again.
+        if (!c.waiting_for_pool) events().receive_pool_waits.fetch_add(1, std::memory_order_relaxed);
+        c.waiting_for_pool = true;
+        return;
+      case FrameAssembler::Result::bad:
+        close_incoming(c, c.assembler.error(), Ending::bad);
+        return;
+    }
   }
 }
 
 void MessageTransport::message_arrived(MessageIncoming& c, mem::Ref&& buffer, std::size_t length) {
   c.credits.received();
-  if (c.paused || !c.held.empty()) {
-    // A delivery waits: this message waits behind it, and its buffer is not re-posted meanwhile, so the sender
-    // runs out of credits. Back-pressure reaches it without a message.
-    c.held.emplace_back(std::move(buffer), length);
-  } else if (!take_message(c, std::move(buffer), length)) {
-    if (c.closed) return;
-  }
+  // While a delivery waits, the message waits behind it in the assembler, and its buffer is not replaced
+  // meanwhile, so the sender runs out of credits: back-pressure reaches it without a message.
+  c.assembler.push(std::move(buffer), length);
+  deliver_arrived(c);
+  if (c.closed) return;
   replenish(c);
   send_credits(c);
 }
 
 void MessageTransport::replenish(MessageIncoming& c) {
-  while (!c.closed && c.posted - c.consumed < receive_depth_) {
+  while (!c.closed && c.posted - c.consumed() < receive_depth_) {
     std::string error;
     switch (post_receive_buffer(c, error)) {
       case Post::posted:
@@ -181,13 +192,13 @@ void MessageTransport::send_credits(MessageIncoming& c) {
 void MessageTransport::close_wire(IncomingConnection& base) noexcept {
   auto& c = static_cast<MessageIncoming&>(base);
   close_receive_link(c);  // after this the wire writes into none of the buffers below
-  c.held.clear();
-  c.assembler.reset();  // a frame half received goes back to the pool
+  c.assembler.reset();    // messages not yet taken and a frame half received go back to the pool
 }
 
 void MessageTransport::resume_wire(IncomingConnection& base) {
   auto& c = static_cast<MessageIncoming&>(base);
-  consume_held(c);
+  c.waiting_for_pool = false;
+  deliver_arrived(c);
   if (c.closed) return;
   replenish(c);
   send_credits(c);

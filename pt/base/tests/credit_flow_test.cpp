@@ -43,11 +43,14 @@ mem::Ref make_frame(mem::Pool& pool, const std::vector<std::size_t>& sizes) {
 // Cuts a frame into messages and checks that they cover it exactly, in order, within the limits.
 std::vector<std::size_t> cut(const mem::Ref& frame, std::size_t max_bytes, std::size_t max_pieces) {
   std::vector<std::size_t> messages;
+  mem::RefRing queue(4);
+  queue.push(frame.share());
   SendCursor cursor;
   std::size_t seen = 0;
   for (int guard = 0; guard < 10000; ++guard) {
     MessagePieces pieces;
-    bool last = next_message(frame, cursor, max_bytes, max_pieces, kNoRegistration, pieces);
+    next_message(queue, cursor, max_bytes, max_pieces, kNoRegistration, false, pieces);
+    const bool last = pieces.frames_ended == 1;
     REQUIRE(pieces.count <= max_pieces);
     REQUIRE(pieces.bytes <= max_bytes);
     REQUIRE(pieces.bytes > 0);
@@ -64,8 +67,10 @@ std::vector<std::size_t> cut(const mem::Ref& frame, std::size_t max_bytes, std::
     messages.push_back(total);
     if (last) {
       REQUIRE(cursor.at_frame_start());
+      REQUIRE(cursor.frame == 1);
       break;
     }
+    REQUIRE(pieces.frames_ended == 0);
   }
   REQUIRE(seen == frame.total_size());
   return messages;
@@ -172,5 +177,97 @@ TEST_CASE("frames are cut along their blocks into messages within the buffer siz
   SECTION("a block larger than a buffer spans several messages") {
     mem::Ref frame = make_frame(pool, {4096, 1000});
     CHECK(cut(frame, 1500, 16) == std::vector<std::size_t>{1500, 1500, 1500, 596});
+  }
+}
+
+namespace {
+
+// A frame of `total` bytes: a header that says so, then payload, in blocks of at most block bytes.
+mem::Ref frame_of(mem::Pool& pool, std::size_t total, std::size_t block = 4096) {
+  mem::Ref frame;
+  for (std::size_t done = 0; done < total; done += block) {
+    mem::Ref piece = pool.allocate(4096);
+    REQUIRE(piece);
+    piece.resize(std::min(block, total - done));
+    if (frame) {
+      frame.append(std::move(piece));
+    } else {
+      FrameHeader header;
+      header.total_length = static_cast<std::uint32_t>(total);
+      encode_header(header, piece.data());
+      frame = std::move(piece);
+    }
+  }
+  return frame;
+}
+
+// Packs the queue into messages of max_bytes and max_pieces; returns each message's (bytes, frames ended), and
+// checks that every frame header lies whole in one message.
+std::vector<std::pair<std::size_t, std::size_t>> pack(mem::RefRing& queue, std::size_t max_bytes, std::size_t max_pieces) {
+  std::vector<std::pair<std::size_t, std::size_t>> messages;
+  SendCursor cursor;
+  std::size_t frames = 0;
+  while (cursor.frame < queue.size()) {
+    MessagePieces pieces;
+    const SendCursor before = cursor;
+    next_message(queue, cursor, max_bytes, max_pieces, kNoRegistration, true, pieces);
+    REQUIRE(pieces.bytes > 0);
+    REQUIRE(pieces.bytes <= max_bytes);
+    REQUIRE(pieces.count <= max_pieces);
+    // Walk the message's bytes: wherever a frame starts, its header is whole here.
+    std::vector<std::byte> bytes;
+    for (std::size_t i = 0; i < pieces.count; ++i) {
+      const auto* p = static_cast<const std::byte*>(pieces.iov[i].iov_base);
+      bytes.insert(bytes.end(), p, p + pieces.iov[i].iov_len);
+    }
+    std::size_t at = 0;
+    if (!before.at_frame_start()) {  // the message goes on with a frame started before
+      std::size_t sent = 0;
+      for (const mem::Block* b = queue.at(before.frame).head(); b != before.block; b = b->next()) sent += b->size();
+      at = queue.at(before.frame).total_size() - sent - before.offset;
+    }
+    while (at < bytes.size()) {
+      REQUIRE(bytes.size() - at >= kFrameHeaderSize);
+      at += decode_header(bytes.data() + at).total_length;
+    }
+    frames += pieces.frames_ended;
+    messages.emplace_back(pieces.bytes, pieces.frames_ended);
+  }
+  REQUIRE(frames == queue.size());
+  return messages;
+}
+
+}  // namespace
+
+TEST_CASE("small frames queued together are packed into one message, and no header is ever cut", "[pt][flow]") {
+  mem::Pool pool = make_pool();
+  mem::RefRing queue(64);
+  SECTION("many small frames fill messages up to the buffer size") {
+    for (int i = 0; i < 40; ++i) queue.push(frame_of(pool, 100));
+    using M = std::vector<std::pair<std::size_t, std::size_t>>;
+    CHECK(pack(queue, 1024, 16) == M{{1000, 10}, {1000, 10}, {1000, 10}, {1000, 10}});
+  }
+  SECTION("a frame that fits a message is never cut; one too large for any is, where its header fits") {
+    queue.push(frame_of(pool, 1000));
+    queue.push(frame_of(pool, 2000, 1000));
+    queue.push(frame_of(pool, 100));
+    queue.push(frame_of(pool, 900));
+    queue.push(frame_of(pool, 3000, 1000));
+    using M = std::vector<std::pair<std::size_t, std::size_t>>;
+    // 24 bytes left after the first frame: too few for the next header. The 2000-byte frame is cut; the 100-byte
+    // one does not fit the 48 bytes left beside its tail and starts the next message, with the 900-byte one;
+    // the 3000-byte one, too large for any message, is not started in the 24 bytes left (a header needs 32).
+    CHECK(pack(queue, 1024, 16) == M{{1000, 1}, {1024, 0}, {976, 1}, {1000, 2}, {1024, 0}, {1024, 0}, {952, 1}});
+  }
+  SECTION("a frame too large for any message fills the room left beside smaller ones") {
+    queue.push(frame_of(pool, 500));
+    queue.push(frame_of(pool, 3000, 1000));
+    using M = std::vector<std::pair<std::size_t, std::size_t>>;
+    CHECK(pack(queue, 1024, 16) == M{{1024, 1}, {1024, 0}, {1024, 0}, {428, 1}});
+  }
+  SECTION("the piece limit ends a message before a frame whose header would need another piece") {
+    for (int i = 0; i < 4; ++i) queue.push(frame_of(pool, 100));
+    using M = std::vector<std::pair<std::size_t, std::size_t>>;
+    CHECK(pack(queue, 4096, 3) == M{{300, 3}, {100, 1}});
   }
 }

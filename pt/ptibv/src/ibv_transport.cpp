@@ -163,6 +163,7 @@ void IbvTransport::open_device(ibv_context* context) {
   receive.classes.push_back(
       {m.receive_buffer_size, chunk / m.receive_buffer_size, 1, std::max<std::size_t>(1, m.receive_pool_bytes / chunk)});
   receive.preferred_numa_node = numa_node_;
+  receive.views = views_needed();
   receive_pool_ = &host().make_pool("recv", receive);
   mem::PoolConfig credit;
   credit.classes.push_back({kCreditBufferSize, 1024, 1, 64});
@@ -416,19 +417,13 @@ IbvTransport::Posted IbvTransport::post_message(pt::MessageOutgoing& c, pt::Send
   wr.opcode = IBV_WR_SEND_WITH_IMM;
   wr.imm_data = htonl(link.credit_buffers_posted);
   const bool inlined = pieces.bytes <= link.max_inline && pieces.bytes <= settings_.inline_threshold;
-  // The frame's blocks may go back at post time only when the whole frame went inline as this one message:
-  // an inline tail of a frame cut into several messages says nothing about the earlier ones, which the
-  // device may not have read yet.
-  const bool whole_frame_inline = inlined && message.whole_frame;
   // Completions are asked for sparingly (each wakes the send thread): on an RC queue pair one completion
   // says every earlier message is done too. One is needed every quarter of the ring, so that slots come
-  // back; when the ring is about to be full; and when the queue runs empty while this message or an earlier
-  // unsignaled one still keeps a frame's blocks, so that they go back to their pool without waiting for
-  // more traffic (a small inline frame last in the queue must not leave a large one before it pinned).
-  const bool holds_blocks = message.ends_frame && !whole_frame_inline;
+  // back; when the ring is about to be full; and when nothing more is queued, so that the frames of the
+  // messages in flight go back to their pools without waiting for more traffic.
   const std::size_t ring = link.ring.size();
   const bool signal = link.unsignaled + 1 >= std::max<std::size_t>(1, ring / 4) || link.ring.in_flight() + 1 >= ring ||
-                      (message.ends_frame && message.last_queued && (holds_blocks || link.unsignaled_hold_blocks));
+                      message.last_queued;
   wr.send_flags = signal ? IBV_SEND_SIGNALED : 0;
   if (inlined) wr.send_flags |= IBV_SEND_INLINE;
   ibv_send_wr* bad = nullptr;
@@ -438,11 +433,8 @@ IbvTransport::Posted IbvTransport::post_message(pt::MessageOutgoing& c, pt::Send
     return Posted::failed;
   }
   link.unsignaled = signal ? 0 : link.unsignaled + 1;
-  link.unsignaled_hold_blocks = !signal && (link.unsignaled_hold_blocks || holds_blocks);
-  if (!whole_frame_inline) return Posted::ok;
-  // The device copied the bytes into the work request: the blocks can go back now.
-  inline_frames_.fetch_add(1, std::memory_order_relaxed);
-  return Posted::released;
+  if (inlined) inline_messages_.fetch_add(1, std::memory_order_relaxed);
+  return Posted::ok;
 }
 
 bool IbvTransport::post_credit_receive(Link& link, std::size_t index, std::string& error) {
@@ -506,10 +498,10 @@ std::size_t IbvTransport::close_link(pt::OutgoingConnection& base) noexcept {
   if (link->id != nullptr) rdma_destroy_id(link->id);
   link->qp = nullptr;
   link->id = nullptr;
-  const std::size_t in_flight = release_link(c, *link);
+  release_link(c, *link);
   if (links_.erase(link->serial) > 0)  // its credit buffers go back to their pool here
     send_cq_use_ -= std::min(send_cq_use_, send_depth() + kCreditBuffers);
-  return in_flight;
+  return 0;  // the frames it carried are in the queue: teardown counts them
 }
 
 void IbvTransport::on_send_completion(const ibv_wc& wc) {
@@ -776,7 +768,7 @@ void IbvTransport::close_receive_link(pt::MessageIncoming& base) noexcept {
   // Its buffers: those in its own receive queue go back to the pool; those in the shared queue stay posted
   // there for the next connection.
   if (srq_ != nullptr) {
-    const std::uint64_t arrived = c.consumed + c.held.size();
+    const std::uint64_t arrived = c.consumed() + c.assembler.messages_waiting();
     srq_spare_ += c.posted > arrived ? c.posted - arrived : 0;
   }
   for (std::uint32_t i = 0; i < slots_.size(); ++i) {
@@ -838,7 +830,7 @@ void IbvTransport::on_receive_completion(const ibv_wc& wc) {
     return;
   }
   c.allowance.update(ntohl(wc.imm_data));
-  if (c.consumed + c.held.size() >= c.posted) {
+  if (c.consumed() + c.assembler.messages_waiting() >= c.posted) {
     close_incoming(c, "bad stream: the sender sent more messages than it had credits for", pt::Ending::bad);
     return;
   }
@@ -908,7 +900,7 @@ void IbvTransport::receive_housekeeping(Clock::time_point now) {
 void IbvTransport::report_wire(MetricSink& sink) const {
   auto d = [](std::uint64_t v) { return static_cast<double>(v); };
   sink.counter("credit_messages", d(credit_messages_.load()), "credit messages sent to senders");
-  sink.counter("inline_frames", d(inline_frames_.load()), "frames sent inline (copied into the work request)");
+  sink.counter("inline_messages", d(inline_messages_.load()), "messages sent inline (copied into the work request)");
   sink.counter("qp_errors", d(qp_errors_.load()), "connections torn down by a queue pair error");
   sink.counter("async_events", d(async_events_.load()), "asynchronous device events (logged)");
   sink.gauge("shared_receive_queue", srq_ != nullptr ? 1 : 0, "1 when receive buffers go to a shared receive queue");

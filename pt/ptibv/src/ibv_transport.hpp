@@ -52,7 +52,6 @@ class IbvTransport final : public pt::MessageTransport {
     ibv_qp* qp = nullptr;
     std::uint32_t max_inline = 0;
     std::uint64_t unsignaled = 0;          // messages posted since the last one that asks for a completion
-    bool unsignaled_hold_blocks = false;   // one of those keeps a frame's blocks until a completion retires it
     std::vector<mem::Ref> credit_buffers;  // posted receives for credit messages
     std::uint32_t credit_buffers_posted = 0;  // in total, modulo 2^32: each data message's immediate value
   };
@@ -161,7 +160,7 @@ class IbvTransport final : public pt::MessageTransport {
   std::atomic<std::uint64_t> qp_errors_{0};
   std::atomic<std::uint64_t> async_events_{0};
   std::atomic<std::uint64_t> credit_messages_{0};
-  std::atomic<std::uint64_t> inline_frames_{0};
+  std::atomic<std::uint64_t> inline_messages_{0};
   std::atomic<std::uint64_t> receive_buffers_posted_{0};  // slots holding a posted buffer (for the pages)
 };
 

@@ -54,6 +54,7 @@ TransportCapabilities describe(const ParamSet& params) {
           .rdma_device = true,
           .inline_bytes = Settings::from(params).inline_threshold,  // capped per queue pair by the device
           .gather_limit = pt::MessagePieces::kMaxPieces,              // capped by the device once it is open
+          .coalescing = true,
           .credit_flow = true,
           .posted_receive_buffers = true,
           .numa_placement = true,

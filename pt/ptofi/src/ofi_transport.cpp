@@ -103,6 +103,7 @@ OfiTransport::OfiTransport(TransportHost& host)
   mem::PoolConfig receive;
   receive.classes.push_back(
       {m.receive_buffer_size, chunk / m.receive_buffer_size, 1, std::max<std::size_t>(1, m.receive_pool_bytes / chunk)});
+  receive.views = views_needed();
   receive_pool_ = &this->host().make_pool("recv", receive);
   mem::PoolConfig credit;
   credit.classes.push_back({kCreditBufferSize, 1024, 1, 64});
@@ -333,7 +334,8 @@ std::size_t OfiTransport::close_link(pt::OutgoingConnection& base) noexcept {
   if (link->endpoint != nullptr) fi_close(&link->endpoint->fid);
   link->endpoint = nullptr;
   for (BufferOp& op : link->credit_buffers) op.buffer.reset();
-  return release_link(c, *link);
+  release_link(c, *link);
+  return 0;  // the frames it carried are in the queue: teardown counts them
 }
 
 void OfiTransport::on_send_completion(OpContext& op, std::size_t length) {

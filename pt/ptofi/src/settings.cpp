@@ -49,6 +49,7 @@ TransportCapabilities describe(const ParamSet& params) {
                           (settings.registration == Settings::Registration::automatic && local_registration);
   // Providers that want memory registered before they touch it are the ones on RDMA devices (verbs, efa, ...).
   c.rdma_device = local_registration;
+  c.coalescing = true;
   c.credit_flow = true;
   c.posted_receive_buffers = true;
   // The tcp provider listens on the endpoint's TCP port, where a plain socket can reach it.

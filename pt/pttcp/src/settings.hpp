@@ -13,10 +13,8 @@ namespace daqx::pttcp {
 
 inline constexpr const char* kHelp = "TCP over epoll: low-latency or coalescing throughput mode, zero-copy gather writes";
 
+// pttcp's own settings; the shared ones (connections, waiting, coalescing) are pt::ConnectionSettings.
 struct Settings {
-  bool throughput_mode = false;                 // coalesce frames into large writes (else send each at once)
-  std::size_t pack_bytes = 256 * 1024;          // throughput mode: write when this much is queued...
-  std::chrono::microseconds pack_timeout{200};  // ...or when the oldest queued frame is this old
   int send_buffer = 0;                          // SO_SNDBUF, 0: kernel default
   int receive_buffer = 0;                       // SO_RCVBUF, 0: kernel default
   std::size_t copy_threshold = 16 * 1024;       // received frames up to this size are copied from the staging buffer

@@ -35,7 +35,6 @@ void set_socket_options(int fd, const Settings& settings, bool sending) {
 
 TcpTransport::TcpTransport(TransportHost& host)
     : ConnectionTransport(host, &pttcp::describe), settings_(Settings::from(host.params())) {
-  set_throughput_mode(settings_.throughput_mode);
   // 256 B .. 1 MiB blocks; larger frames arrive in chains of 1 MiB blocks.
   receive_pool_ = &this->host().make_pool("recv", mem::PoolConfig::geometric("recv", 256, 1u << 20, 1u << 20, 256u << 20));
   receive_pool_->on_available([this] { request_resume(); });
@@ -111,26 +110,15 @@ void TcpTransport::pump(pt::OutgoingConnection& base) noexcept {
   auto& c = static_cast<Outgoing&>(base);
   // Not up, or the socket is full: the send thread writes when it can.
   if (c.state != State::up || c.output_armed || c.queue.empty() || !c.failure.empty()) return;
-  if (c.flush_now || c.queued_bytes >= settings_.pack_bytes || c.queue.size() >= kMaxIovecs / 2) {
-    c.flush_now = false;
-    std::string error;
-    if (!flush(c, error)) {
-      c.failure = error;
-      request_attention();
-    }
-  } else if (!c.timer_armed) {
-    // Throughput mode: wait for more frames, at most packTimeout (the send thread fires the timer).
-    c.arm_timer(Clock::now() + settings_.pack_timeout);
-    request_attention();
-  }
-}
-
-void TcpTransport::on_timer(pt::OutgoingConnection& base) noexcept {
-  auto& c = static_cast<Outgoing&>(base);
-  if (c.state != State::up || c.output_armed) return;
+  // Throughput mode: the frames wait for more, up to packSize or packTimeout; a writev of up to 1024 blocks
+  // at most (IOV_MAX) is written at once anyway.
+  if (c.queue.size() < kMaxIovecs / 2 && hold_for_packing(c, c.queued_bytes, connection_settings().pack_bytes)) return;
   c.flush_now = false;
   std::string error;
-  if (!flush(c, error)) teardown(c, error);
+  if (!flush(c, error)) {
+    c.failure = error;
+    request_attention();
+  }
 }
 
 bool TcpTransport::flush(Outgoing& c, std::string& error) noexcept {
@@ -319,7 +307,7 @@ void TcpTransport::receive_housekeeping(Clock::time_point) {
 }
 
 void TcpTransport::report_wire(MetricSink& sink) const {
-  sink.gauge("mode_throughput", settings_.throughput_mode ? 1 : 0, "1 in throughput mode, 0 in latency mode");
+  sink.gauge("mode_throughput", connection_settings().throughput_mode ? 1 : 0, "1 in throughput mode, 0 in latency mode");
 }
 
 }  // namespace daqx::pttcp

@@ -47,7 +47,6 @@ class TcpTransport final : public pt::ConnectionTransport {
   void start_connect(pt::OutgoingConnection& c) override;
   void pump(pt::OutgoingConnection& c) noexcept override;
   std::size_t close_link(pt::OutgoingConnection& c) noexcept override;
-  void on_timer(pt::OutgoingConnection& c) noexcept override;
   void on_send_ready(void* tag, std::uint32_t events) override;
   // Writes as much of the queue as the socket takes; false (with error) when the connection failed.
   bool flush(Outgoing& c, std::string& error) noexcept;

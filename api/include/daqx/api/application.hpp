@@ -29,8 +29,24 @@ struct ApplicationInfo {
   bool local = false;  // in this executive: frames are handed over without a transport
 };
 
-// What the executive offers one application. Handlers run on the application's own dispatch thread, one
-// at a time, so an application needs no locks between its handlers.
+// What the executive offers one application. Handlers run one at a time, so an application needs no locks
+// between its handlers, its tasks and its callbacks: by default on the application's own dispatch thread,
+// behind its inbox.
+//
+// Inline dispatch (the executive parameter `dispatch`: inline, or auto for a class that declares
+// ApplicationClass::handlers_may_run_inline): a frame that arrives over a transport is handled directly on
+// that transport's receive thread, with no queue and no thread wake-up between the wire and the handler.
+// Still one at a time: when the application is busy (its dispatch thread runs a task, or another transport's
+// thread a handler) the frame is queued for the dispatch thread instead, in order. The contract for such a
+// handler:
+// - it must not block: no waiting on locks other threads hold for long, no sleeping, no blocking I/O, no
+//   waiting for a frame (the thread it runs on is the one that would bring it);
+// - it should be short: every frame behind it on that connection, and on every connection of that transport,
+//   waits for it;
+// - it may send (send() never blocks: would_block and on_send_ready as always), allocate, keep or forward the
+//   frame, post tasks and touch the application's state as any handler does;
+// - it must not rely on which thread it runs on (no thread_local state shared with the dispatch thread).
+// Frames from local applications and tasks always go through the dispatch thread.
 class ApplicationContext {
  public:
   virtual ~ApplicationContext() = default;

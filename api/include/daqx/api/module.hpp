@@ -22,6 +22,9 @@ struct ApplicationClass {
   std::string help;  // one line
   std::vector<ParamSpec> params;
   std::function<std::unique_ptr<Application>(ApplicationContext&)> create;
+  // The class's handlers keep the inline contract (application.hpp): with the executive parameter dispatch=auto
+  // (its default) they then run on the transport's receive thread, not behind a queue.
+  bool handlers_may_run_inline = false;
 };
 
 struct TransportClass {

@@ -73,8 +73,13 @@ class TransportHost {
   virtual const std::string& protocol() const noexcept = 0;  // the endpoint protocol it serves ("tcp", ...)
   // The largest frame to accept; anything longer closes the connection that sent it.
   virtual std::uint32_t max_frame_size() const noexcept = 0;
-  // A received frame whose header passed check_header(); the executive checks the target and queues it.
+  // A received frame whose header passed check_header(); the executive checks the target and stages it for
+  // the target (or, for an application with inline dispatch, runs its handler now, on the calling thread).
+  // Call from the transport's receive thread only.
   virtual DeliverStatus deliver(Frame&& frame, PeerId from) noexcept = 0;
+  // The end of a batch of deliveries (a round of completions): what was staged becomes visible to the
+  // targets, each woken at most once. Frames are not seen by their targets before this.
+  virtual void deliveries_done() noexcept = 0;
   // Registered once: the executive calls it when a target that said busy has room again.
   virtual void on_deliver_ready(std::function<void()> callback) = 0;
   // Tells senders that got would_block for this peer that they may retry.

@@ -29,6 +29,10 @@ class Block {
   const RegistrationKey& key(std::size_t registrar_slot) const noexcept { return chunk_->keys[registrar_slot]; }
   bool shared() const noexcept { return owners_.load(std::memory_order_acquire) > 1; }
   SizeClass& owner() const noexcept { return *owner_; }
+  // A view (Ref::view) is a window into another block's memory that keeps that block alive; it has no memory
+  // of its own. Its parent is the block that owns the memory.
+  bool is_view() const noexcept { return parent_ != nullptr; }
+  const Block* parent() const noexcept { return parent_; }
 
  private:
   friend class SizeClass;
@@ -43,6 +47,7 @@ class Block {
   SizeClass* owner_ = nullptr;
   Chunk* chunk_ = nullptr;
   Block* next_ = nullptr;  // owns one reference to the next block of the chain
+  Block* parent_ = nullptr;  // a view: owns one reference to the block whose memory it shows
   std::size_t offset_ = 0;
   std::size_t size_ = 0;
   std::size_t capacity_ = 0;

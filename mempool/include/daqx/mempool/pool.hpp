@@ -31,6 +31,8 @@ struct PoolConfig {
   // Where the pool's maker would like its memory (a transport: its device's node), -1 for no preference.
   // The executive honours it when no policy rule names the pool's allocator.
   int preferred_numa_node = -1;
+  // Views (Ref::view) the pool can have out at once: descriptors without memory, made with the pool. 0: none.
+  std::size_t views = 0;
 
   // Power-of-two classes from min_block to max_block; each chunk holds chunk_bytes (at least one block)
   // and each class may grow to max_bytes_per_class.
@@ -46,15 +48,21 @@ class Pool;
 class SizeClass {
  public:
   SizeClass(Pool& pool, const SizeClassConfig& config);
+  // The descriptors of a pool's views: no memory of their own (Ref::view).
+  struct Views {};
+  SizeClass(Pool& pool, std::size_t views, Views);
   ~SizeClass();
   SizeClass(const SizeClass&) = delete;
   SizeClass& operator=(const SizeClass&) = delete;
 
   std::size_t block_size() const noexcept { return config_.block_size; }
+  bool holds_views() const noexcept { return views_; }
   Pool& pool() const noexcept { return pool_; }
 
   // One block with window (0, bytes), or an empty Ref when the class is exhausted (counted).
   Ref allocate(std::size_t bytes) noexcept;
+  // A view of size bytes at memory inside parent (which gains an owner); empty when none is left.
+  Ref allocate_view(Block* parent, std::byte* memory, std::size_t size) noexcept;
   void free(Block* block) noexcept;
 
   SizeClassStats stats() const noexcept;
@@ -69,6 +77,7 @@ class SizeClass {
 
   Pool& pool_;
   SizeClassConfig config_;
+  bool views_ = false;
   std::unique_ptr<Block[]> blocks_;  // descriptors for max_chunks * blocks_per_chunk blocks
   std::unique_ptr<Chunk[]> chunks_;
   std::atomic<std::size_t> chunk_count_{0};
@@ -97,6 +106,9 @@ class Pool {
   Ref allocate(std::size_t bytes) noexcept;
   // A chain of blocks holding bytes in total (largest class for all but the last piece). All or nothing.
   Ref allocate_chain(std::size_t bytes) noexcept;
+  // Views of this pool's blocks out now (Ref::view), and how many there may be.
+  std::size_t views_in_use() const noexcept;
+  std::size_t views_total() const noexcept { return config_.views; }
 
   // Registers every existing and future chunk with registrar; returns its slot for Block::key().
   // Throws std::runtime_error when an existing chunk cannot be registered (nothing is left registered).
@@ -116,6 +128,7 @@ class Pool {
 
  private:
   friend class SizeClass;
+  friend class Ref;
   SizeClass* class_for(std::size_t bytes) const noexcept;
   void register_at(Registrar& registrar, std::size_t slot);  // under config_mutex_
   void note_exhausted() noexcept { exhausted_.store(true, std::memory_order_release); }
@@ -127,6 +140,7 @@ class Pool {
   PoolConfig config_;
   std::shared_ptr<Allocator> allocator_;
   std::vector<std::unique_ptr<SizeClass>> classes_;
+  std::unique_ptr<SizeClass> views_;  // descriptors for Ref::view, when config_.views > 0
   // Serialises growth and registrar changes: both are rare and off the hot path.
   mutable std::mutex config_mutex_;
   std::array<Registrar*, kMaxRegistrars> registrars_{};

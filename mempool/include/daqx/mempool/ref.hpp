@@ -53,6 +53,11 @@ class Ref {
 
   // A second owner of the same chain (one atomic increment, no copy).
   Ref share() const noexcept;
+  // A new block that shows `size` bytes of the head block's window from `offset` on, without copying: it keeps
+  // the head block alive (one more owner) and has a window of its own, and its own place in a chain. For
+  // handing out several frames that arrived in one buffer. Empty when the pool has no view left (configured
+  // with PoolConfig::views; wait for on_available as for blocks) or the range is outside the window.
+  Ref view(std::size_t offset, std::size_t size) const noexcept;
   // Links tail after the last block of this chain (which must not be shared); tail becomes empty.
   void append(Ref&& tail) noexcept;
   // Cuts the chain after the head and returns the rest.

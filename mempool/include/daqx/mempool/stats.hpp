@@ -24,6 +24,8 @@ struct PoolStats {
   std::string name;
   std::string allocator;
   std::size_t bytes_reserved = 0;  // in chunks
+  std::size_t views_total = 0;     // views (Ref::view) the pool can have out at once
+  std::size_t views_used = 0;
   std::vector<SizeClassStats> classes;
 
   std::size_t blocks_used() const noexcept;

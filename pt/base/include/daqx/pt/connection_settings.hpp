@@ -27,12 +27,17 @@ struct ConnectionSettings {
   std::chrono::milliseconds reconnect_max{2000};
   WaitMode wait_mode = WaitMode::epoll;
   std::uint32_t max_frame_size = kDefaultMaxFrameSize;
+  // Coalescing: in throughput mode frames wait for each other, to go many to a message or write, until
+  // pack_bytes are queued or the oldest has waited pack_timeout. A frame's header flags override the mode.
+  bool throughput_mode = false;
+  std::size_t pack_bytes = 256 * 1024;
+  std::chrono::microseconds pack_timeout{200};
 
   // Throws std::invalid_argument naming the parameter and what it expected.
   static ConnectionSettings from(const ParamSet& params, std::uint32_t max_frame_size);
 };
 
-// connectAt, sendQueue, reconnectMin, reconnectMax, waitMode.
+// connectAt, sendQueue, reconnectMin, reconnectMax, waitMode, mode, packSize, packTimeout.
 std::vector<ParamSpec> connection_parameter_specs();
 
 // What transports that carry frames as messages into pre-posted receive buffers share (ptofi, ptibv).

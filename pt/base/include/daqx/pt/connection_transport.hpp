@@ -71,9 +71,6 @@ class ConnectionTransport : public Transport {
   Waiter& send_waiter() noexcept { return send_waiter_; }
   Waiter& receive_waiter() noexcept { return receive_waiter_; }
 
-  // Whether frames wait to be sent together (throughput mode) unless their header flags say otherwise.
-  void set_throughput_mode(bool on) noexcept { throughput_mode_ = on; }
-  bool throughput_mode() const noexcept { return throughput_mode_; }
 
   // ---- Outgoing connections: the wire's part ----------------------------------------------------------
   // The record of a connection to remote, its address resolved (no wire yet); may throw with the reason.
@@ -87,8 +84,9 @@ class ConnectionTransport : public Transport {
   // Under c.mutex: closes the wire connection (after this the wire touches none of its blocks), releases
   // the frames that were on it, and returns how many of those were not known to be sent.
   virtual std::size_t close_link(OutgoingConnection& c) noexcept = 0;
-  // Send thread, under c.mutex: the connection's timer (OutgoingConnection::arm_timer) has expired.
-  virtual void on_timer(OutgoingConnection&) noexcept {}
+  // Send thread, under c.mutex: the connection's timer (OutgoingConnection::arm_timer) has expired. By default
+  // it is the pack timer: what is queued goes now.
+  virtual void on_timer(OutgoingConnection& c) noexcept;
   // Under c.mutex: metrics of this connection beyond the shared ones (the page's connection table).
   virtual void outgoing_metrics(const OutgoingConnection&, std::vector<Metric>&) const {}
 
@@ -98,6 +96,10 @@ class ConnectionTransport : public Transport {
   void teardown(OutgoingConnection& c, std::string reason);  // by value: it may be c.failure, cleared here
   // From any thread: the send thread looks at every outgoing connection soon (connects, failures, timers).
   void request_attention() noexcept;
+  // For pump(), under c.mutex: whether what is queued and not yet sent (unsent_bytes) waits a little longer to
+  // go together with more (throughput mode, until pack_limit bytes or the pack timer, which this arms). False
+  // when it goes now: a frame that must not wait is queued, enough is queued, or the timer fired.
+  bool hold_for_packing(OutgoingConnection& c, std::size_t unsent_bytes, std::size_t pack_limit) noexcept;
   // Runs f under c's lock, then tells the executive what changed: up, down, room in the queue again.
   template <typename F>
   void with_lock(OutgoingConnection& c, F&& f) {
@@ -203,7 +205,6 @@ class ConnectionTransport : public Transport {
   TransportHost& host_;
   Describe describe_;
   ConnectionSettings settings_;
-  bool throughput_mode_ = false;
   Waiter send_waiter_;
   Waiter receive_waiter_;
 

@@ -1,7 +1,8 @@
 // The part of the connection layer that transports sending messages into pre-posted receive buffers share
-// (ptofi, ptibv): credit-paced sending straight from pool blocks, messages in flight retired in order,
-// receive buffers kept posted per connection, credit messages back to the sender, and messages chained into
-// frames on arrival. The wire says how to post one message, one receive buffer and one credit message.
+// (ptofi, ptibv): credit-paced sending straight from pool blocks, small frames packed into one message
+// (coalescing), messages in flight retired in order, receive buffers kept posted per connection, credit
+// messages back to the sender, and messages split and chained into frames on arrival without a copy. The wire
+// says how to post one message, one receive buffer and one credit message.
 //
 // A connection carries frames one way: the side that connected (the sender) posts data messages, the side
 // that accepted (the receiver) posts only credit messages back (credit_flow.hpp).
@@ -9,9 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <string>
-#include <utility>
 
 #include "daqx/pt/connection_transport.hpp"
 #include "daqx/pt/credit_flow.hpp"
@@ -34,7 +33,10 @@ struct SendLink {
 struct MessageOutgoing : OutgoingConnection {
   using OutgoingConnection::OutgoingConnection;
   SendLink* link = nullptr;         // the current wire connection, owned by the transport
-  SendCursor cursor;                // within queue.front()
+  // Frames stay in the queue until every message carrying a byte of them is known sent: those before
+  // cursor.frame are all in messages, the others wait.
+  SendCursor cursor;
+  std::size_t bytes_in_messages = 0;  // bytes of the queue's frames already in messages
   bool waiting_for_credits = false;
 };
 
@@ -43,11 +45,11 @@ struct MessageIncoming : IncomingConnection {
   MessageIncoming(std::size_t credit_threshold, std::uint32_t max_frame_size)
       : credits(credit_threshold), assembler(max_frame_size) {}
   ReceiveCredits credits;
-  std::uint64_t posted = 0;    // receive buffers posted for this connection in total
-  std::uint64_t consumed = 0;  // messages taken into frames
-  bool waiting_for_pool = false;
-  FrameAssembler assembler;
-  std::deque<std::pair<mem::Ref, std::size_t>> held;  // arrived while a delivery waits: taken in order later
+  std::uint64_t posted = 0;     // receive buffers posted for this connection in total
+  bool waiting_for_pool = false;  // for receive buffers, or for views to hand frames out as
+  FrameAssembler assembler;     // messages that arrived, until their frames are taken
+  // Messages whose every frame was handed on: their buffers may be replaced by new ones.
+  std::uint64_t consumed() const noexcept { return assembler.messages_done(); }
 };
 
 class MessageTransport : public ConnectionTransport {
@@ -61,34 +63,33 @@ class MessageTransport : public ConnectionTransport {
   std::size_t gather_limit() const noexcept { return gather_limit_; }
   std::size_t send_depth() const noexcept { return send_depth_; }
   std::size_t receive_depth() const noexcept { return receive_depth_; }
+  // The receive pool's views, one per frame handed out of a buffer that holds several (PoolConfig::views).
+  std::size_t views_needed() const noexcept;
 
   // ---- Sending: the wire's part ------------------------------------------------------------------------
   struct Message {
     const MessagePieces& pieces;
-    std::size_t slot;       // its place in link.ring (for the completion to name)
-    bool ends_frame;        // the frame's blocks are released when this one is known sent
-    bool whole_frame;       // it carries the whole frame
-    bool last_queued;       // nothing more is queued behind it
+    std::size_t slot;   // its place in link.ring (for the completion to name)
+    bool last_queued;   // nothing more is queued behind it: ask for its completion, or blocks stay held
   };
   enum class Posted {
-    ok,        // on the wire
-    released,  // on the wire, and its bytes copied (inline): the frame's blocks may go back now
-    again,     // no room now: the send thread will call pump() again
-    failed     // c.failure says why: the send thread tears the connection down
+    ok,     // on the wire
+    again,  // no room now: the send thread will call pump() again
+    failed  // c.failure says why: the send thread tears the connection down
   };
   // Under c.mutex: posts one message on link.
   virtual Posted post_message(MessageOutgoing& c, SendLink& link, const Message& message) noexcept = 0;
 
-  // pump(): as many messages as credits, the ring and the wire allow.
+  // pump(): as many messages as credits, the ring and the wire allow, packing frames into each.
   void pump(OutgoingConnection& c) noexcept final;
-  // Helpers for completions, under c.mutex: messages known sent (retired in order, counted, pumped on),
-  // and credits granted by the receiver.
+  // Helpers for completions, under c.mutex: messages known sent (retired in order, their frames counted and
+  // released, then pumped on), and credits granted by the receiver.
   void message_sent(MessageOutgoing& c, SendLink& link, std::size_t slot);
   void messages_sent_through(MessageOutgoing& c, SendLink& link, std::size_t slot);
   void credits_granted(MessageOutgoing& c, SendLink& link, const CreditMessage& message);
-  // For close_link(): forgets the link's credits and cursor and releases the frames it holds in flight;
-  // returns how many there were.
-  std::size_t release_link(MessageOutgoing& c, SendLink& link) noexcept;
+  // For close_link(): forgets the link's credits, messages in flight and cursor. The frames they carried are
+  // still in the queue, which teardown releases and counts.
+  void release_link(MessageOutgoing& c, SendLink& link) noexcept;
   void outgoing_metrics(const OutgoingConnection& c, std::vector<Metric>& metrics) const override;
 
   // ---- Receiving: the wire's part ----------------------------------------------------------------------
@@ -106,8 +107,8 @@ class MessageTransport : public ConnectionTransport {
   // Receive thread: releases what the wire holds for c (its posted buffers); after close_incoming().
   virtual void close_receive_link(MessageIncoming& c) noexcept = 0;
 
-  // Receive thread: a message arrived on c (in order): chains it into frames and delivers them, then keeps
-  // c's buffers posted and its sender's credits told.
+  // Receive thread: a message arrived on c (in order): splits and chains it into frames and delivers them,
+  // then keeps c's buffers posted and its sender's credits told.
   void message_arrived(MessageIncoming& c, mem::Ref&& buffer, std::size_t length);
   void replenish(MessageIncoming& c);
   void send_credits(MessageIncoming& c);
@@ -119,8 +120,8 @@ class MessageTransport : public ConnectionTransport {
   void resume_wire(IncomingConnection& c) final;
 
  private:
-  void consume_held(MessageIncoming& c);
-  bool take_message(MessageIncoming& c, mem::Ref&& buffer, std::size_t length);
+  void retire(MessageOutgoing& c, std::size_t frames) noexcept;
+  void deliver_arrived(MessageIncoming& c);
 
   MessageSettings messages_;
   std::size_t gather_limit_ = 1;

@@ -37,7 +37,8 @@ struct OutgoingConnection {
 
   mem::RefRing queue;              // frames not yet on the wire whole; the first may be partly
   std::size_t queued_bytes = 0;
-  bool flush_now = false;          // a frame that must not wait for others was queued (latency)
+  bool flush_now = false;          // send what is queued without waiting for more (a latency frame, the pack
+                                   // timer); the wire clears it once everything queued is sent
 
   Clock::time_point retry_at;
   std::chrono::milliseconds backoff{0};
