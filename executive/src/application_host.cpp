@@ -313,6 +313,12 @@ void ApplicationHost::apply_new_handlers() {
 
 bool ApplicationHost::try_dispatch_inline(Frame& frame) noexcept {
   if (!try_enter()) return false;  // busy: the caller queues the frame for the dispatch thread
+  // Tasks posted before this frame came (a run's counters reset at enable, say) run before its handler, as
+  // they would on the dispatch thread: while any wait, frames queue behind them.
+  if (has_tasks_.load(std::memory_order_acquire)) {
+    leave();
+    return false;
+  }
   apply_new_handlers();
   dispatch(frame);
   frames_dispatched_inline_.fetch_add(1, std::memory_order_relaxed);

@@ -68,6 +68,8 @@ void TransportBinding::publish(ApplicationHost* target) noexcept {
   if (target->lane(index_).publish()) target->wake();
 }
 
+bool TransportBinding::handlers_inline() const noexcept { return core_.all_inline(); }
+
 void TransportBinding::deliveries_done() noexcept {
   // One release store per lane and at most one wake-up per application, for the whole batch.
   for (ApplicationHost* target : staged_to_) publish(target);
@@ -174,6 +176,8 @@ void ExecutiveCore::make_applications(std::size_t inbox_capacity) {
     hosts_.push_back(
         std::make_unique<ApplicationHost>(*this, app, *cls, std::move(params), inbox_capacity, bindings_.size()));
   }
+  all_inline_.store(std::all_of(hosts_.begin(), hosts_.end(), [](const auto& h) { return h->dispatches_inline(); }),
+                    std::memory_order_release);
 }
 
 void ExecutiveCore::make_routes() {

@@ -34,6 +34,7 @@ class TransportBinding final : public TransportHost {
   std::uint32_t max_frame_size() const noexcept override;
   DeliverStatus deliver(Frame&& frame, PeerId from) noexcept override;
   void deliveries_done() noexcept override;
+  bool handlers_inline() const noexcept override;
   void on_deliver_ready(std::function<void()> callback) override;
   void send_ready(PeerId peer) noexcept override;
   void connection_changed(PeerId peer, bool up, const std::string& reason) override;
@@ -88,6 +89,8 @@ class ExecutiveCore final : public ControlModel {
   void remove_registrar(std::size_t slot) noexcept;
   void note_bad_frame() noexcept { bad_frames_.fetch_add(1, std::memory_order_relaxed); }
   void note_delivered() noexcept { frames_from_transports_.fetch_add(1, std::memory_order_relaxed); }
+  // Every hosted application dispatches frames from transports inline (false until they are made).
+  bool all_inline() const noexcept { return all_inline_.load(std::memory_order_acquire); }
   void notify_peer_ready(const void* transport, PeerId peer) noexcept;
   void notify_all_deliveries_ready() noexcept;
 
@@ -128,6 +131,7 @@ class ExecutiveCore final : public ControlModel {
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::atomic<std::uint64_t> bad_frames_{0};
   std::atomic<std::uint64_t> frames_from_transports_{0};
+  std::atomic<bool> all_inline_{false};
 };
 
 }  // namespace daqx::detail

@@ -66,7 +66,7 @@ const TransportProfile& transport_profile() {
 
 std::string TransportProfile::endpoint_properties(Traffic traffic) const {
   std::string xml;
-  if (protocol == "tcp") xml.append(traffic == Traffic::throughput ? "<mode>throughput</mode>" : "<mode>latency</mode>");
+  xml.append(traffic == Traffic::throughput ? "<mode>throughput</mode>" : "<mode>latency</mode>");
   if (!provider.empty()) xml.append("<provider>").append(provider).append("</provider>");
   xml.append("<reconnectMax>300</reconnectMax>");
   return xml;

@@ -19,19 +19,22 @@ DAQX_MODULE {
                .params = daqx::nton::Sender::parameters(),
                .create = [](ApplicationContext& context) -> std::unique_ptr<Application> {
                  return std::make_unique<daqx::nton::Sender>(context);
-               }},
+               },
+               .handlers_may_run_inline = true},
               {.name = "nton::Receiver",
                .help = "receives, verifies (pattern, order per sender) and acknowledges the frames of Senders",
                .params = daqx::nton::Receiver::parameters(),
                .create = [](ApplicationContext& context) -> std::unique_ptr<Application> {
                  return std::make_unique<daqx::nton::Receiver>(context);
-               }},
+               },
+               .handlers_may_run_inline = true},
               {.name = "nton::PingPong",
                .help = "round-trip latency: the ping sends a frame, the pong echoes it",
                .params = daqx::nton::PingPong::parameters(),
                .create = [](ApplicationContext& context) -> std::unique_ptr<Application> {
                  return std::make_unique<daqx::nton::PingPong>(context);
-               }},
+               },
+               .handlers_may_run_inline = true},
           },
       .transports = {},
   };

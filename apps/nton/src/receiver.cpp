@@ -2,7 +2,11 @@
 // state needs no synchronisation; report() reads only the atomics the handler publishes.
 #include "receiver.hpp"
 
+#include <unistd.h>
+
 #include <array>
+#include <fstream>
+#include <string>
 #include <initializer_list>
 #include <stdexcept>
 #include <utility>
@@ -116,6 +120,9 @@ void Receiver::end_hold() {
 }
 
 void Receiver::on_data(Frame&& frame) {
+  // Which thread handles data: the application's dispatch thread, or a transport's receive thread (inline).
+  static thread_local const int this_thread = static_cast<int>(gettid());
+  handler_thread_.store(this_thread, std::memory_order_relaxed);
   if (hold_ != Hold::over) {
     if (hold_ == Hold::not_started) start_hold();
     held_.push_back(std::move(frame));
@@ -226,6 +233,14 @@ void Receiver::report(MetricSink& sink) const {
   sink.counter("ack_delays", value(ack_delays_), "acknowledgements that had to wait for a send or a pool block");
   sink.counter("send_errors", value(send_errors_), "acknowledgements lost with their connection");
   sink.gauge("senders", value(senders_seen_), "senders heard from since configure");
+  const int thread = handler_thread_.load(std::memory_order_relaxed);
+  if (thread != 0) {
+    std::ifstream comm("/proc/self/task/" + std::to_string(thread) + "/comm");
+    std::string name;
+    std::getline(comm, name);
+    sink.gauge("handler_thread", thread, "kernel thread id of the thread that handled the last data frame",
+               {{"thread", name}});
+  }
   sink.gauge("frames_held", value(frames_held_), "the most frames kept at once during a hold (holdFor)");
   sink.gauge("receive_rate_frames", rates.frames_per_second, "frames per second over the last second");
   sink.gauge("receive_rate_bytes", rates.bytes_per_second, "payload bytes per second over the last second");

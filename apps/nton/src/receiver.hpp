@@ -72,6 +72,7 @@ class Receiver final : public Application {
   std::atomic<std::uint64_t> ack_delays_{0};
   std::atomic<std::uint64_t> send_errors_{0};
   std::atomic<std::uint64_t> senders_seen_{0};
+  std::atomic<int> handler_thread_{0};  // the kernel thread that ran the last data handler (dispatch or inline)
   std::atomic<std::uint64_t> frames_held_{0};  // the most frames held at once
 };
 

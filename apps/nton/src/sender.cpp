@@ -9,6 +9,8 @@
 // callbacks wake it.
 #include "sender.hpp"
 
+#include <charconv>
+
 #include <algorithm>
 #include <array>
 #include <stdexcept>
@@ -83,6 +85,9 @@ std::vector<ParamSpec> Sender::parameters() {
       param("frameSize", ParamType::unsigned_integer, to_text(d.frame_size), "bytes",
             "payload bytes per frame, including the 32-byte data header (less: the header alone)", 0,
             static_cast<double>(kMaxPayload)),
+      param("frameSizes", ParamType::string_list, "", "bytes",
+            "sizes of successive frames, cycled (e.g. 64,70000,1000 to mix small, chained and medium frames); empty: "
+            "every frame frameSize"),
       param("frameCount", ParamType::unsigned_integer, to_text(d.frame_count), "frames",
             "frames to send in all, then stop sending; 0: no limit", 0),
       param("duration", ParamType::real, to_text(d.duration), "s", "seconds to send for, then stop sending; 0: no limit",
@@ -109,6 +114,14 @@ void Sender::configure() {
   SenderConfiguration c;
   c.receivers = params.applications("receivers");
   c.frame_size = params.unsigned_integer("frameSize");
+  for (const std::string& size : params.list("frameSizes")) {
+    std::uint64_t bytes = 0;
+    const auto [end, error] = std::from_chars(size.data(), size.data() + size.size(), bytes);
+    if (error != std::errc{} || end != size.data() + size.size() || bytes > kMaxPayload)
+      throw std::runtime_error(concatenate({"frameSizes: '", size, "' is not a frame size (0 .. ",
+                                            to_text(std::uint64_t{kMaxPayload}), " bytes)"}));
+    c.frame_sizes.push_back(std::max<std::uint64_t>(bytes, kDataHeaderSize));
+  }
   c.frame_count = params.unsigned_integer("frameCount");
   c.duration = params.real("duration");
   c.window = params.unsigned_integer("window");
@@ -190,8 +203,8 @@ void Sender::send_loop(SenderRun& run, std::stop_token stop) {
       config_.duration > 0
           ? start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(config_.duration))
           : Clock::time_point::max();
-  const std::size_t payload = payload_size();
   const std::size_t receivers = run.receivers.size();
+  std::size_t payload = payload_size();  // of the frame prepared (frameSizes: it changes frame by frame)
   std::size_t active = receivers;  // receivers whose connection has not failed
   std::size_t next = 0;            // round-robin position
   std::uint64_t data_frames = 0;
@@ -229,6 +242,8 @@ void Sender::send_loop(SenderRun& run, std::stop_token stop) {
       continue;
     }
     if (!frame) {
+      if (!config_.frame_sizes.empty())
+        payload = static_cast<std::size_t>(config_.frame_sizes[data_frames % config_.frame_sizes.size()]);
       frame = context().allocate_frame(payload);
       if (!frame) {
         add(pool_exhausted_, 1);

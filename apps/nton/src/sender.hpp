@@ -21,6 +21,7 @@ using namespace daqx::apps;  // parameter helpers, rate meters, latency summarie
 struct SenderConfiguration {
   std::vector<Tid> receivers;       // resolved from the "receivers" selector; frames go to them in this order
   std::uint64_t frame_size = 4096;  // payload bytes per frame, including the 32-byte data header
+  std::vector<std::uint64_t> frame_sizes;  // if not empty: the sizes of successive frames, cycled (frameSizes)
   std::uint64_t frame_count = 0;    // frames to send in all, round-robin, then stop by itself; 0: no limit
   double duration = 0;              // seconds to send for, then stop by itself; 0: no limit
   std::uint64_t window = 64;        // frames outstanding per receiver without acknowledgement

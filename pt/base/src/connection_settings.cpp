@@ -2,6 +2,7 @@
 #include "daqx/pt/connection_settings.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <stdexcept>
 
 namespace daqx::pt {
@@ -45,6 +46,10 @@ std::vector<ParamSpec> connection_parameter_specs() {
       {"reconnectMax", ParamType::unsigned_integer, "2000", "ms", "longest delay between reconnection attempts", 1, 600000},
       {"waitMode", ParamType::string, "epoll", "",
        "epoll: the transport's threads sleep on file descriptors when idle; busy: they poll without sleeping", {}, {}},
+      {"pollTime", ParamType::string, "auto", "microseconds",
+       "waitMode=epoll: after the last work, poll this long before sleeping (what comes meanwhile costs no "
+       "wake-up, the time is spent on a core); auto: 50 when every application of the executive handles its "
+       "frames inline, else 0", {}, {}},
       {"mode", ParamType::string, "latency", "",
        "latency: send each frame at once; throughput: let frames wait for each other and send them together "
        "(an application's transportMode overrides it frame by frame)", {}, {}},
@@ -65,6 +70,15 @@ ConnectionSettings ConnectionSettings::from(const ParamSet& params, std::uint32_
       std::chrono::milliseconds(std::max(params.unsigned_integer("reconnectMax"), params.unsigned_integer("reconnectMin")));
   s.wait_mode = choice(params, "waitMode", {"epoll", "busy"}) == 0 ? WaitMode::epoll : WaitMode::busy;
   s.max_frame_size = max_frame_size;
+  const std::string& poll = params.string("pollTime");
+  s.automatic_poll_time = poll == "auto";
+  if (!s.automatic_poll_time) {
+    std::uint64_t microseconds = 0;
+    const auto [end, error] = std::from_chars(poll.data(), poll.data() + poll.size(), microseconds);
+    if (error != std::errc{} || end != poll.data() + poll.size() || microseconds > 1'000'000)
+      throw bad_parameter("pollTime", poll, "auto or microseconds from 0 to 1000000");
+    s.poll_time = std::chrono::microseconds(microseconds);
+  }
   s.throughput_mode = choice(params, "mode", {"latency", "throughput"}) == 1;
   s.pack_bytes = params.unsigned_integer("packSize");
   s.pack_timeout = std::chrono::microseconds(params.unsigned_integer("packTimeout"));

@@ -214,20 +214,30 @@ void ConnectionTransport::check_outgoing(Clock::time_point now) {
 }
 
 template <typename OnReady>
-void ConnectionTransport::rest(Waiter& waiter, SleepCheck (ConnectionTransport::*last_look)(), Clock::time_point deadline,
-                               OnReady& on_ready) {
+int ConnectionTransport::rest(Waiter& waiter, SleepCheck (ConnectionTransport::*last_look)(), Clock::time_point deadline,
+                              Clock::time_point idle_since, OnReady& on_ready) {
   if (busy_polling()) {
-    waiter.poll(on_ready);
-    return;
+    // Polling that yields: with more polling threads than free cores, a thread that found nothing lets the
+    // others run instead of burning its time slice (without it round trips grow to milliseconds).
+    const int ready = waiter.poll(on_ready);
+    if (ready == 0) std::this_thread::yield();
+    return ready;
   }
+  // Adaptive: poll a little before sleeping, since what comes soon after work costs no wake-up then.
+  const auto poll_time = !settings_.automatic_poll_time ? settings_.poll_time
+                         : host_.handlers_inline()      ? kAutomaticPollTime
+                                                        : std::chrono::microseconds(0);
+  if (Clock::now() - idle_since < poll_time) return waiter.poll(on_ready);
   const SleepCheck check = (this->*last_look)();
-  if (check == SleepCheck::look_again) return;
-  waiter.wait_until(check == SleepCheck::sleep ? deadline : std::min(deadline, Clock::now() + kBriefSleep), on_ready);
+  if (check == SleepCheck::look_again) return 0;
+  return waiter.wait_until(check == SleepCheck::sleep ? deadline : std::min(deadline, Clock::now() + kBriefSleep),
+                           on_ready);
 }
 
 void ConnectionTransport::send_loop(std::stop_token stop) {
   auto on_ready = [this](void* tag, std::uint32_t events) { on_send_ready(tag, events); };
   next_check_ = Clock::now();
+  Clock::time_point idle_since = next_check_;
   while (!stop.stop_requested()) {
     const bool worked = reap_send();
     const auto now = Clock::now();
@@ -235,7 +245,13 @@ void ConnectionTransport::send_loop(std::stop_token stop) {
       next_check_ = now + kCheckInterval;
       check_outgoing(now);
     }
-    if (!worked) rest(send_waiter_, &ConnectionTransport::ready_to_sleep_send, next_check_, on_ready);
+    if (worked) {
+      idle_since = now;
+      continue;
+    }
+    // Descriptors that were ready are work too (a socket's events are handled in on_send_ready).
+    if (rest(send_waiter_, &ConnectionTransport::ready_to_sleep_send, next_check_, idle_since, on_ready) > 0)
+      idle_since = Clock::now();
   }
 }
 
@@ -337,6 +353,7 @@ void ConnectionTransport::forget_closed_incoming() {
 
 void ConnectionTransport::receive_loop(std::stop_token stop) {
   auto on_ready = [this](void* tag, std::uint32_t events) { on_receive_ready(tag, events); };
+  Clock::time_point idle_since = Clock::now();
   while (!stop.stop_requested()) {
     const bool worked = reap_receive();
     // Pauses can also end without a wake-up having been seen (it raced with the pause): look every round.
@@ -345,7 +362,13 @@ void ConnectionTransport::receive_loop(std::stop_token stop) {
     // What this round delivered (and what the last wait's descriptors delivered) becomes visible to the
     // applications now, each woken at most once for the lot.
     host_.deliveries_done();
-    if (!worked) rest(receive_waiter_, &ConnectionTransport::ready_to_sleep_receive, Clock::now() + kCheckInterval, on_ready);
+    const auto now = Clock::now();
+    if (worked) {
+      idle_since = now;
+      continue;
+    }
+    if (rest(receive_waiter_, &ConnectionTransport::ready_to_sleep_receive, now + kCheckInterval, idle_since, on_ready) > 0)
+      idle_since = Clock::now();
   }
 }
 

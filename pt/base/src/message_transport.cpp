@@ -53,6 +53,7 @@ void MessageTransport::pump(OutgoingConnection& base) noexcept {
       return;
     }
     c.waiting_for_credits = false;
+    c.counters.messages.fetch_add(1, std::memory_order_relaxed);
     link->ring.add(pieces.frames_ended);
     c.bytes_in_messages += pieces.bytes;
     c.cursor = cursor;

@@ -19,6 +19,7 @@ void add_outgoing_metrics(std::vector<Metric>& metrics, const ConnectionCounters
   metrics.push_back({"errors", Metric::Kind::counter, value(c.errors), "failures and frames lost with them", {}});
   metrics.push_back({"reconnects", Metric::Kind::counter, value(c.reconnects), "times re-established", {}});
   metrics.push_back({"credit_waits", Metric::Kind::counter, value(c.credit_waits), "stalls for credits", {}});
+  metrics.push_back({"messages_sent", Metric::Kind::counter, value(c.messages), "messages or writes", {}});
 }
 
 void add_incoming_metrics(std::vector<Metric>& metrics, const ConnectionCounters& c) {
@@ -33,6 +34,7 @@ void TransportTotals::add_outgoing(const ConnectionCounters& c) noexcept {
   send_errors += load(c.errors);
   reconnects += load(c.reconnects);
   credit_waits += load(c.credit_waits);
+  messages_sent += load(c.messages);
 }
 
 void TransportTotals::add_incoming(const ConnectionCounters& c) noexcept {
@@ -50,6 +52,8 @@ void report_totals(MetricSink& sink, const TransportTotals& t, const TransportEv
   sink.counter("send_errors", d(t.send_errors), "connection failures and frames lost with them");
   sink.counter("reconnects", d(t.reconnects), "outgoing connections re-established");
   sink.counter("credit_waits", d(t.credit_waits), "times a connection had frames to send and no credits");
+  sink.counter("messages_sent", d(t.messages_sent),
+               "messages (or writes) the frames went out in: fewer than frames_sent when frames were packed");
   sink.counter("connections_accepted", value(e.connections_accepted), "incoming connections accepted");
   sink.counter("connection_requests_refused", value(e.requests_refused), "connection requests refused or failed");
   sink.counter("bad_streams", value(e.bad_streams), "incoming connections closed for a malformed or misaddressed frame");

@@ -152,6 +152,7 @@ bool TcpTransport::flush(Outgoing& c, std::string& error) noexcept {
       error = "write: " + errno_text(errno);
       return false;
     }
+    c.counters.messages.fetch_add(1, std::memory_order_relaxed);
     auto left = static_cast<std::size_t>(written);
     while (left > 0) {
       const std::size_t total = c.queue.front().total_size();

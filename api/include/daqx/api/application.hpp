@@ -46,7 +46,8 @@ struct ApplicationInfo {
 // - it may send (send() never blocks: would_block and on_send_ready as always), allocate, keep or forward the
 //   frame, post tasks and touch the application's state as any handler does;
 // - it must not rely on which thread it runs on (no thread_local state shared with the dispatch thread).
-// Frames from local applications and tasks always go through the dispatch thread.
+// Frames from local applications and tasks always go through the dispatch thread, and tasks posted before a
+// frame arrives run before its handler (the frame then waits for the dispatch thread too).
 class ApplicationContext {
  public:
   virtual ~ApplicationContext() = default;

@@ -82,6 +82,9 @@ class TransportHost {
   virtual void deliveries_done() noexcept = 0;
   // Registered once: the executive calls it when a target that said busy has room again.
   virtual void on_deliver_ready(std::function<void()> callback) = 0;
+  // Whether every application of this executive handles frames from transports inline (on the receive
+  // thread): then a transport thread that polls before sleeping (pollTime) competes with no dispatch thread.
+  virtual bool handlers_inline() const noexcept = 0;
   // Tells senders that got would_block for this peer that they may retry.
   virtual void send_ready(PeerId peer) noexcept = 0;
   virtual void connection_changed(PeerId peer, bool up, const std::string& reason) = 0;

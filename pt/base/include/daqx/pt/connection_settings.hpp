@@ -18,6 +18,9 @@ namespace daqx::pt {
 // How completion threads wait for work: asleep on file descriptors (epoll), or polling without sleeping.
 enum class WaitMode { epoll, busy };
 
+// pollTime=auto: what a transport thread polls before sleeping when no dispatch thread competes for cores.
+inline constexpr std::chrono::microseconds kAutomaticPollTime{50};
+
 // What every transport made of connections needs: when to connect, how much to queue, how to retry, how
 // to wait.
 struct ConnectionSettings {
@@ -26,6 +29,10 @@ struct ConnectionSettings {
   std::chrono::milliseconds reconnect_min{50};
   std::chrono::milliseconds reconnect_max{2000};
   WaitMode wait_mode = WaitMode::epoll;
+  // epoll mode: poll this long after the last work before sleeping; automatic: kAutomaticPollTime when every
+  // application dispatches inline (no dispatch thread to starve), else not at all.
+  std::chrono::microseconds poll_time{0};
+  bool automatic_poll_time = true;
   std::uint32_t max_frame_size = kDefaultMaxFrameSize;
   // Coalescing: in throughput mode frames wait for each other, to go many to a message or write, until
   // pack_bytes are queued or the oldest has waited pack_timeout. A frame's header flags override the mode.

@@ -180,9 +180,12 @@ class ConnectionTransport : public Transport {
  private:
   void send_loop(std::stop_token stop);
   void receive_loop(std::stop_token stop);
-  // A round found nothing to do: poll once (busy polling), or sleep until deadline after the wire's last look.
+  // A round found nothing to do: poll once (busy polling, or within pollTime of the last work), or sleep until
+  // deadline after the wire's last look.
+  // Returns how many of the waiter's descriptors were ready.
   template <typename OnReady>
-  void rest(Waiter& waiter, SleepCheck (ConnectionTransport::*last_look)(), Clock::time_point deadline, OnReady& on_ready);
+  int rest(Waiter& waiter, SleepCheck (ConnectionTransport::*last_look)(), Clock::time_point deadline,
+           Clock::time_point idle_since, OnReady& on_ready);
   void check_outgoing(Clock::time_point now);
   void resume_incoming();
   // Whether the send thread reconnects a connection that is down: one that was up, every one with connectAt

@@ -18,6 +18,7 @@ struct ConnectionCounters {
   std::atomic<std::uint64_t> errors{0};        // outgoing: failures and the frames lost with them
   std::atomic<std::uint64_t> reconnects{0};    // outgoing: times re-established
   std::atomic<std::uint64_t> credit_waits{0};  // outgoing: times it had frames to send and no credits
+  std::atomic<std::uint64_t> messages{0};      // outgoing: messages or writes the frames went out in
 };
 
 // What happens to a transport as a whole rather than to one connection.
@@ -46,6 +47,7 @@ struct TransportTotals {
   std::uint64_t send_errors = 0;
   std::uint64_t reconnects = 0;
   std::uint64_t credit_waits = 0;
+  std::uint64_t messages_sent = 0;
   std::uint64_t incoming_connections = 0;  // open now
 
   void add_outgoing(const ConnectionCounters& c) noexcept;
