@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""TCP comparison: daqx over pttcp against iperf3, ZeroMQ and plain TCP on loopback, in one run, printed as
+"""TCP comparison: daqx over pttcp against iperf3, ZeroMQ, UCX and plain TCP on loopback, in one run, printed as
 two tables (throughput, round-trip time) and written as CSV and a PNG plot. A benchmark, never a test.
 
 Usage: python3 bench/tcp_comparison.py --build BUILD --out DIR [--duration S] [--sizes 64 1K ...] [--quick]
@@ -27,10 +27,12 @@ NTON = "libdaqx_nton.so"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 # The throughput systems, in table order, and the round-trip systems.
-THROUGHPUT = ["daqx-latency", "daqx-throughput", "iperf3", "zmq"]
+THROUGHPUT = ["daqx-latency", "daqx-throughput", "iperf3", "zmq", "ucx"]
 THROUGHPUT_LABEL = {"daqx-latency": "daqx-lat", "daqx-throughput": "daqx-thr", "iperf3": "iperf3",
-                    "zmq": "zmq", "daqx-throughput-pattern": "daqx-thr+pat"}
-RTT = ["daqx", "tcp", "zmq"]
+                    "zmq": "zmq", "ucx": "ucx", "daqx-throughput-pattern": "daqx-thr+pat"}
+RTT = ["daqx", "tcp", "zmq", "ucx"]
+# UCX over its tcp transport on the loopback device: ucx_perftest (Debian's ucx-utils) as server and client.
+UCX_ENV = {"UCX_TLS": "tcp", "UCX_NET_DEVICES": "lo"}
 
 
 class BenchError(Exception):
@@ -299,7 +301,48 @@ class Baselines:
         result = read_json_line(pull.log_path)
         return throughput_result(size, result["bytes"], result["seconds"], push_cpu, pull_cpu - pull_cpu0, other)
 
+    def _ucx_perftest(self, test, size, iterations, warmup, timeout):
+        """One ucx_perftest run (server and client); returns the client's Final numbers and both CPUs."""
+        program = self.programs["ucx_perftest"]
+        if program is None:
+            raise BenchError("ucx_perftest not installed (Debian's ucx-utils)")
+        (port,) = free_ports(1)
+        env = dict(os.environ, **UCX_ENV)
+        server = self.processes.start(f"ucx-server-{test}-{size}", [program, "-p", str(port)], "receiver", env=env)
+        wait_until(lambda: listening(port), 10, "ucx_perftest server listening", server)
+        server_cpu0 = cpu_seconds(server.pid)
+        busy0 = machine_busy()
+        client = self.processes.start(f"ucx-client-{test}-{size}",
+                                      [program, "127.0.0.1", "-p", str(port), "-t", test, "-s", str(size), "-n",
+                                       str(iterations), "-w", str(warmup), "-f"], "sender", env=env)
+        code, client_cpu = self.processes.exit_cpu(client, timeout)
+        _, server_cpu = self.processes.exit_cpu(server, 15)
+        other = other_cores(busy0, machine_busy(), client_cpu + server_cpu - server_cpu0)
+        final = None
+        with open(client.log_path, errors="replace") as f:
+            for line in f:
+                if line.startswith("Final:"):
+                    final = [float(v) for v in line.split()[1:]]
+        if code != 0 or final is None or len(final) < 7:
+            raise BenchError(f"ucx_perftest {test} failed ({code}): {tail(client.log_path)}")
+        # iterations, overhead 50%ile / average / overall (us), bandwidth average / overall (MB/s), msg/s ...
+        return final, client_cpu, server_cpu - server_cpu0, other
+
+    def ucx(self, size):
+        # Enough iterations for about the point's duration at a few GB/s (the test runs a count, not a time).
+        iterations = int(min(5_000_000, max(2000, self.duration * 2e9 / size)))
+        final, client_cpu, server_cpu, other = self._ucx_perftest("tag_bw", size, iterations, iterations // 20,
+                                                                   self.duration * 20 + 60)
+        seconds = final[0] * final[3] * 1e-6  # iterations x overall time per message
+        return throughput_result(size, final[0] * size, seconds, client_cpu, server_cpu, other,
+                                 note="ucx_perftest tag_bw, UCX_TLS=tcp")
+
     def round_trips(self, kind, size, count, warmup):
+        if kind == "ucx":
+            # ucx_perftest reports half a round trip (one-way latency): its percentile and average, doubled.
+            final, _, _, other = self._ucx_perftest("tag_lat", size, count, warmup, 60 + count * 0.005)
+            return {"median_us": 2 * final[1], "p99_us": None, "min_us": None, "max_us": None, "samples": final[0],
+                    "other_cores": other}
         program = self.programs["tcp-pingpong" if kind == "tcp" else "zmq-pingpong"]
         if program is None:
             return unavailable("program not built")
@@ -656,7 +699,7 @@ def _join(cells, widths, groups, group):
 def throughput_table(results, systems, sizes):
     labels = [THROUGHPUT_LABEL[s] for s in systems]
     groups = [("", ["size"]), ("Gb/s", labels), ("messages/s", labels)]
-    ratios = [s for s in ("iperf3", "zmq") if s in systems] if "daqx-throughput" in systems else []
+    ratios = [s for s in ("iperf3", "zmq", "ucx") if s in systems] if "daqx-throughput" in systems else []
     if ratios:
         groups.append(("daqx-thr /", ratios))
     groups.append(("CPU s/GB, sender/receiver", labels))
@@ -683,7 +726,7 @@ def other_load_cell(results, systems, size):
 
 
 def rtt_table(results, systems, sizes):
-    labels = {"daqx": "daqx", "tcp": "plain TCP", "zmq": "zmq"}
+    labels = {"daqx": "daqx", "tcp": "plain TCP", "zmq": "zmq", "ucx": "ucx"}
     groups = [("", ["size"])] + [(labels[s], ["median", "p99"]) for s in systems]
     both = "daqx" in systems and "tcp" in systems
     if both:
@@ -822,7 +865,8 @@ def find_programs(build):
         if os.access(candidate, os.X_OK):
             iperf3 = candidate
             break
-    return {"iperf3": iperf3, "zmq-throughput": built("daqx-bench-zmq-throughput"),
+    ucx = "/usr/bin/ucx_perftest" if os.access("/usr/bin/ucx_perftest", os.X_OK) else None
+    return {"iperf3": iperf3, "ucx_perftest": ucx, "zmq-throughput": built("daqx-bench-zmq-throughput"),
             "zmq-pingpong": built("daqx-bench-zmq-pingpong"), "tcp-pingpong": built("daqx-bench-tcp-pingpong")}
 
 
@@ -856,8 +900,8 @@ def main():
     parser.add_argument("--pin", metavar="SENDER/RECEIVER",
                         help="CPU lists for the sending and receiving side's processes, e.g. 0/1 or 0/0 "
                              "(default: not pinned)")
-    parser.add_argument("--systems", help="comma-separated subset of daqx-latency,daqx-throughput,daqx-throughput-pattern,iperf3,zmq "
-                                          "(throughput) and daqx,tcp,zmq (rtt, written rtt-daqx etc.)")
+    parser.add_argument("--systems", help="comma-separated subset of daqx-latency,daqx-throughput,daqx-throughput-pattern,iperf3,zmq,"
+                                          "ucx (throughput) and daqx,tcp,zmq,ucx (rtt, written rtt-daqx etc.)")
     parser.add_argument("--no-rtt", action="store_true", help="skip the round-trip table")
     parser.add_argument("--no-throughput", action="store_true", help="skip the throughput table")
     parser.add_argument("--self-check", action="store_true",
@@ -889,7 +933,7 @@ def main():
 
     pin = parse_pin(args.pin) if args.pin else None
     conditions = machine_conditions()
-    print("== TCP comparison on loopback (127.0.0.1): daqx pttcp vs iperf3, ZeroMQ, plain TCP")
+    print("== TCP comparison on loopback (127.0.0.1): daqx pttcp vs iperf3, ZeroMQ, UCX (tcp), plain TCP")
     print(f"machine: nproc {conditions['nproc']} (usable {conditions['usable_cpus']}), load average "
           f"{conditions['load_average']}, kernel {conditions['kernel']}, cpu {conditions['cpu']}")
     if pin:
@@ -925,11 +969,13 @@ def main():
             "daqx-throughput-pattern": lambda size: daqx.throughput("throughput", size, pattern=True),
             "iperf3": baselines.iperf3,
             "zmq": baselines.zmq,
+            "ucx": baselines.ucx,
         }
         rtt_runs = {
             "daqx": daqx.round_trips,
             "tcp": lambda size, count, warmup: baselines.round_trips("tcp", size, count, warmup),
             "zmq": lambda size, count, warmup: baselines.round_trips("zmq", size, count, warmup),
+            "ucx": lambda size, count, warmup: baselines.round_trips("ucx", size, count, warmup),
         }
         # Repeats go round the systems, so that whatever else loads the machine meanwhile falls on all alike.
         tries = {}
@@ -966,7 +1012,8 @@ def main():
                     f"window of {duration:g} s starting {Daqx.WARM_SECONDS} s after enable. Message size = frameSize "
                     "(its 32-byte data header included; the transport's 32-byte frame header is not counted). "
                     "iperf3: -l size, one stream, Nagle on (its default), rate over the whole run. zmq: PUSH/PULL, "
-                    "default HWM, zero-copy messages from 16 KiB. msg/s = payload bytes / size / s. Gb/s = 10^9 "
+                    "default HWM, zero-copy messages from 16 KiB. ucx: ucx_perftest tag_bw over UCX_TLS=tcp on lo "
+                    "(it busy-polls), rate over its whole run. msg/s = payload bytes / size / s. Gb/s = 10^9 "
                     "payload bits/s. CPU s/GB: utime+stime of the sending / receiving process over the measured "
                     "window, per 10^9 payload bytes. other cores: CPU used meanwhile by processes outside the point "
                     "(the worst of the row); sender and receiver share the machine's cores"
@@ -987,7 +1034,9 @@ def main():
         print_notes(f"daqx = nton::PingPong between two executives over pttcp in {args.rtt_mode} mode (frameSize = size, "
                     "its 16-byte ping header included, plus the transport's 32-byte frame header); plain TCP = "
                     "blocking send/recv of size bytes each way, TCP_NODELAY; zmq = REQ/REP, the reply re-sent as the "
-                    "next request. Median and p99 (nearest rank) after a warmup, computed the same way for all three. "
+                    "next request; ucx = ucx_perftest tag_lat over UCX_TLS=tcp (busy-polling), its median one-way "
+                    "latency doubled (it gives no p99). Median and p99 (nearest rank) after a warmup, computed the same "
+                    "way for daqx, plain TCP and zmq. "
                     "other cores: as above.")
         other_load_summary(rtt)
         print_failures(rtt)
