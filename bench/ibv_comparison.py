@@ -6,7 +6,7 @@ CSV and PNG plots. A benchmark, never a test. The guest is emulated (QEMU TCG, s
 one run mean anything, not the absolute figures.
 
 Usage: python3 bench/ibv_comparison.py [--build BUILD] [--out DIR] [--sizes 64 4K ...] [--repeat N] [--seconds S]
-          [--systems ibv-epoll,ibv-busy,ofi-epoll,ofi-busy,perftest,perftest-e] [--cores 0/1|none] [--quick]
+          [--systems ibv-epoll,ibv-busy,ibv-pack,ofi-epoll,ofi-busy,perftest,perftest-e] [--cores 0/1|none] [--quick]
 On the host it starts the guest and runs itself there (--in-guest); on a real RDMA node give --in-guest and
 --host (an address of the device's netdev) and --device.
 Reuses bench/ofi_comparison.py's daqx driver (two executives, nton::PingPong and nton::Sender/Receiver).
@@ -34,6 +34,8 @@ DEFAULT_SIZES = [64, 1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20]
 QUICK_SIZES = [64, 4 << 10, 64 << 10, 1 << 20]
 LATENCY_TARGET = 1.2      # mean round trip at most 1.2 x ib_send_lat's
 THROUGHPUT_TARGET = 0.95  # at least 95 % of ib_send_bw's, from 4 KiB up
+PACK_TARGET = 2.0         # coalescing (mode=throughput): at least 2 x ib_send_bw's from 64 B to 1 KiB
+PACK_TARGET_UP_TO = 1 << 10
 MIB = 1 << 20             # perftest's MB is 2^20 bytes; daqx's and this table's MB is 10^6
 
 
@@ -41,6 +43,9 @@ def systems_for(chosen):
     every = [
         DaqxSystem("ibv-epoll", "daqx ibv epoll", "ibv", PTIBV, {"waitMode": "epoll"}, True, True),
         DaqxSystem("ibv-busy", "daqx ibv busy", "ibv", PTIBV, {"waitMode": "busy"}, True, True),
+        # Coalescing: small frames packed into one message up to packSize (docs/ptibv.md); a stream only.
+        DaqxSystem("ibv-pack", "daqx ibv pack", "ibv", PTIBV, {"waitMode": "epoll", "mode": "throughput"}, False,
+                   True),
         DaqxSystem("ofi-epoll", "daqx ofi/verbs epoll", "ofi", PTOFI, {"provider": "verbs", "waitMode": "epoll"},
                    True, True),
         DaqxSystem("ofi-busy", "daqx ofi/verbs busy", "ofi", PTOFI, {"provider": "verbs", "waitMode": "busy"},
@@ -150,9 +155,10 @@ class Perftest:
 COUNTERPARTS = {
     "ibv-epoll": (("ib_send_lat-e", "ib_send_bw-e"), ("ib_send_lat", "ib_send_bw"), ("ofi-epoll", "ofi-busy")),
     "ibv-busy": (("ib_send_lat", "ib_send_bw"), ("ib_send_lat-e", "ib_send_bw-e"), ("ofi-busy", "ofi-epoll")),
+    "ibv-pack": ((None, "ib_send_bw-e"), (None, "ib_send_bw"), ("ofi-epoll", "ofi-epoll")),
 }
 for _name, _colour in (("ibv-epoll", "C5"), ("ibv-busy", "C6"), ("ib_send_lat", "C2"), ("ib_send_bw", "C2"),
-                       ("ib_send_lat-e", "C4"), ("ib_send_bw-e", "C4")):
+                       ("ib_send_lat-e", "C4"), ("ib_send_bw-e", "C4"), ("ibv-pack", "C7")):
     COLOR.setdefault(_name, _colour)
 
 
@@ -180,7 +186,7 @@ def in_guest(args):
     for folder in (log_dir, os.path.join(out, "partitions")):
         os.makedirs(folder, exist_ok=True)
     chosen = set(args.systems.split(","))
-    unknown = chosen - {"ibv-epoll", "ibv-busy", "ofi-epoll", "ofi-busy", "perftest", "perftest-e"}
+    unknown = chosen - {"ibv-epoll", "ibv-busy", "ibv-pack", "ofi-epoll", "ofi-busy", "perftest", "perftest-e"}
     if unknown:
         raise SystemExit(f"--systems: unknown {', '.join(sorted(unknown))}")
     systems = systems_for(chosen)
@@ -205,6 +211,9 @@ def in_guest(args):
                 pair = None
                 for size in sizes:
                     for kind in ("latency", "throughput"):
+                        if not getattr(system, kind):
+                            continue
+
                         def point():
                             nonlocal pair
                             if pair is None:
@@ -234,7 +243,7 @@ def in_guest(args):
 
     latency = {(s, z): median_run(r, "mean_us") for (k, s, z), r in tries.items() if k == "latency"}
     throughput = {(s, z): median_run(r, "mb_per_s") for (k, s, z), r in tries.items() if k == "throughput"}
-    rows = [(s.label, s.name, s.name) for s in systems]
+    rows = [(s.label, s.name if s.latency else None, s.name if s.throughput else None) for s in systems]
     if False in tools_chosen:
         rows.append(("ib_send_lat/bw (poll)", "ib_send_lat", "ib_send_bw"))
     if True in tools_chosen:
@@ -245,8 +254,9 @@ def in_guest(args):
             mean, rate = value(latency, lat_system, size, "mean_us"), value(throughput, thr_system, size, "mb_per_s")
             line = {"size": size, "system": label, "median_us": value(latency, lat_system, size, "median_us"),
                     "p99_us": value(latency, lat_system, size, "p99_us"), "mean_us": mean, "mb_per_s": rate}
-            if lat_system in COUNTERPARTS:
-                preferred, fallback, ofi = COUNTERPARTS[lat_system]
+            system = lat_system or thr_system
+            if system in COUNTERPARTS:
+                preferred, fallback, ofi = COUNTERPARTS[system]
                 # perftest in the same waiting mode when it ran, else the other one (named in the row)
                 tool_lat, lat_tool = first_value(latency, (preferred[0], fallback[0]), size, "mean_us")
                 tool_thr, thr_tool = first_value(throughput, (preferred[1], fallback[1]), size, "mb_per_s")
@@ -260,9 +270,14 @@ def in_guest(args):
                 line["thr_vs_ofi"] = ratio(rate, ofi_thr)
                 line["ofi_row"] = row_names(*(None if t is None else t[len("ofi-"):] for t in (lat_ofi, thr_ofi)))
                 lr, tr = line["lat_vs_perftest"], line["thr_vs_perftest"]
-                line["lat_target"] = "n/a" if lr is None else ("PASS" if lr <= LATENCY_TARGET else "MISS")
-                line["thr_target"] = ("-" if size < 4096 else "n/a" if tr is None else
-                                      "PASS" if tr >= THROUGHPUT_TARGET else "MISS")
+                line["lat_target"] = ("-" if lat_system is None else "n/a" if lr is None else
+                                      "PASS" if lr <= LATENCY_TARGET else "MISS")
+                if system == "ibv-pack" and size <= PACK_TARGET_UP_TO:
+                    line["thr_target"] = ("n/a" if tr is None else "PASS" if tr >= PACK_TARGET else "MISS") + \
+                        f" ({PACK_TARGET:g}x)"
+                else:
+                    line["thr_target"] = ("-" if size < 4096 else "n/a" if tr is None else
+                                          "PASS" if tr >= THROUGHPUT_TARGET else "MISS")
             lines.append(line)
     elapsed = time.monotonic() - started
 
@@ -290,7 +305,9 @@ def in_guest(args):
         "(2^20) to 10^6 bytes. Ratios pair like with like ('vs' names the row used): ptibv epoll against "
         "perftest -e (sleeps on CQ events) and ptofi epoll, ptibv busy against polling perftest and ptofi busy; "
         "the other mode when that row did not run ('lat/thr' when the two differ). Targets: latency <= "
-        f"{LATENCY_TARGET:g} x perftest's, throughput >= {THROUGHPUT_TARGET:g} x from 4 KiB; informational.")
+        f"{LATENCY_TARGET:g} x perftest's, throughput >= {THROUGHPUT_TARGET:g} x from 4 KiB; pack = ptibv "
+        f"mode=throughput (frames coalesced into messages of up to packSize, a stream only): >= {PACK_TARGET:g} x "
+        f"ib_send_bw up to {size_name(PACK_TARGET_UP_TO)}; informational.")
     for kind, results in (("latency", latency), ("throughput", throughput)):
         for (system, size), r in sorted(results.items(), key=lambda kv: (kv[0][1], kv[0][0])):
             if "na" in r:
@@ -312,10 +329,10 @@ def in_guest(args):
     tool_series = [(f"ib_send_lat{suffix}", f"ib_send_lat{suffix} mean (2 x t_avg)", "--", "mean_us")
                    for suffix in ["" if not events else "-e" for events in tools_chosen]]
     plot(os.path.join(out, "ibv_latency.png"), latency,
-         [(s.name, f"{s.label} mean", "-", "mean_us") for s in systems] + tool_series,
+         [(s.name, f"{s.label} mean", "-", "mean_us") for s in systems if s.latency] + tool_series,
          sizes, "mean_us", "round trip, us", f"ping-pong: {title}")
     plot(os.path.join(out, "ibv_throughput.png"), throughput,
-         [(s.name, s.label, "-", None) for s in systems] +
+         [(s.name, s.label, "-", None) for s in systems if s.throughput] +
          [(f"ib_send_bw{'-e' if events else ''}", f"ib_send_bw{' -e' if events else ''}", "--", None)
           for events in tools_chosen],
          sizes, "mb_per_s", "throughput, MB/s (10^6 bytes)", f"one stream: {title}")
@@ -330,8 +347,8 @@ def main():
     parser.add_argument("--sizes", nargs="+", help="message sizes (64 1K 4KiB 1M ...)")
     parser.add_argument("--seconds", type=float, default=1.0, help="measuring time per point (1 s)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per point, the median reported (3)")
-    parser.add_argument("--systems", default="ibv-epoll,ibv-busy,ofi-epoll,ofi-busy,perftest,perftest-e",
-                        help="of ibv-epoll, ibv-busy, ofi-epoll, ofi-busy, perftest (polling), perftest-e (-e: "
+    parser.add_argument("--systems", default="ibv-epoll,ibv-busy,ibv-pack,ofi-epoll,ofi-busy,perftest,perftest-e",
+                        help="of ibv-epoll, ibv-busy, ibv-pack (mode=throughput, a stream only), ofi-epoll, ofi-busy, perftest (polling), perftest-e (-e: "
                              "sleeping on CQ events); all by default")
     parser.add_argument("--cores", type=parse_cores, default=[0, 1],
                         help="SENDING/RECEIVING: the CPUs of the sending side (ping, Sender, perftest clients) and "

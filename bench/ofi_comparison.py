@@ -36,9 +36,12 @@ QUICK_SIZES = [64, 4 << 10, 64 << 10, 1 << 20]
 
 PING, PONG, SENDER, RECEIVER = 12, 22, 11, 21
 
-# The issue's targets for daqx over ptofi against libfabric's tools on the same provider (informational).
-LATENCY_TARGET = 1.10     # mean round trip at most 1.1 x fi_pingpong's
+# The targets for daqx over ptofi against libfabric's tools on the same provider, each daqx row against the tool
+# that waits the same way (epoll: fabtests -c fd; busy: the polling tools). Informational.
+LATENCY_TARGET = 1.10     # mean round trip at most 1.1 x the tool's
 THROUGHPUT_TARGET = 0.95  # at least 95 % of fi_msg_bw's MB/s
+PACK_TARGET = 2.0         # coalescing (mode=throughput): at least 2 x fi_msg_bw from 64 B to 1 KiB
+PACK_TARGET_UP_TO = 1 << 10
 
 WARM_SECONDS = 0.5  # from enable to the first sample: connections warm, pools filled, slow start over
 # Round trips the ping leaves out of its median and p99 (the mean is taken over the window only). Few: a
@@ -49,8 +52,9 @@ PING_WARMUP = 20
 class DaqxSystem:
     """One way of running daqx: a transport with its endpoint properties, and what it is measured for."""
 
-    def __init__(self, name, label, protocol, module, properties, latency, throughput):
+    def __init__(self, name, label, protocol, module, properties, latency, throughput, build=None):
         self.name = name
+        self.build = build  # another build tree to run this system from (--base-build), else the driver's
         self.label = label
         self.protocol = protocol
         self.module = module
@@ -65,6 +69,9 @@ def daqx_systems(provider):
                    {"provider": provider, "waitMode": "epoll"}, True, True),
         DaqxSystem("ofi-busy", f"daqx ofi/{provider} busy", "ofi", PTOFI,
                    {"provider": provider, "waitMode": "busy"}, True, True),
+        # Coalescing: small frames packed into one message up to packSize (docs/ptofi.md); a stream only.
+        DaqxSystem("ofi-pack", f"daqx ofi/{provider} pack", "ofi", PTOFI,
+                   {"provider": provider, "waitMode": "epoll", "mode": "throughput"}, False, True),
     ]
     if provider == "tcp":  # pttcp only compares with the tcp provider: over verbs it would be another network
         systems += [DaqxSystem("tcp-latency", "daqx pttcp", "tcp", PTTCP, {"mode": "latency"}, True, False),
@@ -123,6 +130,7 @@ class DaqxPair:
         self.processes = processes
         self.system = system
         self.seconds = seconds
+        build = system.build or build
         binary = os.path.join(build, "executive", "daqx-executive")
         env = dict(os.environ, DAQX_MODULE_PATH=os.path.join(build, "modules"))
         ports = free_ports(4)
@@ -424,13 +432,26 @@ def verdict(r, target, higher_is_better):
     return "PASS" if (r >= target if higher_is_better else r <= target) else "MISS"
 
 
+def tools_for(system, latency, throughput, size, tool_throughput):
+    """The tool rows a daqx-over-ptofi row is compared with: the same way of waiting when that row ran
+    (epoll and pack: fabtests -c fd; busy: fi_pingpong and fi_msg_bw, which poll), else the other one."""
+    polling = ("fi_pingpong", tool_throughput)
+    sleeping = ("fi-fd", "fi-fd")
+    first, second = (polling, sleeping) if system == "ofi-busy" else (sleeping, polling)
+    lat_tool = next((t for t, _ in (first, second) if value(latency, t, size, "mean_us") is not None), None)
+    thr_tool = next((t for _, t in (first, second) if value(throughput, t, size, "mb_per_s") is not None), None)
+    return lat_tool, thr_tool
+
+
+TOOL_LABEL = {"fi_pingpong": "poll", "fi_msg_bw": "poll", "fi-fd": "fd", None: "-"}
+
+
 def table_rows(latency, throughput, rows, sizes, tool_throughput):
     """One line per size and row; rows: [(label, latency system, throughput system)]. Ratios and targets on
-    the daqx-over-ptofi rows: mean round trips (the only figure fi_pingpong gives) and MB/s."""
+    the daqx-over-ptofi rows: mean round trips (the only figure fi_pingpong gives) and MB/s, each against the
+    tool that waits the same way (the `vs` column: poll or fd)."""
     lines, summary = [], []
     for size in sizes:
-        fi_mean = value(latency, "fi_pingpong", size, "mean_us")
-        fi_rate = value(throughput, tool_throughput, size, "mb_per_s")
         tcp_mean = value(latency, "tcp-latency", size, "mean_us")
         tcp_rate = value(throughput, "tcp-throughput", size, "mb_per_s")
         for label, lat_system, thr_system in rows:
@@ -443,21 +464,31 @@ def table_rows(latency, throughput, rows, sizes, tool_throughput):
             loads = [value(latency, lat_system, size, "other_cores"), value(throughput, thr_system, size, "other_cores")]
             loads = [v for v in loads if v is not None]
             line["other_cores"] = max(loads) if loads else None
-            if (lat_system or thr_system).startswith("ofi-"):
-                line["lat_vs_fi"] = ratio(mean, fi_mean)
-                line["thr_vs_fi"] = ratio(rate, fi_rate)
+            system = lat_system or thr_system
+            if system.startswith("ofi-"):
+                lat_tool, thr_tool = tools_for(system, latency, throughput, size, tool_throughput)
+                line["vs"] = f"{TOOL_LABEL[lat_tool]}/{TOOL_LABEL[thr_tool]}" if lat_system else TOOL_LABEL[thr_tool]
+                line["lat_vs_fi"] = ratio(mean, value(latency, lat_tool, size, "mean_us")) if lat_tool else None
+                line["thr_vs_fi"] = ratio(rate, value(throughput, thr_tool, size, "mb_per_s")) if thr_tool else None
                 line["lat_vs_tcp"] = ratio(mean, tcp_mean)
                 line["thr_vs_tcp"] = ratio(rate, tcp_rate)
-                line["lat_target"] = verdict(line["lat_vs_fi"], LATENCY_TARGET, False)
-                line["thr_target"] = verdict(line["thr_vs_fi"], THROUGHPUT_TARGET, True)
-                summary.append((lat_system, size, line["lat_target"], line["thr_target"]))
+                base = "base-" + system
+                line["lat_vs_base"] = ratio(mean, value(latency, base, size, "mean_us")) if lat_system else None
+                line["thr_vs_base"] = ratio(rate, value(throughput, base, size, "mb_per_s"))
+                line["lat_target"] = verdict(line["lat_vs_fi"], LATENCY_TARGET, False) if lat_system else ""
+                packing = system == "ofi-pack" and size <= PACK_TARGET_UP_TO
+                line["thr_target"] = verdict(line["thr_vs_fi"], PACK_TARGET if packing else THROUGHPUT_TARGET, True)
+                if packing:
+                    line["thr_target"] += f" ({PACK_TARGET:g}x)"
+                summary.append((system, size, line["lat_target"], line["thr_target"]))
             lines.append(line)
     return lines, summary
 
 
 def print_comparison(lines):
     groups = [("", ["size", "tool"]), ("round trip, us", ["median", "p99", "mean"]), ("one-way", ["us"]),
-              ("throughput", ["MB/s"]), ("daqx-ofi / fi", ["lat", "thr"]), ("daqx-ofi / pttcp", ["lat", "thr"]),
+              ("throughput", ["MB/s"]), ("daqx-ofi / fi", ["lat", "thr", "vs"]), ("daqx-ofi / pttcp", ["lat", "thr"]),
+              ("daqx-ofi / base", ["lat", "thr"]),
               (f"target", [f"lat<={LATENCY_TARGET:g}", f"thr>={THROUGHPUT_TARGET:g}"]), ("other", ["cores"])]
 
     def number(v, digits=1):
@@ -467,15 +498,16 @@ def print_comparison(lines):
     for line in lines:
         rows.append([size_name(line["size"]), line["tool"], number(line["median_us"]), number(line["p99_us"]),
                      number(line["mean_us"]), number(line["one_way_us"]), number(line["mb_per_s"]),
-                     number(line.get("lat_vs_fi"), 2), number(line.get("thr_vs_fi"), 2),
+                     number(line.get("lat_vs_fi"), 2), number(line.get("thr_vs_fi"), 2), line.get("vs", ""),
                      number(line.get("lat_vs_tcp"), 2), number(line.get("thr_vs_tcp"), 2),
+                     number(line.get("lat_vs_base"), 2), number(line.get("thr_vs_base"), 2),
                      line.get("lat_target", ""), line.get("thr_target", ""), number(line["other_cores"], 2)])
     print_table(groups, rows)
 
 
 def write_comparison_csv(path, lines):
     fields = ["size", "tool", "median_us", "p99_us", "mean_us", "one_way_us", "mb_per_s", "lat_vs_fi", "thr_vs_fi",
-              "lat_vs_tcp", "thr_vs_tcp", "lat_target", "thr_target", "other_cores"]
+              "vs", "lat_vs_tcp", "thr_vs_tcp", "lat_vs_base", "thr_vs_base", "lat_target", "thr_target", "other_cores"]
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(fields)
@@ -485,7 +517,7 @@ def write_comparison_csv(path, lines):
 
 
 # One colour per system in both plots; a system's mean and median share it.
-COLOR = {"ofi-epoll": "C0", "ofi-busy": "C1", "fi_pingpong": "C2", "fi_msg_bw": "C2", "tcp-latency": "C3",
+COLOR = {"ofi-epoll": "C0", "ofi-busy": "C1", "ofi-pack": "C5", "fi_pingpong": "C2", "fi_msg_bw": "C2", "tcp-latency": "C3",
          "tcp-throughput": "C3", "fi-fd": "C4"}
 
 
@@ -543,9 +575,13 @@ def main():
     parser.add_argument("--seconds", type=float, default=1.0,
                         help="seconds measured per point; the fi tools' iterations are sized to take as long (1)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per point, the median reported (3)")
-    parser.add_argument("--systems", default="ofi-epoll,ofi-busy,fi,fi-fd,tcp",
-                        help="comma-separated subset of ofi-epoll, ofi-busy, fi (fi_pingpong, fi_msg_bw), fi-fd "
+    parser.add_argument("--systems", default="ofi-epoll,ofi-busy,ofi-pack,fi,fi-fd,tcp",
+                        help="comma-separated subset of ofi-epoll, ofi-busy, ofi-pack (ptofi mode=throughput, a "
+                             "stream only), fi (fi_pingpong, fi_msg_bw), fi-fd "
                              "(fi_msg_pingpong and fi_msg_bw with -c fd), tcp (pttcp)")
+    parser.add_argument("--base-build", metavar="BUILD",
+                        help="another daqx build tree (e.g. the last release): its ptofi epoll and busy rows run "
+                             "side by side as base-ofi-epoll and base-ofi-busy, with daqx / base ratios")
     parser.add_argument("--no-latency", action="store_true", help="skip the ping-pongs")
     parser.add_argument("--no-throughput", action="store_true", help="skip the streams")
     parser.add_argument("--provider", default="tcp", help="libfabric provider for ptofi and the fi tools (tcp)")
@@ -568,11 +604,16 @@ def main():
     for folder in (log_dir, os.path.join(out, "partitions")):
         os.makedirs(folder, exist_ok=True)
     chosen = set(args.systems.split(","))
-    unknown = chosen - {"ofi-epoll", "ofi-busy", "fi", "fi-fd", "tcp"}
+    unknown = chosen - {"ofi-epoll", "ofi-busy", "ofi-pack", "fi", "fi-fd", "tcp"}
     if unknown:
         parser.error(f"unknown systems: {', '.join(sorted(unknown))}")
     systems = [s for s in daqx_systems(args.provider)
                if s.name in chosen or (s.protocol == "tcp" and "tcp" in chosen)]
+    if args.base_build:
+        base_build = os.path.abspath(args.base_build)
+        systems += [DaqxSystem("base-" + s.name, "base " + s.label[len("daqx "):], s.protocol, s.module,
+                               s.properties, s.latency, s.throughput, base_build)
+                    for s in list(systems) if s.name in ("ofi-epoll", "ofi-busy")]
     if args.no_latency:
         systems = [s for s in systems if s.throughput]
     if args.no_throughput:
@@ -704,7 +745,11 @@ def main():
         f"after enable; vs {throughput_tool}, the receiver's figure. MB = 10^6 bytes. pttcp: mode=latency for "
         f"round trips, mode=throughput for throughput. busy = ptofi waitMode=busy (its send and receive "
         f"threads poll without sleeping; fi_pingpong and fi_msg_bw poll). fabtests -c fd: fi_msg_pingpong "
-        f"and fi_msg_bw waiting on the CQ's file descriptor (fi_trywait + poll), as waitMode=epoll does; no ratio. "
+        f"and fi_msg_bw waiting on the CQ's file descriptor (fi_trywait + poll), as waitMode=epoll does. "
+        f"Ratios pair like with like: ptofi epoll and pack against fabtests -c fd, busy against the polling tools; "
+        f"when that row did not run, the other (the vs column: poll or fd, latency/throughput). pack = ptofi "
+        f"mode=throughput (frames coalesced into messages of up to packSize), target >= {PACK_TARGET:g} x up to "
+        f"{size_name(PACK_TARGET_UP_TO)}. "
         + (f"Sending side on CPU {args.cores[0]}, receiving side on CPU {args.cores[1]} (partition Policy and "
            f"process affinity for daqx, the same affinity for the fi tools). " if args.cores else "Nothing pinned. ")
         + "other cores: CPU used meanwhile by processes outside the point (the worst of the row).")
@@ -716,10 +761,13 @@ def main():
                 print(f"  note {kind} {system} {size_name(size)}: {r['note']}")
     for system in sorted({s for s, _, _, _ in summary}):
         mine = [(size, lat, thr) for s, size, lat, thr in summary if s == system]
-        print(f"{system}: latency target (<= {LATENCY_TARGET:g} x fi_pingpong) met at "
-              f"{sum(lat == 'PASS' for _, lat, _ in mine)} of {len(mine)} sizes, throughput target "
-              f"(>= {THROUGHPUT_TARGET:g} x {tool_throughput}) at {sum(thr == 'PASS' for _, _, thr in mine)} of "
-              f"{len(mine)}")
+        lat_part = (f"latency target (<= {LATENCY_TARGET:g} x the tool) met at "
+                    f"{sum(lat == 'PASS' for _, lat, _ in mine)} of {len(mine)} sizes, "
+                    if any(lat for _, lat, _ in mine) else "")
+        thr_rule = (f">= {PACK_TARGET:g} x up to {size_name(PACK_TARGET_UP_TO)}, {THROUGHPUT_TARGET:g} x above"
+                    if system == "ofi-pack" else f">= {THROUGHPUT_TARGET:g} x")
+        print(f"{system}: {lat_part}throughput target ({thr_rule}) met at "
+              f"{sum(thr.startswith('PASS') for _, _, thr in mine)} of {len(mine)}")
 
     write_comparison_csv(os.path.join(out, "ofi_comparison.csv"), lines)
     write_csv(os.path.join(out, "ofi_latency.csv"), latency,

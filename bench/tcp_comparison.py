@@ -29,7 +29,8 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 # The throughput systems, in table order, and the round-trip systems.
 THROUGHPUT = ["daqx-latency", "daqx-throughput", "iperf3", "zmq", "ucx"]
 THROUGHPUT_LABEL = {"daqx-latency": "daqx-lat", "daqx-throughput": "daqx-thr", "iperf3": "iperf3",
-                    "zmq": "zmq", "ucx": "ucx", "daqx-throughput-pattern": "daqx-thr+pat"}
+                    "zmq": "zmq", "ucx": "ucx", "daqx-throughput-pattern": "daqx-thr+pat",
+                    "base-latency": "base-lat", "base-throughput": "base-thr"}
 RTT = ["daqx", "tcp", "zmq", "ucx"]
 # UCX over its tcp transport on the loopback device: ucx_perftest (Debian's ucx-utils) as server and client.
 UCX_ENV = {"UCX_TLS": "tcp", "UCX_NET_DEVICES": "lo"}
@@ -251,6 +252,9 @@ class Baselines:
         self.processes = processes
         self.programs = programs  # name -> path or None
         self.duration = duration
+        # ucx_perftest's -E: poll (its default, what UCX users run), or sleep when both sides share one CPU,
+        # where two polling processes would measure the scheduler's time slice instead of UCX.
+        self.ucx_wait = "poll"
 
     def iperf3(self, size):
         if self.programs["iperf3"] is None:
@@ -314,15 +318,25 @@ class Baselines:
         busy0 = machine_busy()
         client = self.processes.start(f"ucx-client-{test}-{size}",
                                       [program, "127.0.0.1", "-p", str(port), "-t", test, "-s", str(size), "-n",
-                                       str(iterations), "-w", str(warmup), "-f"], "sender", env=env)
-        code, client_cpu = self.processes.exit_cpu(client, timeout)
-        _, server_cpu = self.processes.exit_cpu(server, 15)
+                                       str(iterations), "-w", str(warmup), "-f", "-E", self.ucx_wait], "sender",
+                                      env=env)
+        try:
+            code, client_cpu = self.processes.exit_cpu(client, timeout)
+            _, server_cpu = self.processes.exit_cpu(server, 15)
+        except BenchError:
+            self.processes.stop(server, grace=2.0)  # a server left spinning would load every later point
+            raise
         other = other_cores(busy0, machine_busy(), client_cpu + server_cpu - server_cpu0)
         final = None
         with open(client.log_path, errors="replace") as f:
-            for line in f:
-                if line.startswith("Final:"):
-                    final = [float(v) for v in line.split()[1:]]
+            for line in f:  # with -f the one line of numbers after the header
+                fields = line.replace("Final:", "").split()
+                try:
+                    numbers = [float(v) for v in fields]
+                except ValueError:
+                    continue
+                if len(numbers) >= 8:
+                    final = numbers
         if code != 0 or final is None or len(final) < 7:
             raise BenchError(f"ucx_perftest {test} failed ({code}): {tail(client.log_path)}")
         # iterations, overhead 50%ile / average / overall (us), bandwidth average / overall (MB/s), msg/s ...
@@ -479,6 +493,7 @@ class Daqx:
         self.window = window
         self.ack_every = ack_every
         self.rtt_mode = "latency"  # pttcp mode of the ping-pong partitions
+        self.prefix = ""  # of its partitions' and logs' names: "base-" for the --base-build tree
         self.pack_size = pack_size
         self.env = dict(os.environ, DAQX_MODULE_PATH=self.modules)
         self.missing = None
@@ -529,7 +544,7 @@ class Daqx:
                                      ("nton::Sender", self.SENDER, sender), ("nton::Receiver", self.RECEIVER, {}),
                                      [PTTCP, NTON])
         urls = [f"http://127.0.0.1:{p}" for p in ports[:2]]
-        executives = self.start(f"throughput-{mode}{'-pattern' if pattern else ''}-{size}", text, urls)
+        executives = self.start(f"{self.prefix}throughput-{mode}{'-pattern' if pattern else ''}-{size}", text, urls)
         try:
             return self.measure_stream(executives[0], executives[1], size)
         finally:
@@ -595,7 +610,7 @@ class Daqx:
                                      ("nton::PingPong", self.PING, ping),
                                      ("nton::PingPong", self.PONG, {"role": "pong"}), [PTTCP, NTON])
         urls = [f"http://127.0.0.1:{p}" for p in ports[:2]]
-        executives = self.start(f"pingpong-{size}", text, urls)
+        executives = self.start(f"{self.prefix}pingpong-{size}", text, urls)
         try:
             return self.measure_round_trips(executives[0], executives[1], count)
         finally:
@@ -699,9 +714,10 @@ def _join(cells, widths, groups, group):
 def throughput_table(results, systems, sizes):
     labels = [THROUGHPUT_LABEL[s] for s in systems]
     groups = [("", ["size"]), ("Gb/s", labels), ("messages/s", labels)]
-    ratios = [s for s in ("iperf3", "zmq", "ucx") if s in systems] if "daqx-throughput" in systems else []
+    ratios = ([s for s in ("iperf3", "zmq", "ucx", "base-throughput") if s in systems]
+              if "daqx-throughput" in systems else [])
     if ratios:
-        groups.append(("daqx-thr /", ratios))
+        groups.append(("daqx-thr /", [THROUGHPUT_LABEL[s] for s in ratios]))
     groups.append(("CPU s/GB, sender/receiver", labels))
     groups.append(("other", ["cores"]))
     rows = []
@@ -726,11 +742,14 @@ def other_load_cell(results, systems, size):
 
 
 def rtt_table(results, systems, sizes):
-    labels = {"daqx": "daqx", "tcp": "plain TCP", "zmq": "zmq", "ucx": "ucx"}
+    labels = {"daqx": "daqx", "base": "base", "tcp": "plain TCP", "zmq": "zmq", "ucx": "ucx"}
     groups = [("", ["size"])] + [(labels[s], ["median", "p99"]) for s in systems]
     both = "daqx" in systems and "tcp" in systems
     if both:
         groups.append(("daqx / plain", ["median", "p99"]))
+    against_base = "daqx" in systems and "base" in systems
+    if against_base:
+        groups.append(("daqx / base", ["median", "p99"]))
     groups.append(("other", ["cores"]))
     rows = []
     for size in sizes:
@@ -739,6 +758,9 @@ def rtt_table(results, systems, sizes):
             row += [cell(get(results, s, size, "median_us"), 1), cell(get(results, s, size, "p99_us"), 1)]
         if both:
             row += [cell(ratio(get(results, "daqx", size, key), get(results, "tcp", size, key)))
+                    for key in ("median_us", "p99_us")]
+        if against_base:
+            row += [cell(ratio(get(results, "daqx", size, key), get(results, "base", size, key)))
                     for key in ("median_us", "p99_us")]
         row.append(other_load_cell(results, systems, size))
         rows.append(row)
@@ -812,7 +834,8 @@ def attempt_point(what, size, attempt, run):
     elif "gbps" in r:
         print(f" {r['gbps']:.2f} Gb/s, {r['msgs_per_s']:.0f} msg/s, other load {r['other_cores']:.2f} cores")
     else:
-        print(f" median {r['median_us']:.1f} us, p99 {r['p99_us']:.1f} us, other load {r['other_cores']:.2f} cores")
+        p99 = "n/a" if r["p99_us"] is None else f"{r['p99_us']:.1f} us"
+        print(f" median {r['median_us']:.1f} us, p99 {p99}, other load {r['other_cores']:.2f} cores")
     return r
 
 
@@ -901,7 +924,11 @@ def main():
                         help="CPU lists for the sending and receiving side's processes, e.g. 0/1 or 0/0 "
                              "(default: not pinned)")
     parser.add_argument("--systems", help="comma-separated subset of daqx-latency,daqx-throughput,daqx-throughput-pattern,iperf3,zmq,"
-                                          "ucx (throughput) and daqx,tcp,zmq,ucx (rtt, written rtt-daqx etc.)")
+                                          "ucx,base-latency,base-throughput (throughput) and daqx,base,tcp,zmq,ucx (rtt, written "
+                                          "rtt-daqx etc.)")
+    parser.add_argument("--base-build", metavar="BUILD",
+                        help="another daqx build tree (e.g. the last release) run side by side as base-lat, "
+                             "base-thr and base (rtt), with daqx / base ratios: regressions show in one run")
     parser.add_argument("--no-rtt", action="store_true", help="skip the round-trip table")
     parser.add_argument("--no-throughput", action="store_true", help="skip the throughput table")
     parser.add_argument("--self-check", action="store_true",
@@ -919,6 +946,9 @@ def main():
     if args.pattern == "both":
         throughput_systems.insert(2, "daqx-throughput-pattern")
     rtt_systems = list(RTT)
+    if args.base_build:
+        throughput_systems[2:2] = ["base-latency", "base-throughput"]
+        rtt_systems.insert(1, "base")
     if args.systems:
         chosen = set(args.systems.split(","))
         throughput_systems = [s for s in throughput_systems if s in chosen]
@@ -947,7 +977,15 @@ def main():
     programs = find_programs(build)
     daqx = Daqx(processes, build, out, duration, args.window, args.ack_every, args.pack_size)
     daqx.rtt_mode = args.rtt_mode
+    base = None
+    if args.base_build:
+        base = Daqx(processes, os.path.abspath(args.base_build), out, duration, args.window, args.ack_every,
+                    args.pack_size)
+        base.rtt_mode = args.rtt_mode
+        base.prefix = "base-"
     baselines = Baselines(processes, programs, duration)
+    if pin and pin["sender"] & pin["receiver"]:
+        baselines.ucx_wait = "sleep"
     throughput, rtt = {}, {}
     started = time.monotonic()
     try:
@@ -967,12 +1005,15 @@ def main():
             "daqx-latency": lambda size: daqx.throughput("latency", size),
             "daqx-throughput": lambda size: daqx.throughput("throughput", size),
             "daqx-throughput-pattern": lambda size: daqx.throughput("throughput", size, pattern=True),
+            "base-latency": lambda size: base.throughput("latency", size),
+            "base-throughput": lambda size: base.throughput("throughput", size),
             "iperf3": baselines.iperf3,
             "zmq": baselines.zmq,
             "ucx": baselines.ucx,
         }
         rtt_runs = {
             "daqx": daqx.round_trips,
+            "base": lambda size, count, warmup: base.round_trips(size, count, warmup),
             "tcp": lambda size, count, warmup: baselines.round_trips("tcp", size, count, warmup),
             "zmq": lambda size, count, warmup: baselines.round_trips("zmq", size, count, warmup),
             "ucx": lambda size, count, warmup: baselines.round_trips("ucx", size, count, warmup),
@@ -1034,8 +1075,9 @@ def main():
         print_notes(f"daqx = nton::PingPong between two executives over pttcp in {args.rtt_mode} mode (frameSize = size, "
                     "its 16-byte ping header included, plus the transport's 32-byte frame header); plain TCP = "
                     "blocking send/recv of size bytes each way, TCP_NODELAY; zmq = REQ/REP, the reply re-sent as the "
-                    "next request; ucx = ucx_perftest tag_lat over UCX_TLS=tcp (busy-polling), its median one-way "
-                    "latency doubled (it gives no p99). Median and p99 (nearest rank) after a warmup, computed the same "
+                    f"next request; ucx = ucx_perftest tag_lat over UCX_TLS=tcp (-E {baselines.ucx_wait}: "
+                    f"{'it busy-polls' if baselines.ucx_wait == 'poll' else 'it sleeps after posting, both sides sharing a CPU'}"
+                    "), its median one-way latency doubled (it gives no p99). Median and p99 (nearest rank) after a warmup, computed the same "
                     "way for daqx, plain TCP and zmq. "
                     "other cores: as above.")
         other_load_summary(rtt)

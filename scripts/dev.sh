@@ -27,7 +27,7 @@ packages=(
 )
 
 # What the TCP comparison (bench/tcp_comparison.py) adds: the programs it compares daqx with, and the plot.
-bench_tcp_packages=(iperf3 libzmq3-dev python3-matplotlib)
+bench_tcp_packages=(iperf3 libzmq3-dev ucx-utils python3-matplotlib)
 # What the event-building efficiency benchmark (bench/evb_efficiency.py) adds: the plots.
 bench_evb_packages=(python3-matplotlib)
 # What the ptofi comparison (bench/ofi_comparison.py) adds: the plots (fi_pingpong is in libfabric-bin above).

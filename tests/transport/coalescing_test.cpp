@@ -50,10 +50,7 @@ void run_mixed_sizes(const TransportProfile& transport, const std::string& recei
           "<frameSizes>" + sizes_text() + "</frameSizes><frameCount>" + std::to_string(kFrames) +
           "</frameCount><window>512</window><ackEvery>64</ackEvery><pattern>true</pattern><receivers>21</receivers>"))}));
   ExecutiveProcess receiver(path, a.url()), sender(path, b.url());
-  REQUIRE(receiver.wait_ready());
-  REQUIRE(sender.wait_ready());
-  for (auto* e : {&receiver, &sender}) REQUIRE(e->transition("configure").status == 200);
-  for (auto* e : {&receiver, &sender}) REQUIRE(e->transition("enable").status == 200);
+  bring_up({&receiver, &sender});
   const ExecutiveProcess::Progress received = receiver.wait_progress(kReceiver, "frames_received", kFrames);
   INFO(received.trace << "\n" << sender.output() << receiver.output());
   REQUIRE(received.reached);
@@ -71,14 +68,7 @@ void run_mixed_sizes(const TransportProfile& transport, const std::string& recei
                   << " messages; unpacked they would take at least " << messages_unpacked());
   CHECK(transport_metric(sender, "messages_sent") < messages_unpacked());
   // Every block back: the receive buffers (also those whose frames were handed out as windows), the frames.
-  for (auto* e : {&sender, &receiver}) CHECK(e->transition("stop").status == 200);
-  CHECK(wait_until([&] {
-    return pool_blocks_used(receiver, transport.receive_pool) == receive_blocks_at_rest(receiver, transport);
-  }));
-  CHECK(wait_until([&] { return pool_blocks_used(receiver, "nton/receiver/0/pool") == 0; }));
-  CHECK(wait_until([&] { return pool_blocks_used(sender, "nton/sender/0/pool") == 0; }));
-  CHECK(sender.stop() == 0);
-  CHECK(receiver.stop() == 0);
+  stop_and_check_drained(sender, receiver, transport);
 }
 
 }  // namespace

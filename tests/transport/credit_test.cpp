@@ -47,10 +47,7 @@ TEST_CASE("a receiver that stops releasing blocks stalls its sender without erro
           "<frameSize>65536</frameSize><frameCount>" + std::to_string(kFrames) +
           "</frameCount><window>100000</window><pattern>true</pattern><receivers>21</receivers>")))}));
   ExecutiveProcess receiver(path, a.url()), sender(path, b.url());
-  REQUIRE(receiver.wait_ready());
-  REQUIRE(sender.wait_ready());
-  for (auto* e : {&receiver, &sender}) REQUIRE(e->transition("configure").status == 200);
-  for (auto* e : {&receiver, &sender}) REQUIRE(e->transition("enable").status == 200);
+  bring_up({&receiver, &sender});
   INFO(sender.output() << receiver.output());
 
   // While the receiver holds: frames stop arriving although the sender has more, and it waits, unharmed.
@@ -93,12 +90,5 @@ TEST_CASE("a receiver that stops releasing blocks stalls its sender without erro
   CHECK(transport_metric(receiver, "bad_streams") == 0);
   CHECK(transport_metric(receiver, "truncated_frames") == 0);
   // Drained: every block the hold pinned went back, and so did every frame the sender queued.
-  for (auto* e : {&sender, &receiver}) CHECK(e->transition("stop").status == 200);
-  CHECK(wait_until([&] {
-    return pool_blocks_used(receiver, transport.receive_pool) == receive_blocks_at_rest(receiver, transport);
-  }));
-  CHECK(wait_until([&] { return pool_blocks_used(receiver, "nton/receiver/0/pool") == 0; }));
-  CHECK(wait_until([&] { return pool_blocks_used(sender, "nton/sender/0/pool") == 0; }));
-  CHECK(sender.stop() == 0);
-  CHECK(receiver.stop() == 0);
+  stop_and_check_drained(sender, receiver, transport);
 }

@@ -41,10 +41,7 @@ Run run(const TransportProfile& transport, const std::string& dispatch) {
       nton_context(transport, b, Traffic::latency, application_xml("nton::Sender", kSender, 0,
           "<frameSize>512</frameSize><frameCount>2000</frameCount><window>64</window><receivers>21</receivers>"))}));
   ExecutiveProcess receiver(path, a.url()), sender(path, b.url());
-  REQUIRE(receiver.wait_ready());
-  REQUIRE(sender.wait_ready());
-  for (auto* e : {&receiver, &sender}) REQUIRE(e->transition("configure").status == 200);
-  for (auto* e : {&receiver, &sender}) REQUIRE(e->transition("enable").status == 200);
+  bring_up({&receiver, &sender});
   const ExecutiveProcess::Progress received = receiver.wait_progress(kReceiver, "frames_received", 2000);
   INFO(received.trace << "\n" << receiver.output());
   REQUIRE(received.reached);

@@ -14,10 +14,7 @@ TEST_CASE("ping-pong between two executives measures round trips", "[transport][
       nton_context(transport, b, Traffic::latency, application_xml("nton::PingPong", 1, 0,
           "<role>ping</role><peer>2</peer><count>3000</count><frameSize>256</frameSize>"))}));
   ExecutiveProcess pong(path, a.url()), ping(path, b.url());
-  REQUIRE(pong.wait_ready());
-  REQUIRE(ping.wait_ready());
-  for (auto* e : {&pong, &ping}) REQUIRE(e->transition("configure").status == 200);
-  for (auto* e : {&pong, &ping}) REQUIRE(e->transition("enable").status == 200);
+  bring_up({&pong, &ping});
   const bool done = ping.wait_metric(1, "done", 1, std::chrono::seconds(60));
   INFO(ping.output() << pong.output());
   REQUIRE(done);
@@ -102,10 +99,7 @@ TEST_CASE("frames larger than the largest block cross as chains", "[transport][p
           "</frameCount><window>" + std::to_string(shape.window) + "</window><ackEvery>" +
           std::to_string(shape.window / 2) + "</ackEvery><receivers>21</receivers>"))}));
   ExecutiveProcess receiver(path, a.url()), sender(path, b.url());
-  REQUIRE(receiver.wait_ready());
-  REQUIRE(sender.wait_ready());
-  for (auto* e : {&receiver, &sender}) REQUIRE(e->transition("configure").status == 200);
-  for (auto* e : {&receiver, &sender}) REQUIRE(e->transition("enable").status == 200);
+  bring_up({&receiver, &sender});
   const bool received = receiver.wait_metric(21, "frames_received", shape.count, std::chrono::seconds(90));
   INFO(receiver.output() << sender.output());
   REQUIRE(received);

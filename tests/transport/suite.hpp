@@ -28,4 +28,10 @@ std::string nton_context(const TransportProfile& transport, const Host& host, Tr
                          const std::string& applications);
 std::string partition_xml(const std::string& name, const std::vector<std::string>& contexts);
 
+// Waits until every executive answers, then configures and enables them in the order given (receivers first).
+void bring_up(const std::vector<ExecutiveProcess*>& executives);
+// Stops a one-sender, one-receiver nton run and checks that everything went back: the receiver's transport
+// pool to what its open connections keep posted, both applications' pools to nothing; the executives exit 0.
+void stop_and_check_drained(ExecutiveProcess& sender, ExecutiveProcess& receiver, const TransportProfile& transport);
+
 }  // namespace daqx::test

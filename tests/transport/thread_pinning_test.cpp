@@ -45,11 +45,8 @@ TEST_CASE("the policy pins a transport's send and receive threads, as the kernel
   xml.insert(xml.find('\n') + 1, policy);
   const std::string path = write_file("pinned.xml", xml);
   ExecutiveProcess pong(path, a.url()), ping(path, b.url());
-  REQUIRE(pong.wait_ready());
-  REQUIRE(ping.wait_ready());
   // Round trips, so that both threads of both executives have work while they are looked at.
-  for (auto* e : {&pong, &ping}) REQUIRE(e->transition("configure").status == 200);
-  for (auto* e : {&pong, &ping}) REQUIRE(e->transition("enable").status == 200);
+  bring_up({&pong, &ping});
   REQUIRE(ping.wait_metric(2, "done", 1, std::chrono::seconds(60)));
 
   for (ExecutiveProcess* executive : {&pong, &ping}) {

@@ -216,18 +216,21 @@ void ConnectionTransport::check_outgoing(Clock::time_point now) {
 template <typename OnReady>
 int ConnectionTransport::rest(Waiter& waiter, SleepCheck (ConnectionTransport::*last_look)(), Clock::time_point deadline,
                               Clock::time_point idle_since, OnReady& on_ready) {
-  if (busy_polling()) {
-    // Polling that yields: with more polling threads than free cores, a thread that found nothing lets the
-    // others run instead of burning its time slice (without it round trips grow to milliseconds).
+  // Polling yields when it found nothing: with more polling threads than free cores (two executives pinned
+  // to one CPU, or busy mode on a small node), the thread whose turn it is runs now instead of after this
+  // one's time slice or poll period. Without it round trips grow to milliseconds in busy mode, and to twice
+  // the poll period per hop when both ends share a CPU.
+  const auto poll_once = [&] {
     const int ready = waiter.poll(on_ready);
     if (ready == 0) std::this_thread::yield();
     return ready;
-  }
+  };
+  if (busy_polling()) return poll_once();
   // Adaptive: poll a little before sleeping, since what comes soon after work costs no wake-up then.
   const auto poll_time = !settings_.automatic_poll_time ? settings_.poll_time
                          : host_.handlers_inline()      ? kAutomaticPollTime
                                                         : std::chrono::microseconds(0);
-  if (Clock::now() - idle_since < poll_time) return waiter.poll(on_ready);
+  if (Clock::now() - idle_since < poll_time) return poll_once();
   const SleepCheck check = (this->*last_look)();
   if (check == SleepCheck::look_again) return 0;
   return waiter.wait_until(check == SleepCheck::sleep ? deadline : std::min(deadline, Clock::now() + kBriefSleep),

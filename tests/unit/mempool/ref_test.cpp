@@ -160,3 +160,94 @@ TEST_CASE("access through an empty Ref is reported in checked builds", "[ref]") 
   (void)empty.share();
   CHECK(misuse.count(Misuse::use_after_release) == 1);
 }
+
+namespace {
+
+Pool make_pool_with_views(std::size_t views) {
+  PoolConfig config;
+  config.name = "test/views";
+  config.classes = {{1024, 4, 1, 1}};
+  config.views = views;
+  return Pool(config, std::make_shared<HeapAllocator>());
+}
+
+}  // namespace
+
+TEST_CASE("a view shows part of a block without copying and keeps that block until the last view goes",
+          "[ref][view]") {
+  Pool pool = make_pool_with_views(4);
+  Ref buffer = pool.allocate(300);
+  REQUIRE(buffer);
+  for (std::size_t i = 0; i < buffer.size(); ++i) buffer.data()[i] = static_cast<std::byte>(i);
+  Ref first = buffer.view(0, 100);
+  Ref second = buffer.view(100, 200);
+  REQUIRE(first);
+  REQUIRE(second);
+  CHECK(first.data() == buffer.data());  // the same memory, not a copy
+  CHECK(second.data() == buffer.data() + 100);
+  CHECK(second.size() == 200);
+  CHECK(second.data()[5] == static_cast<std::byte>(105));
+  CHECK(pool.views_in_use() == 2);
+  CHECK(pool.stats().views_used == 2);
+  CHECK(pool.stats().views_total == 4);
+
+  buffer.reset();  // the receiver's own hold goes first, as when a packed message has been cut into frames
+  CHECK(pool.blocks_in_use() == 1);
+  first.reset();
+  CHECK(pool.blocks_in_use() == 1);
+  CHECK(second.data()[199] == static_cast<std::byte>(299));
+  second.reset();
+  CHECK(pool.blocks_in_use() == 0);
+  CHECK(pool.views_in_use() == 0);
+}
+
+TEST_CASE("a view of a view holds the block that owns the memory, and views chain like blocks", "[ref][view]") {
+  Pool pool = make_pool_with_views(4);
+  Ref buffer = pool.allocate(256);
+  REQUIRE(buffer);
+  Ref outer = buffer.view(64, 128);
+  Ref inner = outer.view(32, 16);
+  REQUIRE(inner);
+  CHECK(inner.data() == buffer.data() + 96);
+  outer.reset();
+  buffer.reset();
+  CHECK(pool.blocks_in_use() == 1);  // inner still holds the block itself, not the view it was cut from
+  CHECK(pool.views_in_use() == 1);
+
+  // A frame that crossed a pack boundary: the tail of one message followed by the head of the next.
+  Ref second_buffer = pool.allocate(256);
+  REQUIRE(second_buffer);
+  Ref tail = second_buffer.view(0, 8);
+  second_buffer.reset();
+  inner.append(std::move(tail));
+  CHECK(inner.chain_length() == 2);
+  CHECK(inner.total_size() == 24);
+  inner.reset();
+  CHECK(pool.blocks_in_use() == 0);
+  CHECK(pool.views_in_use() == 0);
+}
+
+TEST_CASE("views run out softly and say when one is back, and there is none out of range or without views",
+          "[ref][view]") {
+  MisuseCapture misuse;
+  Pool pool = make_pool_with_views(2);
+  int notified = 0;
+  pool.on_available([&] { ++notified; });
+  Ref buffer = pool.allocate(100);
+  Ref a = buffer.view(0, 10);
+  Ref b = buffer.view(10, 10);
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK_FALSE(buffer.view(20, 10));  // exhausted: back-pressure, not an error
+  CHECK(misuse.count(Misuse::bad_window) == 0);
+  a.reset();
+  CHECK(notified == 1);
+  CHECK(buffer.view(20, 10));
+
+  CHECK_FALSE(buffer.view(90, 20));  // past the window
+  CHECK(misuse.count(Misuse::bad_window) == 1);
+
+  Pool plain = make_pool();
+  Ref block = plain.allocate(100);
+  CHECK_FALSE(block.view(0, 10));  // a pool made without views
+}
