@@ -242,15 +242,27 @@ TEST_CASE("a test program killed with SIGKILL has its cluster removed by the wat
   CHECK_FALSE(link_exists(bridge + "h1"));
 }
 
-TEST_CASE("without root a namespace test exits with the skip code and says why", "[netns]") {
+TEST_CASE("without root a namespace test exits with the skip code and says why, and fails where namespaces are required", "[netns]") {
   skip_test_unless_netns_available();  // only root can drop to another user here
   std::string some_test = "each host of a 3-host cluster has its own address on eth0 and loopback up";
-  ProcessResult unprivileged = run_process({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                                            program_directory() + "/netns_test", some_test},
-                                           30s);
-  INFO(unprivileged.output);
-  CHECK(unprivileged.exit_code == netns_skip_exit_code);
-  CHECK_THAT(unprivileged.output, Contains("SKIPPED: network namespaces unavailable: not root"));
+  // CI sets DAQX_NETNS_REQUIRE=1 for this very program; the child must see the environment of a
+  // developer's machine (no requirement) to show the skip, and CI's to show the failure.
+  auto run_unprivileged = [&](const std::string& require) {
+    return run_process({"/usr/bin/env", "-u", "DAQX_NETNS_REQUIRE", "DAQX_NETNS_REQUIRE=" + require, "/usr/bin/setpriv",
+                        "--reuid=65534", "--regid=65534", "--clear-groups", program_directory() + "/netns_test",
+                        some_test},
+                       30s);
+  };
+  ProcessResult skipped = run_unprivileged("");
+  INFO(skipped.output);
+  CHECK(skipped.exit_code == netns_skip_exit_code);
+  CHECK_THAT(skipped.output, Contains("SKIPPED: network namespaces unavailable: not root"));
+
+  ProcessResult required = run_unprivileged("1");
+  INFO(required.output);
+  CHECK(required.exit_code != 0);
+  CHECK(required.exit_code != netns_skip_exit_code);
+  CHECK_THAT(required.output, Contains("network namespaces unavailable: not root"));
 }
 
 TEST_CASE("the TCP check names the step that failed when a host's link is down", "[netns]") {
