@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""Where a transport's time goes: one nton::Sender -> nton::Receiver pair in two executives over one transport,
+profiled with `perf record -g` on both executives while it runs, with each thread's CPU and context switches per
+frame read from /proc and the transports' counters. The profiles behind docs/benchmarks.md's "where the time
+goes" paragraphs. A benchmark tool, never a test.
+
+Usage: python3 bench/profile_pair.py --out DIR --transport tcp|ofi|ibv --size BYTES
+          [--properties '<mode>throughput</mode>'] [--cores 0/1|none] [--seconds 4] [--host 127.0.0.1]
+          [--build build/release]
+Writes DIR/rates.txt (rate while recording; per thread: cores, us per frame, voluntary and involuntary context
+switches per frame), DIR/top.txt (hottest symbols by thread), DIR/threads.txt, DIR/transports.json (counters,
+e.g. messages_sent against frames_sent), DIR/perf.data, the partition and one log per executive.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tcp_comparison import free_ports  # noqa: E402  (the shared helpers live beside this file)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODULES = {"tcp": "libdaqx_pttcp.so", "ofi": "libdaqx_ptofi.so", "ibv": "libdaqx_ptibv.so"}
+
+
+def partition(transport, host, ports, size, properties, cores):
+    sender, sender_data, receiver, receiver_data = ports
+    urls = [f"http://127.0.0.1:{sender}", f"http://127.0.0.1:{receiver}"]
+    policy = ""
+    if cores:
+        policy = "<Policy>" + "".join(f'<Thread pattern="*" cores="{c}" context="{u}"/>' for c, u in zip(cores, urls))
+        policy += "</Policy>"
+    module = MODULES[transport]
+
+    def context(url, port, application):
+        return (f'<Context url="{url}"><Endpoint protocol="{transport}" hostname="{host}" port="{port}" '
+                f'network="data"><Properties>{properties}</Properties></Endpoint><Module path="{module}"/>'
+                f'<Module path="libdaqx_nton.so"/>{application}</Context>')
+
+    sender_app = ('<Application class="nton::Sender" id="11" instance="0" network="data"><Properties>'
+                  f"<frameSize>{size}</frameSize><duration>0</duration><window>4096</window><pattern>false</pattern>"
+                  "<receivers>21</receivers></Properties></Application>")
+    receiver_app = ('<Application class="nton::Receiver" id="21" instance="1" network="data">'
+                    "<Properties></Properties></Application>")
+    return urls, (f'<Partition name="profile">{policy}{context(urls[0], sender_data, sender_app)}'
+                  f"{context(urls[1], receiver_data, receiver_app)}</Partition>")
+
+
+def http(url, body=None):
+    data = None if body is None else json.dumps(body).encode()
+    with urllib.request.urlopen(urllib.request.Request(url, data=data, method="POST" if data else "GET"),
+                                timeout=10) as reply:
+        return json.load(reply)
+
+
+def threads(pid):
+    """(tid, name) -> (CPU ticks, voluntary, involuntary context switches) for every thread of pid."""
+    result = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            stat = open(f"/proc/{pid}/task/{tid}/stat").read()
+            status = open(f"/proc/{pid}/task/{tid}/status").read()
+        except OSError:
+            continue  # the thread ended meanwhile
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        voluntary = int(status.split("voluntary_ctxt_switches:")[1].split()[0])
+        involuntary = int(status.split("nonvoluntary_ctxt_switches:")[1].split()[0])
+        result[(tid, name)] = (int(fields[11]) + int(fields[12]), voluntary, involuntary)
+    return result
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", required=True, help="folder for the profile and its tables")
+    parser.add_argument("--transport", choices=sorted(MODULES), default="tcp")
+    parser.add_argument("--size", type=int, default=64, help="frameSize in bytes (its nton header included)")
+    parser.add_argument("--properties", default="", help="the endpoints' properties as XML, e.g. <mode>throughput</mode>")
+    parser.add_argument("--cores", default="none", help="SENDER/RECEIVER CPUs, e.g. 0/1; none: not pinned")
+    parser.add_argument("--seconds", type=float, default=4.0, help="how long perf records")
+    parser.add_argument("--host", default="127.0.0.1", help="the data endpoints' address")
+    parser.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
+    args = parser.parse_args()
+
+    os.makedirs(args.out, exist_ok=True)
+    cores = None if args.cores == "none" else args.cores.split("/")
+    urls, xml = partition(args.transport, args.host, free_ports(4), args.size, args.properties, cores)
+    config = os.path.join(args.out, "partition.xml")
+    with open(config, "w") as f:
+        f.write(xml)
+    env = dict(os.environ, DAQX_MODULE_PATH=os.path.join(args.build, "modules"))
+    processes = []
+    try:
+        for i, url in enumerate(urls):
+            command = [os.path.join(args.build, "executive", "daqx-executive"), "--config", config, "--context", url]
+            if cores:
+                command = ["taskset", "-c", cores[i]] + command
+            log = open(os.path.join(args.out, f"executive-{i}.log"), "w")
+            processes.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env))
+        deadline = time.monotonic() + 15
+        for url in urls:
+            while True:
+                try:
+                    http(url + "/api/executive")
+                    break
+                except OSError:
+                    if time.monotonic() > deadline or any(p.poll() is not None for p in processes):
+                        sys.exit(f"an executive did not start: see {args.out}/executive-*.log")
+                    time.sleep(0.1)
+        for command in ("configure", "enable"):
+            for url in reversed(urls):  # the receiver first
+                http(url + "/api/transition", {"command": command})
+        time.sleep(1)
+
+        def received():
+            metrics = {m["name"]: m["value"] for m in http(urls[1] + "/api/applications/21")["metrics"]}
+            return metrics["bytes_received"], metrics["frames_received"]
+
+        before, cpu_before, start = received(), [threads(p.pid) for p in processes], time.monotonic()
+        with open(os.path.join(args.out, "perf.err"), "w") as err:
+            subprocess.run(["perf", "record", "-F", "1999", "-g", "-p", ",".join(str(p.pid) for p in processes),
+                            "-o", os.path.join(args.out, "perf.data"), "--", "sleep", str(args.seconds)], stderr=err,
+                           stdout=err, check=False)
+        after, cpu_after, seconds = received(), [threads(p.pid) for p in processes], time.monotonic() - start
+        frames = max(1, after[1] - before[1])
+        lines = [f"{(after[0] - before[0]) / seconds / 1e6:.1f} MB/s, {frames / seconds:.0f} frames/s over "
+                 f"{seconds:.2f} s (perf recording)"]
+        for side, first, last in zip(("sender", "receiver"), cpu_before, cpu_after):
+            for key, (ticks, voluntary, involuntary) in sorted(last.items()):
+                if key not in first:
+                    continue
+                d = [ticks - first[key][0], voluntary - first[key][1], involuntary - first[key][2]]
+                if d[0] or d[1] > 10:
+                    lines.append(f"{side:8s} {key[1]:16s} {d[0] / 100 / seconds:.2f} cores, "
+                                 f"{d[0] * 1e4 / frames:.3f} us/frame, context switches per frame: "
+                                 f"voluntary {d[1] / frames:.4f}, involuntary {d[2] / frames:.4f}")
+        with open(os.path.join(args.out, "rates.txt"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+        with open(os.path.join(args.out, "transports.json"), "w") as f:
+            json.dump([http(url + "/api/transports") for url in urls], f)
+    finally:
+        for p in processes:
+            p.terminate()
+        for p in processes:
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+    data = os.path.join(args.out, "perf.data")
+    for name, sort in (("top.txt", "comm,dso,sym"), ("threads.txt", "pid,comm")):
+        report = subprocess.run(["perf", "report", "-i", data, "--no-children", "--sort", sort, "--stdio", "-g", "none"],
+                                capture_output=True, text=True, check=False).stdout
+        with open(os.path.join(args.out, name), "w") as f:
+            f.write("\n".join(line for line in report.splitlines() if "%" in line and not line.startswith("#")))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
