@@ -139,22 +139,30 @@ std::string NumaAllocator::describe() const { return "numa(node=" + std::to_stri
 
 ChunkMemory NumaAllocator::allocate(std::size_t bytes) noexcept {
   std::size_t rounded = round_up(bytes, kPage);
-  void* memory = mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  // Mapped without access first: a read-write mapping could be merged at once with a read-write neighbour into
+  // one VMA, and another thread's fault in that neighbour could then place a transparent huge page across the
+  // boundary, on its own node, before mbind runs; mbind leaves pages already present where they are. A
+  // PROT_NONE mapping merges with nothing and cannot be faulted; once bound it merges only with mappings of the
+  // same policy.
+  void* memory = mmap(nullptr, rounded, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (memory == MAP_FAILED) {
     log(LogLevel::warning, "mempool/numa", "mmap of " + std::to_string(rounded) + " bytes failed: " + errno_text(errno));
     return {};
   }
+  auto fail = [&](const std::string& what, int error) {
+    log(LogLevel::warning, "mempool/numa", what + " for node " + std::to_string(node_) + " failed: " + errno_text(error));
+    munmap(memory, rounded);
+    return ChunkMemory{};
+  };
   bitmask* nodes = numa_allocate_nodemask();
   numa_bitmask_setbit(nodes, static_cast<unsigned>(node_));
   // MPOL_BIND (not preferred): the pages must be on that node or the allocation fails; +1 as libnuma does.
-  long bound = mbind(memory, rounded, MPOL_BIND, nodes->maskp, nodes->size + 1, 0);
+  // MPOL_MF_STRICT: should a page be present elsewhere all the same, say so (EIO) rather than hand it out.
+  long bound = mbind(memory, rounded, MPOL_BIND, nodes->maskp, nodes->size + 1, MPOL_MF_STRICT);
   int error = errno;
   numa_free_nodemask(nodes);
-  if (bound != 0) {
-    log(LogLevel::warning, "mempool/numa", "mbind to node " + std::to_string(node_) + " failed: " + errno_text(error));
-    munmap(memory, rounded);
-    return {};
-  }
+  if (bound != 0) return fail("mbind", error);
+  if (mprotect(memory, rounded, PROT_READ | PROT_WRITE) != 0) return fail("mprotect", errno);
   // Touch every page now, so they are placed (and faulted) at chunk creation, not on the data path.
   auto* bytes_out = static_cast<volatile unsigned char*>(memory);
   for (std::size_t at = 0; at < rounded; at += kPage) bytes_out[at] = 0;

@@ -12,7 +12,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "suite.hpp"
 
@@ -28,11 +30,15 @@ int numa_nodes() {
   return nodes;
 }
 
-// The node of one page of another process (move_pages with no target nodes only asks); -errno when unknown.
-int node_of_page(pid_t pid, std::uint64_t address) {
-  void* page = reinterpret_cast<void*>(address & ~std::uint64_t{4095});
-  int status = -1;
-  if (syscall(SYS_move_pages, pid, 1UL, &page, nullptr, &status, 0) != 0) return -1000;
+// The node of every page of a range of another process's memory (move_pages with no target nodes only asks);
+// -errno for a page whose node is unknown.
+std::vector<int> nodes_of_pages(pid_t pid, std::uint64_t address, std::uint64_t bytes) {
+  std::vector<void*> pages;
+  for (std::uint64_t page = address & ~std::uint64_t{4095}; page < address + bytes; page += 4096)
+    pages.push_back(reinterpret_cast<void*>(page));
+  std::vector<int> status(pages.size(), -1);
+  if (syscall(SYS_move_pages, pid, pages.size(), pages.data(), nullptr, status.data(), 0) != 0)
+    status.assign(pages.size(), -1000);
   return status;
 }
 
@@ -44,8 +50,8 @@ struct PoolPlacement {
   bool found = false;
   int numa_node = -2;
   int chunks = 0;
-  int pages_on_node = 0;
-  std::string where;  // every page's node, for the message
+  int chunks_on_node = 0;  // chunks with every page on the node
+  std::string where;       // per chunk: the node of all its pages, or how many pages are on which node
 };
 
 PoolPlacement placement(const ExecutiveProcess& executive, const std::string& name, int node) {
@@ -59,24 +65,33 @@ PoolPlacement placement(const ExecutiveProcess& executive, const std::string& na
     Poco::JSON::Array::Ptr chunks = pool->getArray("chunks");
     for (std::size_t c = 0; chunks && c < chunks->size(); ++c) {
       Poco::JSON::Object::Ptr chunk = chunks->getObject(static_cast<unsigned>(c));
-      const auto address = chunk->getValue<std::uint64_t>("address");
-      const int where = node_of_page(executive.pid(), address);
+      const std::vector<int> nodes = nodes_of_pages(executive.pid(), chunk->getValue<std::uint64_t>("address"),
+                                                    chunk->getValue<std::uint64_t>("bytes"));
+      std::map<int, int> pages_per_node;
+      for (int n : nodes) ++pages_per_node[n];
       ++result.chunks;
-      result.pages_on_node += where == node ? 1 : 0;
-      result.where.append(std::to_string(where)).append(" ");
+      if (pages_per_node.size() == 1 && pages_per_node.begin()->first == node) {
+        ++result.chunks_on_node;
+        result.where.append(std::to_string(node)).append(" ");
+        continue;
+      }
+      result.where.append("(");
+      for (const auto& [n, count] : pages_per_node)
+        result.where.append("node ").append(std::to_string(n)).append(": ").append(std::to_string(count)).append(" pages, ");
+      result.where.append(") ");
     }
   }
   return result;
 }
 
-// The pool says it is bound to `node`, and a page of each of its chunks is there.
+// The pool says it is bound to `node`, and every page of each of its chunks is there.
 void check_pool_on_node(const ExecutiveProcess& executive, const std::string& name, int node) {
   const PoolPlacement p = placement(executive, name, node);
-  INFO(name << ": pool says node " << p.numa_node << ", pages on nodes " << p.where);
+  INFO(name << ": pool says node " << p.numa_node << ", pages of each chunk on nodes " << p.where);
   REQUIRE(p.found);
   CHECK(p.numa_node == node);
   CHECK(p.chunks > 0);
-  CHECK(p.pages_on_node == p.chunks);
+  CHECK(p.chunks_on_node == p.chunks);
 }
 
 // The pool of the pong (nton::PingPong instance 1).
