@@ -352,16 +352,21 @@ void ApplicationHost::dispatch_loop(std::stop_token stop) {
     apply_new_handlers();
     bool worked = run_tasks();
     std::size_t taken = 0;
-    // The inbox (local applications) and each transport's lane in turn, a share of the round each.
+    // The inbox (local applications) and each transport's lane in turn, a share of the round each. A task
+    // posted meanwhile (a timer's tick, work a handler handed on) runs after the frame at hand, not after the
+    // whole round: handlers that each take a while (checking a block's CRC on a slow machine) would otherwise
+    // hold an application's heartbeats back by a round of them.
     while (taken < kFramesPerRound && inbox_.try_pop(frame)) {
       dispatch(frame);
       ++taken;
+      run_tasks();
     }
     for (auto& lane : lanes_) {
       std::size_t from_lane = 0;
       while (from_lane < kFramesPerRound && lane->take(frame)) {
         dispatch(frame);
         ++from_lane;
+        run_tasks();
       }
       taken += from_lane;
     }

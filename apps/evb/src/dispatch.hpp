@@ -65,11 +65,12 @@ class Ticker {
       while (!stop.stop_requested()) {
         cv.wait_for(lock, stop, period, [] { return false; });
         if (stop.stop_requested()) break;
-        if (!pending_.exchange(true))
-          target->post_task([this] {
-            pending_.store(false);
-            if (tick_) tick_();
-          });
+        // A task that could not be posted does not count as pending: the next period tries again.
+        if (!pending_.exchange(true) && !target->post_task([this] {
+              pending_.store(false);
+              if (tick_) tick_();
+            }))
+          pending_.store(false);
       }
     });
   }

@@ -4,6 +4,7 @@
 #include "fragment_sender.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 namespace daqx::evb {
 
@@ -132,11 +133,14 @@ bool FragmentSender::send_block(BuQueue& q) {
 FragmentSender::Progress FragmentSender::pump() {
   // Bounded, so requests and allocations queued behind a long pump are not starved; the caller re-posts.
   // Bounded in blocks and bytes: the pattern and CRC of 64 blocks of 1 MiB kept the thread from its status
-  // reports for long enough to look dead on a loaded machine (measured by the benchmark).
+  // reports for long enough to look dead on a loaded machine (measured by the benchmark). And in time: on a
+  // slow machine (an emulated guest under a sanitizer) 4 MiB of pattern took longer than a heartbeat.
   constexpr int kBlocksPerPump = 64;
   constexpr std::uint64_t kBytesPerPump = 4u << 20;
+  constexpr auto kTimePerPump = std::chrono::milliseconds(5);
   int blocks = 0;
   const std::uint64_t bytes_at_start = bytes_sent_;
+  const auto started = std::chrono::steady_clock::now();
   for (;;) {
     bool work = false;
     bool progress = false;
@@ -151,7 +155,8 @@ FragmentSender::Progress FragmentSender::pump() {
         return Progress::waiting_for_pool;
       }
       progress = true;
-      if (++blocks >= kBlocksPerPump || bytes_sent_ - bytes_at_start >= kBytesPerPump) {
+      if (++blocks >= kBlocksPerPump || bytes_sent_ - bytes_at_start >= kBytesPerPump ||
+          std::chrono::steady_clock::now() - started >= kTimePerPump) {
         next_queue_ = (next_queue_ + k + 1) % n;
         return Progress::more;
       }

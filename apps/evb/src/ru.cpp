@@ -36,9 +36,9 @@ RU::RU(ApplicationContext& context) : Application(context), outbox_(context), se
   context.bind(function::control, [this](Frame&& f) { on_control(std::move(f)); });
   context.on_send_ready([this] {
     outbox_.flush();
-    pump();
+    schedule_pump();
   });
-  context.on_pool_available([this] { pump(); });
+  context.on_pool_available([this] { schedule_pump(); });
 }
 
 RU::~RU() { ticker_.stop(); }
@@ -83,8 +83,10 @@ void RU::enable() {
     outbox_.reset_counters();
     for (Counter* c : {&fragments_sent_, &bytes_sent_, &blocks_sent_, &allocations_, &events_dropped_, &bu_downs_,
                        &lost_connections_,
-                       &stale_frames_, &malformed_, &pool_waits_, &would_blocks_, &send_errors_})
+                       &stale_frames_, &malformed_, &pool_waits_, &would_blocks_, &send_errors_, &status_reports_,
+                       &status_retries_})
       put(*c, 0);
+    last_status_sent_.store(0, std::memory_order_relaxed);
     rate_.start(Clock::now(), sender_.fragments_sent(), sender_.bytes_sent());
     send_status();
   });
@@ -124,7 +126,7 @@ void RU::on_allocate(Frame&& frame) {
   }
   bump(allocations_);
   for (const Assignment& a : message->assignments) sender_.add(a);
-  pump();
+  schedule_pump();
 }
 
 void RU::on_control(Frame&& frame) {
@@ -153,7 +155,7 @@ void RU::on_control(Frame&& frame) {
       bump(bu_downs_);
       bump(events_dropped_, sender_.drop_bu(c->subject, c->generation));
       outbox_.drop(c->subject);
-      pump();
+      schedule_pump();
       break;
     case ControlKind::ru_down:
       if (c->subject == context().tid()) {
@@ -171,16 +173,22 @@ void RU::on_control(Frame&& frame) {
   }
 }
 
+// Frame handlers only queue work and ask for a pump: filling blocks (pattern, CRC) is the heavy part, and done
+// in the handlers it would run once per frame of a dispatch round (dozens of allocations) before the ticker's
+// task, which sends the status reports, got its turn. One pump task at a time, each bounded, re-posted while
+// there is more, takes turns with the ticks instead.
+void RU::schedule_pump() {
+  if (!running_ || pump_posted_) return;
+  pump_posted_ = true;
+  context().post_task([this] {
+    pump_posted_ = false;
+    pump();
+  });
+}
+
 void RU::pump() {
   if (!running_) return;
-  const FragmentSender::Progress progress = sender_.pump();
-  if (progress == FragmentSender::Progress::more && !pump_posted_) {
-    pump_posted_ = true;
-    context().post_task([this] {
-      pump_posted_ = false;
-      pump();
-    });
-  }
+  if (sender_.pump() == FragmentSender::Progress::more) schedule_pump();
   report_lost_builders();
   put(fragments_sent_, sender_.fragments_sent());
   put(bytes_sent_, sender_.bytes_sent());
@@ -211,15 +219,21 @@ void RU::report_lost_builders() {
   }
 }
 
+// A status that cannot go now (no block, or the connection to the EvM is busy) is tried again at the next
+// tick, not a whole heartbeatInterval later: the EvM declares an RU dead after ruTimeout without one, and an
+// RU busy sending fragments must not look dead.
 void RU::send_status() {
   mem::Ref frame = context().allocate_frame(64);
-  if (!frame) return;
   const RuStatus status{run_, incarnation_, sender_.fragments_sent(), sender_.bytes_sent()};
-  const std::optional<std::size_t> used = encode(status, frame.data() + kFrameHeaderSize, 64);
-  if (!used) return;
-  frame.resize(kFrameHeaderSize + *used);
-  outbox_.send_if_idle(config_.evm, function::ru_status, std::move(frame), frame_flags::send_now);
+  const std::optional<std::size_t> used = frame ? encode(status, frame.data() + kFrameHeaderSize, 64) : std::nullopt;
+  if (used) frame.resize(kFrameHeaderSize + *used);
+  if (!used || !outbox_.send_if_idle(config_.evm, function::ru_status, std::move(frame), frame_flags::send_now)) {
+    bump(status_retries_);
+    return;
+  }
   last_status_ = Clock::now();
+  bump(status_reports_);
+  last_status_sent_.store(last_status_.time_since_epoch().count(), std::memory_order_relaxed);
 }
 
 void RU::tick() {
@@ -258,6 +272,12 @@ void RU::report(MetricSink& sink) const {
   sink.counter("pool_waits", read(pool_waits_), "times sending paused for free pool blocks (back-pressure)");
   sink.counter("send_would_blocks", read(would_blocks_), "sends that had to wait");
   sink.counter("send_errors", read(send_errors_), "frames (blocks or status reports) lost with their connection");
+  sink.counter("status_reports", read(status_reports_), "status reports sent to the EvM");
+  sink.counter("status_retries", read(status_retries_),
+               "status reports that could not go at once (no block, or the connection to the EvM busy), tried again");
+  const Clock::rep sent = last_status_sent_.load(std::memory_order_relaxed);
+  sink.gauge("status_age", sent == 0 ? 0.0 : seconds_between(Clock::time_point(Clock::duration(sent)), Clock::now()),
+             "seconds since the last status report went to the EvM (0: none yet); the EvM's ruTimeout applies to it");
   sink.gauge("run", read(run_published_), "the EvM's run number as last heard");
   const mem::PoolStats pool = context().pool().stats();
   sink.gauge("pool_blocks_used", static_cast<double>(pool.blocks_used()), "blocks of this unit's pool in use");

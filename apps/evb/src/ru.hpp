@@ -42,6 +42,7 @@ class RU final : public Application {
   void on_allocate(Frame&& frame);
   void on_control(Frame&& frame);
   void tick();
+  void schedule_pump();
   void pump();
   void send_status();
   void report_lost_builders();
@@ -78,6 +79,9 @@ class RU final : public Application {
   Counter pool_waits_{0};
   Counter would_blocks_{0};
   Counter send_errors_{0};
+  Counter status_reports_{0};
+  Counter status_retries_{0};
+  std::atomic<Clock::rep> last_status_sent_{0};  // steady clock ticks of the last status report that went out
   Counter run_published_{0};
   apps::RateMeter rate_;
 };
