@@ -85,6 +85,8 @@ void EvbRun::require_progress(std::uint32_t tid, const std::string& name, double
   std::printf("progress of unit %u %s: %s\n", tid, name.c_str(), progress.trace.c_str());
   INFO("unit " << tid << " " << name << " after " << progress.seconds << " s: " << progress.trace << "\n"
                 << process(tid).output());
+  const std::string units = progress.reached ? std::string() : picture();
+  INFO("every unit when it failed:\n" << units);
   REQUIRE(progress.reached);
 }
 
@@ -105,7 +107,37 @@ std::string EvbRun::reason(std::uint32_t tid) {
 }
 
 bool EvbRun::wait_state(std::uint32_t tid, const std::string& wanted, std::chrono::seconds limit) {
-  return wait_until([&] { return state(tid) == wanted; }, limit);
+  const bool reached = wait_until([&] { return state(tid) == wanted; }, limit);
+  if (!reached) std::printf("unit %u not %s after %lld s; every unit:\n%s", tid, wanted.c_str(),
+                            static_cast<long long>(limit.count()), picture().c_str());
+  return reached;
+}
+
+std::string EvbRun::picture() {
+  std::string text;
+  for (auto& [tid, p] : processes_) {
+    text.append("== unit ").append(std::to_string(tid));
+    if (!p->running()) {
+      text.append(": not running\n");
+      continue;
+    }
+    text.append(": ").append(state(tid));
+    const std::string why = reason(tid);
+    if (!why.empty()) text.append(" (").append(why).append(")");
+    text.append("\n");
+    const HttpReply metrics = p->get("/metrics");
+    std::size_t at = 0;
+    while (at < metrics.body.size()) {
+      std::size_t end = metrics.body.find('\n', at);
+      if (end == std::string::npos) end = metrics.body.size();
+      const std::string line = metrics.body.substr(at, end - at);
+      at = end + 1;
+      // Samples only, and only those that say something: "name{labels} value" with a value other than 0.
+      if (line.empty() || line[0] == '#' || line.ends_with(" 0")) continue;
+      text.append("  ").append(line).append("\n");
+    }
+  }
+  return text;
 }
 
 double EvbRun::pool_blocks(std::uint32_t tid, const std::string& pool) { return pool_blocks_used(process(tid), pool); }

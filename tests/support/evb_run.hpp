@@ -59,6 +59,9 @@ class EvbRun {
   double pool_blocks(std::uint32_t tid, const std::string& pool);
   // Whether the unit's transport receive pool holds no more than its open connections keep posted.
   bool receive_pool_at_rest(std::uint32_t tid);
+  // Every running unit's state, reason and non-zero metrics (application, transport, per connection, pools):
+  // what a failed wait reports, so that a stall can be told from a failed run and pinned to a connection.
+  std::string picture();
 
  private:
   std::string context_xml(const EvbUnit& u) const;

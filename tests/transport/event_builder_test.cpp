@@ -5,12 +5,47 @@
 
 #include <signal.h>
 
+#include <thread>
+
 #include "../support/evb_run.hpp"
 #include "suite.hpp"
 
 using namespace daqx::test;
 using Catch::Contains;
 using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// When the EvM's count of live BUs reached `alive`, seen from here: between the start of the last poll that
+// still saw more (at_least) and the answer of the first that saw it (at_most), in seconds since `since`. A
+// poll of an executive in an emulated guest on a loaded machine takes a good part of a second: at_least is
+// what the drop's promptness is judged by, so that only a drop that was certainly late fails.
+struct DropSeen {
+  bool seen = false;
+  double at_least = 0;
+  double at_most = 0;
+};
+
+DropSeen wait_for_drop(EvbRun& run, double alive, Clock::time_point since, std::chrono::seconds limit) {
+  DropSeen drop;
+  Clock::time_point previous_poll = since;
+  const Clock::time_point deadline = Clock::now() + limit;
+  while (Clock::now() < deadline) {
+    const Clock::time_point poll = Clock::now();
+    if (run.metric(kEvm, "bus_alive") == alive) {
+      drop.seen = true;
+      drop.at_least = std::chrono::duration<double>(previous_poll - since).count();
+      drop.at_most = std::chrono::duration<double>(Clock::now() - since).count();
+      return drop;
+    }
+    previous_poll = poll;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return drop;
+}
+
+}  // namespace
+
 
 TEST_CASE("2x2 builds every assigned event exactly once and every event passes its checks", "[transport][process][evb]") {
   const TransportProfile& transport = suite_transport();
@@ -47,11 +82,10 @@ TEST_CASE("2x2_failBU: a BU killed mid-run is dropped within 2 s, its events cou
   run.start_run();
   run.require_progress(bu(1), "events_built", 2000);
   run.process(bu(1)).kill_now();
-  const auto killed = Clock::now();
-  REQUIRE(wait_until([&] { return run.metric(kEvm, "bus_alive") == 1; }, std::chrono::seconds(5)));
-  const double drop_seconds = std::chrono::duration<double>(Clock::now() - killed).count();
-  INFO("dropped after " << drop_seconds << " s");
-  CHECK(drop_seconds < 2.0);
+  const DropSeen drop = wait_for_drop(run, 1, Clock::now(), std::chrono::seconds(5));
+  REQUIRE(drop.seen);
+  INFO("dropped between " << drop.at_least << " s and " << drop.at_most << " s after the kill");
+  CHECK(drop.at_least < 2.0);
   CHECK(run.metric(kEvm, "bu_drops") == 1);
   // The survivor keeps building.
   const double built = run.metric(bu(0), "events_built");
@@ -73,6 +107,8 @@ TEST_CASE("2x2_failBU: a BU killed mid-run is dropped within 2 s, its events cou
   INFO("restarted BU: " << building.trace << "; stale blocks " << run.metric(bu(1), "stale_blocks")
        << ", protocol errors " << run.metric(bu(1), "protocol_errors") << ", resets " << run.metric(bu(1), "resets")
        << "; EvM assigned to it " << run.metric(kEvm, "events_assigned") << ", BUs alive " << run.metric(kEvm, "bus_alive"));
+  const std::string units = building.reached ? std::string() : run.picture();
+  INFO("every unit when it failed:\n" << units);
   REQUIRE(building.reached);
 
   run.stop_run();
@@ -123,11 +159,10 @@ TEST_CASE("2x2_stallBU: a BU that stalls (SIGSTOP) is dropped within 2 s and tak
   run.start_run();
   run.require_progress(bu(1), "events_built", 2000);
   ::kill(run.process(bu(1)).pid(), SIGSTOP);
-  const auto stalled = Clock::now();
-  REQUIRE(wait_until([&] { return run.metric(kEvm, "bus_alive") == 1; }, std::chrono::seconds(5)));
-  const double drop_seconds = std::chrono::duration<double>(Clock::now() - stalled).count();
-  INFO("dropped after " << drop_seconds << " s");
-  CHECK(drop_seconds < 2.0);
+  const DropSeen drop = wait_for_drop(run, 1, Clock::now(), std::chrono::seconds(5));
+  REQUIRE(drop.seen);
+  INFO("dropped between " << drop.at_least << " s and " << drop.at_most << " s after the stop");
+  CHECK(drop.at_least < 2.0);
   const double built = run.metric(bu(0), "events_built");
   run.require_progress(bu(0), "events_built", built + 2000);
   ::kill(run.process(bu(1)).pid(), SIGCONT);
