@@ -18,11 +18,10 @@ import os
 import subprocess
 import sys
 import time
-import urllib.request
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tcp_comparison import free_ports  # noqa: E402  (the shared helpers live beside this file)
+from tcp_comparison import BenchError, Executive, Processes, free_ports  # noqa: E402  (the shared helpers live beside this file)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODULES = {"tcp": "libdaqx_pttcp.so", "ofi": "libdaqx_ptofi.so", "ibv": "libdaqx_ptibv.so"}
@@ -49,13 +48,6 @@ def partition(transport, host, ports, size, properties, cores):
                     "<Properties></Properties></Application>")
     return urls, (f'<Partition name="profile">{policy}{context(urls[0], sender_data, sender_app)}'
                   f"{context(urls[1], receiver_data, receiver_app)}</Partition>")
-
-
-def http(url, body=None):
-    data = None if body is None else json.dumps(body).encode()
-    with urllib.request.urlopen(urllib.request.Request(url, data=data, method="POST" if data else "GET"),
-                                timeout=10) as reply:
-        return json.load(reply)
 
 
 def threads(pid):
@@ -94,39 +86,30 @@ def main():
     with open(config, "w") as f:
         f.write(xml)
     env = dict(os.environ, DAQX_MODULE_PATH=os.path.join(args.build, "modules"))
-    processes = []
+    pin = {"sender": {int(cores[0])}, "receiver": {int(cores[1])}} if cores else None
+    processes = Processes(args.out, pin)
     try:
-        for i, url in enumerate(urls):
-            command = [os.path.join(args.build, "executive", "daqx-executive"), "--config", config, "--context", url]
-            if cores:
-                command = ["taskset", "-c", cores[i]] + command
-            log = open(os.path.join(args.out, f"executive-{i}.log"), "w")
-            processes.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env))
-        deadline = time.monotonic() + 15
-        for url in urls:
-            while True:
-                try:
-                    http(url + "/api/executive")
-                    break
-                except OSError:
-                    if time.monotonic() > deadline or any(p.poll() is not None for p in processes):
-                        sys.exit(f"an executive did not start: see {args.out}/executive-*.log")
-                    time.sleep(0.1)
+        binary = os.path.join(args.build, "executive", "daqx-executive")
+        executives = [Executive(processes, binary, env, config, url, f"executive-{i}", side)
+                      for i, (url, side) in enumerate(zip(urls, ("sender", "receiver")))]
+        for e in executives:
+            e.wait_ready()
         for command in ("configure", "enable"):
-            for url in reversed(urls):  # the receiver first
-                http(url + "/api/transition", {"command": command})
+            for e in reversed(executives):  # the receiver first
+                e.transition(command)
         time.sleep(1)
 
         def received():
-            metrics = {m["name"]: m["value"] for m in http(urls[1] + "/api/applications/21")["metrics"]}
+            metrics = executives[1].metrics(21)
             return metrics["bytes_received"], metrics["frames_received"]
 
-        before, cpu_before, start = received(), [threads(p.pid) for p in processes], time.monotonic()
+        pids = [e.process.pid for e in executives]
+        before, cpu_before, start = received(), [threads(pid) for pid in pids], time.monotonic()
         with open(os.path.join(args.out, "perf.err"), "w") as err:
-            subprocess.run(["perf", "record", "-F", "1999", "-g", "-p", ",".join(str(p.pid) for p in processes),
+            subprocess.run(["perf", "record", "-F", "1999", "-g", "-p", ",".join(str(pid) for pid in pids),
                             "-o", os.path.join(args.out, "perf.data"), "--", "sleep", str(args.seconds)], stderr=err,
                            stdout=err, check=False)
-        after, cpu_after, seconds = received(), [threads(p.pid) for p in processes], time.monotonic() - start
+        after, cpu_after, seconds = received(), [threads(pid) for pid in pids], time.monotonic() - start
         frames = max(1, after[1] - before[1])
         lines = [f"{(after[0] - before[0]) / seconds / 1e6:.1f} MB/s, {frames / seconds:.0f} frames/s over "
                  f"{seconds:.2f} s (perf recording)"]
@@ -142,15 +125,11 @@ def main():
         with open(os.path.join(args.out, "rates.txt"), "w") as f:
             f.write("\n".join(lines) + "\n")
         with open(os.path.join(args.out, "transports.json"), "w") as f:
-            json.dump([http(url + "/api/transports") for url in urls], f)
+            json.dump([e.transports() for e in executives], f)
+    except BenchError as error:
+        sys.exit(f"profile_pair: {error}")
     finally:
-        for p in processes:
-            p.terminate()
-        for p in processes:
-            try:
-                p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        processes.stop_all()
     data = os.path.join(args.out, "perf.data")
     for name, sort in (("top.txt", "comm,dso,sym"), ("threads.txt", "pid,comm")):
         report = subprocess.run(["perf", "report", "-i", data, "--no-children", "--sort", sort, "--stdio", "-g", "none"],
