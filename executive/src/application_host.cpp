@@ -41,6 +41,8 @@ void futex_wake(std::atomic<std::uint32_t>& word) noexcept {
 // How long the dispatch thread polls before it sleeps: short, because the machine has few cores.
 constexpr int kIdleSpins = 64;
 constexpr std::size_t kFramesPerRound = 64;
+constexpr std::size_t kTaskCheckFrames = 8;        // frames between looks at waiting tasks
+constexpr std::chrono::milliseconds kTaskWait{2};  // batches of tasks at most this far apart within a round
 
 }  // namespace
 
@@ -267,6 +269,7 @@ void ApplicationHost::release_waiters() {
 bool ApplicationHost::run_tasks() {
   if (!has_tasks_.load(std::memory_order_acquire)) return false;
   std::deque<std::function<void()>> batch;
+  tasks_ran_ = std::chrono::steady_clock::now();
   {
     std::lock_guard lock(tasks_mutex_);
     batch.swap(tasks_);
@@ -281,6 +284,17 @@ bool ApplicationHost::run_tasks() {
     }
   }
   return !batch.empty();
+}
+
+// Tasks run once a round, before its frames: one batch for many frames while handlers are quick. A task posted
+// while the round goes on (a timer's tick, the rest of a handler's work) waits for the frames behind it, and
+// when each of those takes a while (a block's CRC on a slow machine) a round of them held an application's
+// heartbeats back for seconds: so every few frames, waiting tasks run if the last batch ran kTaskWait ago.
+void ApplicationHost::run_overdue_tasks(std::size_t frames_this_round) {
+  if (frames_this_round % kTaskCheckFrames != 0 || !has_tasks_.load(std::memory_order_relaxed)) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - tasks_ran_ < kTaskWait) return;
+  run_tasks();
 }
 
 void ApplicationHost::dispatch(Frame& frame) {
@@ -352,21 +366,18 @@ void ApplicationHost::dispatch_loop(std::stop_token stop) {
     apply_new_handlers();
     bool worked = run_tasks();
     std::size_t taken = 0;
-    // The inbox (local applications) and each transport's lane in turn, a share of the round each. A task
-    // posted meanwhile (a timer's tick, work a handler handed on) runs after the frame at hand, not after the
-    // whole round: handlers that each take a while (checking a block's CRC on a slow machine) would otherwise
-    // hold an application's heartbeats back by a round of them.
+    // The inbox (local applications) and each transport's lane in turn, a share of the round each.
     while (taken < kFramesPerRound && inbox_.try_pop(frame)) {
       dispatch(frame);
       ++taken;
-      run_tasks();
+      run_overdue_tasks(taken);
     }
     for (auto& lane : lanes_) {
       std::size_t from_lane = 0;
       while (from_lane < kFramesPerRound && lane->take(frame)) {
         dispatch(frame);
         ++from_lane;
-        run_tasks();
+        run_overdue_tasks(taken + from_lane);
       }
       taken += from_lane;
     }

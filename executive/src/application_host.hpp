@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -78,6 +79,7 @@ class ApplicationHost final : public ApplicationContext {
  private:
   void dispatch_loop(std::stop_token stop);
   bool run_tasks();
+  void run_overdue_tasks(std::size_t frames_this_round);  // dispatch thread, between frames
   void dispatch(Frame& frame);
   void release_waiters();
   bool queues_half_empty() const noexcept;  // the inbox and every lane at most half full
@@ -109,6 +111,7 @@ class ApplicationHost final : public ApplicationContext {
   std::mutex tasks_mutex_;
   std::deque<std::function<void()>> tasks_;
   std::atomic<bool> has_tasks_{false};
+  std::chrono::steady_clock::time_point tasks_ran_{};  // dispatch thread: when run_tasks last took a batch
   std::atomic<bool> sleeping_{false};
   std::atomic<std::uint32_t> wake_sequence_{0};
   std::jthread dispatcher_;

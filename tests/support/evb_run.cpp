@@ -142,6 +142,13 @@ std::string EvbRun::picture() {
 
 double EvbRun::pool_blocks(std::uint32_t tid, const std::string& pool) { return pool_blocks_used(process(tid), pool); }
 
+bool EvbRun::pool_empty(std::uint32_t tid, const std::string& pool) {
+  if (wait_until([&] { return pool_blocks(tid, pool) == 0; }, std::chrono::seconds(10))) return true;
+  std::printf("unit %u: %.0f blocks of its pool '%s' still in use after 10 s\n", tid, pool_blocks(tid, pool),
+              pool.c_str());
+  return false;
+}
+
 bool EvbRun::receive_pool_at_rest(std::uint32_t tid) {
   return wait_until([&] {
     return pool_blocks(tid, profile_.receive_pool) == receive_blocks_at_rest(process(tid), profile_);

@@ -57,6 +57,10 @@ class EvbRun {
   bool wait_state(std::uint32_t tid, const std::string& wanted, std::chrono::seconds limit);
   // Blocks in use in the unit's first pool whose name contains `pool`.
   double pool_blocks(std::uint32_t tid, const std::string& pool);
+  // Whether that pool is empty, or gets empty within 10 s: blocks a stopped or halted unit handed to its
+  // transport come back when the transport is done with them (sent, or its connection torn down), which
+  // may be just after the transition has answered.
+  bool pool_empty(std::uint32_t tid, const std::string& pool);
   // Whether the unit's transport receive pool holds no more than its open connections keep posted.
   bool receive_pool_at_rest(std::uint32_t tid);
   // Every running unit's state, reason and non-zero metrics (application, transport, per connection, pools):

@@ -70,7 +70,7 @@ TEST_CASE("2x2 builds every assigned event exactly once and every event passes i
   }
   for (std::uint32_t r : {ru(0), ru(1)}) CHECK(run.metric(r, "fragments_sent") == 20000);
   // Every block is back in its pool once the run is stopped.
-  for (std::uint32_t r : {ru(0), ru(1), kEvm}) CHECK(run.pool_blocks(r, "evb/") == 0);
+  for (std::uint32_t r : {ru(0), ru(1), kEvm}) CHECK(run.pool_empty(r, "evb/"));
   for (std::uint32_t b : {bu(0), bu(1)}) CHECK(run.receive_pool_at_rest(b));
   run.finish();
 }
@@ -127,7 +127,7 @@ TEST_CASE("2x2_failBU: a BU killed mid-run is dropped within 2 s, its events cou
     CHECK(run.metric(b, "duplicate_pieces") == 0);
   }
   // Survivors hold no block for the dead BU: every pool is back to empty.
-  for (std::uint32_t r : {ru(0), ru(1), kEvm}) CHECK(run.pool_blocks(r, "evb/") == 0);
+  for (std::uint32_t r : {ru(0), ru(1), kEvm}) CHECK(run.pool_empty(r, "evb/"));
   CHECK(run.receive_pool_at_rest(bu(0)));
   for (std::uint32_t t : {ru(0), ru(1), kEvm, bu(0), bu(1)}) CHECK(run.state(t) == "Configured");
   run.finish();
@@ -148,7 +148,7 @@ TEST_CASE("2x2_failRU: an RU killed mid-run fails the run with the reason on eve
   }
   // Failed units halt cleanly and give every block back.
   for (std::uint32_t t : {kEvm, ru(0), bu(0), bu(1)}) CHECK(run.process(t).transition("halt").status == 200);
-  for (std::uint32_t t : {kEvm, ru(0)}) CHECK(run.pool_blocks(t, "evb/") == 0);
+  for (std::uint32_t t : {kEvm, ru(0)}) CHECK(run.pool_empty(t, "evb/"));
   run.finish();
 }
 
@@ -179,7 +179,7 @@ TEST_CASE("2x2_stallBU: a BU that stalls (SIGSTOP) is dropped within 2 s and tak
     CHECK(run.metric(b, "duplicate_pieces") == 0);
     CHECK(run.receive_pool_at_rest(b));
   }
-  for (std::uint32_t r : {ru(0), ru(1), kEvm}) CHECK(run.pool_blocks(r, "evb/") == 0);
+  for (std::uint32_t r : {ru(0), ru(1), kEvm}) CHECK(run.pool_empty(r, "evb/"));
   run.finish();
 }
 
@@ -195,7 +195,7 @@ TEST_CASE("1x1_failEvM: the EvM killed mid-run fails every unit with a clear rea
     CHECK_THAT(run.reason(t), Contains("EvM (TID 10) was silent"));
     CHECK(run.process(t).transition("halt").status == 200);
   }
-  CHECK(run.pool_blocks(ru(0), "evb/") == 0);
+  CHECK(run.pool_empty(ru(0), "evb/"));
   CHECK(run.receive_pool_at_rest(bu(0)));
   run.finish();
 }
@@ -219,6 +219,6 @@ TEST_CASE("3x1_incompleteEvents: an RU killed mid-run makes the BU build events 
   CHECK(run.metric(bu(0), "events_built") == assigned);
   CHECK(run.metric(kEvm, "events_incomplete") == run.metric(bu(0), "events_incomplete"));
   CHECK(run.metric(bu(0), "events_corrupt") == 0);
-  for (std::uint32_t r : {ru(0), ru(1), kEvm}) CHECK(run.pool_blocks(r, "evb/") == 0);
+  for (std::uint32_t r : {ru(0), ru(1), kEvm}) CHECK(run.pool_empty(r, "evb/"));
   run.finish();
 }

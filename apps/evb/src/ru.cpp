@@ -36,9 +36,9 @@ RU::RU(ApplicationContext& context) : Application(context), outbox_(context), se
   context.bind(function::control, [this](Frame&& f) { on_control(std::move(f)); });
   context.on_send_ready([this] {
     outbox_.flush();
-    schedule_pump();
+    pump();
   });
-  context.on_pool_available([this] { schedule_pump(); });
+  context.on_pool_available([this] { pump(); });
 }
 
 RU::~RU() { ticker_.stop(); }
@@ -126,7 +126,7 @@ void RU::on_allocate(Frame&& frame) {
   }
   bump(allocations_);
   for (const Assignment& a : message->assignments) sender_.add(a);
-  schedule_pump();
+  pump();
 }
 
 void RU::on_control(Frame&& frame) {
@@ -155,7 +155,7 @@ void RU::on_control(Frame&& frame) {
       bump(bu_downs_);
       bump(events_dropped_, sender_.drop_bu(c->subject, c->generation));
       outbox_.drop(c->subject);
-      schedule_pump();
+      pump();
       break;
     case ControlKind::ru_down:
       if (c->subject == context().tid()) {
@@ -173,10 +173,9 @@ void RU::on_control(Frame&& frame) {
   }
 }
 
-// Frame handlers only queue work and ask for a pump: filling blocks (pattern, CRC) is the heavy part, and done
-// in the handlers it would run once per frame of a dispatch round (dozens of allocations) before the ticker's
-// task, which sends the status reports, got its turn. One pump task at a time, each bounded, re-posted while
-// there is more, takes turns with the ticks instead.
+// Each pump is bounded (FragmentSender::pump) and posts the rest as a task; the executive runs a task posted
+// meanwhile after the frame at hand, so the ticker's status reports take turns with the filling. (Pumping
+// straight from the handlers keeps an inline handler's sends on the receive thread, with no wake-up.)
 void RU::schedule_pump() {
   if (!running_ || pump_posted_) return;
   pump_posted_ = true;
