@@ -173,9 +173,10 @@ void RU::on_control(Frame&& frame) {
   }
 }
 
-// Each pump is bounded (FragmentSender::pump) and posts the rest as a task; the executive runs a task posted
-// meanwhile after the frame at hand, so the ticker's status reports take turns with the filling. (Pumping
-// straight from the handlers keeps an inline handler's sends on the receive thread, with no wake-up.)
+// Each pump is bounded (FragmentSender::pump) and posts the rest as a task; within a long dispatch round the
+// executive runs waiting tasks every few frames once 2 ms have passed, so the ticker's status reports take turns
+// with the filling. (Pumping straight from the handlers keeps an inline handler's sends on the receive thread,
+// with no wake-up.)
 void RU::schedule_pump() {
   if (!running_ || pump_posted_) return;
   pump_posted_ = true;
