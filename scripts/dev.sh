@@ -24,6 +24,10 @@ packages=(
   qemu-system-x86 busybox-static kmod cpio xz-utils ibverbs-utils rdmacm-utils
   # perftest (ib_send_lat, ib_send_bw): what bench/ibv_comparison.py compares ptibv with in that guest.
   perftest
+  # The cluster tests (tests/cluster): OpenSSH's server and client in every simulated host, and a real Slurm
+  # (controller, node daemons, client commands) with munge for its authentication; openssl makes the test's
+  # certificates for the control port's TLS.
+  openssh-server openssh-client slurmctld slurmd slurm-client munge openssl
 )
 
 # What the TCP comparison (bench/tcp_comparison.py) adds: the programs it compares daqx with, and the plot.
