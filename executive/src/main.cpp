@@ -3,10 +3,12 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "daqx/executive/control_server.hpp"
@@ -26,10 +28,26 @@ void usage(FILE* out) {
                "  -c, --config FILE      the partition (XML)\n"
                "  -x, --context URL      which context of the partition this process plays\n"
                "      --inbox FRAMES     frames each application may have queued (power of two, default 4096)\n"
+               "      --stop-on-stdin-eof  shut down (as on SIGTERM) when standard input ends: a launcher holds it open,\n"
+               "                         so its end, or the end of the ssh session carrying it, stops this executive\n"
                "      --list-params M    print every parameter of module M (name, type, default, unit, help)\n"
                "      --capabilities M   print, as JSON, what each transport of module M offers with the parameters\n"
                "                         given after it (NAME=VALUE), or with its defaults\n"
                "Exit codes: 0 clean shutdown, 1 runtime error, 2 bad configuration or usage.\n");
+}
+
+// Turns the end of standard input into a SIGTERM to this process, which main's sigwait takes like any other
+// stop request. The launcher keeps the other end open for the executive's whole life; when the launcher dies or
+// the ssh session between them breaks, the executive stops instead of running on unsupervised.
+void stop_when_stdin_ends() {
+  std::thread([] {
+    char buffer[256];
+    for (;;) {
+      const ssize_t n = read(STDIN_FILENO, buffer, sizeof buffer);
+      if (n == 0 || (n < 0 && errno != EINTR)) break;
+    }
+    kill(getpid(), SIGTERM);
+  }).detach();
 }
 
 }  // namespace
@@ -41,6 +59,7 @@ int main(int argc, char** argv) {
   std::string capabilities_module;
   std::vector<std::string> capabilities_params;
   std::size_t inbox = 4096;
+  bool stop_on_stdin_eof = false;
   std::vector<std::string> args(argv + 1, argv + argc);
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -57,6 +76,8 @@ int main(int argc, char** argv) {
       context_url = value();
     } else if (a == "--inbox") {
       inbox = std::strtoul(value().c_str(), nullptr, 10);
+    } else if (a == "--stop-on-stdin-eof") {
+      stop_on_stdin_eof = true;
     } else if (a == "--list-params") {
       list_module = value();
     } else if (a == "--capabilities") {
@@ -102,6 +123,7 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);  // a peer closing a socket is an event, not a reason to die
+  if (stop_on_stdin_eof) stop_when_stdin_ends();
 
   try {
     daqx::config::Partition partition = daqx::config::load_partition(config_path);

@@ -4,6 +4,8 @@
 
 #include "daqx/services/text.hpp"
 
+#include <fnmatch.h>
+
 #include <algorithm>
 #include <charconv>
 #include <initializer_list>
@@ -42,6 +44,20 @@ std::optional<std::uint32_t> parse_id(std::string_view text) noexcept {
 
 ConfigError::ConfigError(std::vector<std::string> messages)
     : std::runtime_error(join_lines(messages)), messages_(std::move(messages)) {}
+
+const LaunchHostRule* LaunchConfig::host_rule(std::string_view host) const noexcept {
+  const std::string name(host);
+  for (const LaunchHostRule& rule : hosts)
+    if (fnmatch(rule.pattern.c_str(), name.c_str(), 0) == 0) return &rule;
+  return nullptr;
+}
+
+const LaunchRestartRule* LaunchConfig::restart_rule(std::string_view url) const noexcept {
+  const std::string name(url);
+  for (const LaunchRestartRule& rule : restarts)
+    if (fnmatch(rule.pattern.c_str(), name.c_str(), 0) == 0) return &rule;
+  return nullptr;
+}
 
 const ContextConfig* Partition::find_context(std::string_view url) const noexcept {
   for (const ContextConfig& context : contexts)

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <initializer_list>
@@ -255,6 +256,7 @@ class PartitionReader {
     check_attributes(root, {"name"}, {});
     partition_.name = value_of(root, "name");
     int policy_line = 0;
+    int launch_line = 0;
     read_children(root, [&](pugi::xml_node child, std::string_view name) {
       if (name == "Policy") {
         if (policy_line != 0)
@@ -265,6 +267,13 @@ class PartitionReader {
         read_policy(child);
       } else if (name == "Context") {
         read_context(child);
+      } else if (name == "Launch") {
+        if (launch_line != 0)
+          report(line_of(child), {"a partition has at most one <Launch>; the first is at line ",
+                                  std::to_string(launch_line)});
+        else
+          launch_line = line_of(child);
+        read_launch(child);
       } else {
         return false;
       }
@@ -317,6 +326,95 @@ class PartitionReader {
     }
     read_children(element, [](pugi::xml_node, std::string_view) { return false; });
     partition_.policy.push_back(std::move(rule));
+  }
+
+  // <Launch>: only daqx-launch acts on it, but a mistake in it is a mistake in the partition, found by anyone.
+  void read_launch(pugi::xml_node element) {
+    LaunchConfig& launch = partition_.launch;
+    launch.where = where(element);
+    check_attributes(element, {}, {"engine"});
+    launch.engine = value_of(element, "engine");
+    if (element.attribute("engine") && launch.engine != "local" && launch.engine != "ssh" && launch.engine != "slurm")
+      report(line_of(element.attribute("engine"), element),
+             {"engine ", quoted(launch.engine), " is not local, ssh or slurm"});
+    read_children(element, [&](pugi::xml_node child, std::string_view name) {
+      if (name == "Host") {
+        read_launch_host(child);
+      } else if (name == "Restart") {
+        read_launch_restart(child);
+      } else {
+        return false;
+      }
+      return true;
+    });
+  }
+
+  void read_launch_host(pugi::xml_node element) {
+    LaunchHostRule rule;
+    rule.where = where(element);
+    check_attributes(element, {"pattern"}, {"sshTarget", "prefix", "executive", "workDir"});
+    rule.pattern = value_of(element, "pattern");
+    rule.ssh_target = value_of(element, "sshTarget");
+    rule.prefix = value_of(element, "prefix");
+    rule.executive = value_of(element, "executive");
+    rule.work_dir = value_of(element, "workDir");
+    for (const char* path : {"prefix", "executive", "workDir"}) {
+      const pugi::xml_attribute attribute = element.attribute(path);
+      if (attribute && std::string_view(attribute.value()).substr(0, 1) != "/")
+        report(line_of(attribute, element), {path, " ", quoted(attribute.value()),
+                                             " is not an absolute path (it names a place on the host)"});
+    }
+    read_children(element, [&](pugi::xml_node child, std::string_view name) {
+      if (name != "Env") return false;
+      if (check_attributes(child, {"name"}, {"value"})) {
+        const std::string_view variable = value_of(child, "name");
+        const bool valid = std::all_of(variable.begin(), variable.end(), [](char c) {
+          return c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+        }) && !(variable[0] >= '0' && variable[0] <= '9');
+        if (!valid)
+          report(line_of(child.attribute("name"), child), {"environment variable name ", quoted(variable),
+                                                           " is not a name (letters, digits and _)"});
+        rule.environment.emplace_back(std::string(variable), value_of(child, "value"));
+      }
+      read_children(child, [](pugi::xml_node, std::string_view) { return false; });
+      return true;
+    });
+    partition_.launch.hosts.push_back(std::move(rule));
+  }
+
+  void read_launch_restart(pugi::xml_node element) {
+    LaunchRestartRule rule;
+    rule.where = where(element);
+    check_attributes(element, {"pattern", "policy"}, {"maxRestarts", "backoff", "maxBackoff"});
+    rule.pattern = value_of(element, "pattern");
+    const std::string_view policy = value_of(element, "policy");
+    if (policy == "never") {
+      rule.policy = LaunchRestartRule::Policy::never;
+    } else if (policy == "on-failure") {
+      rule.policy = LaunchRestartRule::Policy::on_failure;
+    } else if (!policy.empty()) {
+      report(line_of(element.attribute("policy"), element), {"restart policy ", quoted(policy), " is not never or on-failure"});
+    }
+    if (const pugi::xml_attribute count = element.attribute("maxRestarts")) {
+      if (const std::optional<std::uint32_t> parsed = parse_number<std::uint32_t>(count.value()))
+        rule.max_restarts = *parsed;
+      else
+        report(line_of(count, element), {"maxRestarts ", quoted(count.value()), " is not a whole number"});
+    }
+    const auto seconds = [&](const char* name, double& into) {
+      const pugi::xml_attribute attribute = element.attribute(name);
+      if (!attribute) return;
+      char* end = nullptr;
+      const double value = std::strtod(attribute.value(), &end);
+      if (end == attribute.value() || *end != '\0' || !(value >= 0) || value > 3600)
+        report(line_of(attribute, element), {name, " ", quoted(attribute.value()), " is not a time in seconds (0 to 3600)"});
+      else
+        into = value;
+    };
+    seconds("backoff", rule.backoff_seconds);
+    seconds("maxBackoff", rule.max_backoff_seconds);
+    read_children(element, [](pugi::xml_node, std::string_view) { return false; });
+    partition_.launch.restarts.push_back(std::move(rule));
   }
 
   // Contexts may follow the policy, so rules are matched against them once all are read.

@@ -127,7 +127,8 @@ TEST_CASE("daqx-launch reports a context that fails to start, with its log, and 
                                   std::chrono::seconds(90), module_env());
   INFO(run.output);
   CHECK(run.exit_code == 1);
-  CHECK_THAT(run.output, Contains("context " + url(b) + " failed to start"));
+  CHECK_THAT(run.output, Contains("context " + url(b) + " on this machine"));
+  CHECK_THAT(run.output, Contains("failed to start (exit code 2)"));
   CHECK_THAT(run.output, Contains("unknown application class 'nton::Nothing'"));
   // The context that did start was stopped: nothing answers on its port any more.
   CHECK_FALSE(daqx::ControlClient(url(a), std::chrono::seconds(1)).get("/api/executive").answered());

@@ -69,11 +69,46 @@ struct PolicyRule {  // first matching rule wins, in file order
   SourceLocation where;
 };
 
+// <Launch><Host>: how daqx-launch reaches and runs the contexts on the hosts matching `pattern` (a glob over
+// the host of the context URL); the first matching rule wins, in file order. Unset fields keep the defaults.
+struct LaunchHostRule {
+  std::string pattern;
+  std::string ssh_target;  // ssh: what to connect to ("user@node01"); default: the host itself
+  std::string prefix;      // install prefix there: the executive is PREFIX/bin/daqx-executive
+  std::string executive;   // or the executive's full path there (wins over prefix)
+  std::string work_dir;    // ssh: where the partition is copied; default /tmp/daqx-<user>
+  std::vector<std::pair<std::string, std::string>> environment;  // <Env name value/>: set for the executive
+  SourceLocation where;
+};
+
+// <Launch><Restart>: what daqx-launch does when a context whose URL matches `pattern` (glob) ends without
+// having been asked to; the first matching rule wins, in file order. Without one: never.
+struct LaunchRestartRule {
+  enum class Policy { never, on_failure };
+  std::string pattern;
+  Policy policy = Policy::never;
+  unsigned max_restarts = 5;     // restarts of one context over the whole launch
+  double backoff_seconds = 1;    // before the first restart; doubled for each further one
+  double max_backoff_seconds = 30;
+  SourceLocation where;
+};
+
+struct LaunchConfig {  // <Launch engine="..."> (optional): read by daqx-launch only
+  std::string engine;  // local, ssh or slurm; empty: local unless the command line says otherwise
+  std::vector<LaunchHostRule> hosts;
+  std::vector<LaunchRestartRule> restarts;
+  SourceLocation where;
+
+  const LaunchHostRule* host_rule(std::string_view host) const noexcept;        // null: defaults
+  const LaunchRestartRule* restart_rule(std::string_view url) const noexcept;  // null: never restart
+};
+
 struct Partition {
   std::string name;
   std::string file;  // as given
   std::vector<ContextConfig> contexts;
   std::vector<PolicyRule> policy;
+  LaunchConfig launch;
   SourceLocation where;
 
   const ContextConfig* find_context(std::string_view url) const noexcept;

@@ -1,0 +1,71 @@
+// What places and starts a context's executive: the local machine, OpenSSH, or Slurm. The launcher sees every
+// running context through the same ContextProcess, so supervision, logs and stopping are engine-blind.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "daqx/executive/partition.hpp"
+
+namespace daqx::launch {
+
+using Environment = std::vector<std::pair<std::string, std::string>>;
+
+// Everything one context needs to run, wherever it runs.
+struct ContextLaunch {
+  const config::ContextConfig* context = nullptr;
+  std::string executive;                    // the program's path on the context's host
+  std::vector<std::string> extra_arguments;  // after --config and --context (log level and format, ...)
+  Environment environment;                  // set for the executive on its host
+  std::string ssh_target;                   // ssh: where to connect ("user@node"); the context's host if empty
+  std::string work_dir;                     // ssh: the folder on the host that receives the partition
+  std::string log_path;                     // the local file that collects the context's output
+};
+
+// One started context, as the engine that started it can watch and stop it.
+class ContextProcess {
+ public:
+  virtual ~ContextProcess() = default;  // leaves nothing running
+  // The wait status (of the executive, or of the ssh or srun client standing for it) once it ended.
+  virtual std::optional<int> poll() = 0;
+  // Asks it to stop (as SIGTERM does); poll() tells when it has.
+  virtual void request_stop() = 0;
+  // Kills the executive itself (SIGKILL, on its host) and whatever stands for it here.
+  virtual void kill() = 0;
+  // "host 10.0.0.3 over ssh", for messages.
+  virtual std::string where() const = 0;
+};
+
+class LaunchError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual std::string name() const = 0;
+  // Once, before any context starts: e.g. the partition copied to every host. Throws LaunchError naming
+  // the host that failed.
+  virtual void prepare(const std::string& partition_path, const std::vector<ContextLaunch>& contexts) = 0;
+  // Starts (or starts again) one context; its output is appended to log_fd. Throws LaunchError.
+  virtual std::unique_ptr<ContextProcess> start(const ContextLaunch& context, int log_fd) = 0;
+};
+
+// The arguments every engine gives the executive after its path.
+std::vector<std::string> executive_arguments(const std::string& partition_path, const ContextLaunch& context);
+
+struct SshOptions {
+  std::string program = "ssh";
+  std::string config_file;               // -F; empty: the user's own ssh configuration
+  std::vector<std::string> options;      // further -o NAME=VALUE
+};
+
+std::unique_ptr<Engine> make_local_engine();
+std::unique_ptr<Engine> make_ssh_engine(SshOptions options);
+
+}  // namespace daqx::launch

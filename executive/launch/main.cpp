@@ -1,0 +1,242 @@
+// daqx-launch: starts every context of a partition on the host its URL names, through an engine (this machine,
+// OpenSSH or Slurm), waits until all answer on their control port, optionally drives and watches a run,
+// restarts contexts by their restart rule and brings them back into the run, and stops them all cleanly.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daqx/executive/partition.hpp"
+#include "engine.hpp"
+#include "run_control.hpp"
+#include "supervisor.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace daqx::launch;
+
+volatile sig_atomic_t g_stop = 0;
+void on_signal(int) { g_stop = 1; }
+
+void usage(FILE* out) {
+  std::fprintf(out,
+               "usage: daqx-launch --config PARTITION.xml [--engine local|ssh|slurm] [--log-dir DIR]\n"
+               "                   [--drive [--connect]] [--run SECONDS] [--ready-timeout SECONDS]\n"
+               "                   [--executive PATH] [--log-level LEVEL] [--log-format text|json]\n"
+               "                   [--ssh-config FILE] [--ssh-option NAME=VALUE]...\n"
+               "  Starts one daqx-executive per context of the partition on the host its URL names, through the\n"
+               "  engine (--engine, else the partition's <Launch engine>, else local): local runs it here, ssh over\n"
+               "  OpenSSH in batch mode (the user's ssh configuration, or --ssh-config), slurm as tasks of the\n"
+               "  current allocation. Waits until each answers on its control URL; each context's output goes to\n"
+               "  DIR/HOST_PORT.log (default daqx-logs). With --drive it configures and enables every context,\n"
+               "  prints the applications' rates every second, and stops and halts them at the end. It runs until\n"
+               "  --run seconds have passed (default: until Ctrl-C / SIGTERM / SIGHUP), then stops every executive\n"
+               "  (stop, halt, then SIGTERM, SIGKILL after --stop-timeout, default 15 s). Contexts that end on their\n"
+               "  own are restarted by the partition's <Launch><Restart> rules and brought back into the run.\n"
+               "  With --connect, every transport connection is opened after configure and must be up (within\n"
+               "  30 s) before anything is enabled.\n"
+               "Exit codes: 0 all clean, 1 a context failed to start, died for good, or an application failed,\n"
+               "            2 usage or configuration.\n");
+}
+
+std::string self_directory() {
+  char path[4096];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  if (n <= 0) return ".";
+  const std::string full(path, static_cast<std::size_t>(n));
+  return full.substr(0, full.rfind('/'));
+}
+
+struct Options {
+  std::string config_path;
+  std::string engine;
+  std::string log_dir = "daqx-logs";
+  std::string executive;  // empty: the one beside this program (the same path on every host)
+  bool drive = false;
+  bool connect = false;
+  double run_seconds = 0;
+  double ready_timeout = 20;
+  double stop_timeout = 15;
+  std::vector<std::string> executive_arguments;  // --log-level, --log-format, passed on
+  SshOptions ssh;
+};
+
+// Everything one context needs, from the partition's <Launch><Host> rule for its host and the options.
+std::vector<ContextLaunch> plan(const daqx::config::Partition& partition, const Options& options, const std::string& log_dir) {
+  std::vector<ContextLaunch> contexts;
+  for (const daqx::config::ContextConfig& context : partition.contexts) {
+    ContextLaunch launch;
+    launch.context = &context;
+    launch.executive = options.executive.empty() ? self_directory() + "/daqx-executive" : options.executive;
+    if (const daqx::config::LaunchHostRule* rule = partition.launch.host_rule(context.host)) {
+      if (!rule->executive.empty())
+        launch.executive = rule->executive;
+      else if (!rule->prefix.empty())
+        launch.executive = rule->prefix + "/bin/daqx-executive";
+      launch.environment = rule->environment;
+      launch.ssh_target = rule->ssh_target;
+      launch.work_dir = rule->work_dir;
+    }
+    launch.extra_arguments = options.executive_arguments;
+    launch.log_path = log_dir + "/" + context.host + "_" + std::to_string(context.port) + ".log";
+    contexts.push_back(std::move(launch));
+  }
+  return contexts;
+}
+
+std::string absolute(const std::string& path) {
+  std::error_code error;
+  const std::filesystem::path full = std::filesystem::absolute(path, error);
+  return error ? path : full.lexically_normal().string();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "daqx-launch: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    auto seconds = [&]() -> double {
+      const std::string text = value();
+      char* end = nullptr;
+      const double parsed = std::strtod(text.c_str(), &end);
+      if (end == text.c_str() || *end != '\0' || !(parsed >= 0)) {
+        std::fprintf(stderr, "daqx-launch: %s '%s' is not a number of seconds\n", a.c_str(), text.c_str());
+        std::exit(2);
+      }
+      return parsed;
+    };
+    if (a == "-c" || a == "--config") options.config_path = value();
+    else if (a == "--engine") options.engine = value();
+    else if (a == "--log-dir") options.log_dir = value();
+    else if (a == "--executive") options.executive = value();
+    else if (a == "--drive") options.drive = true;
+    else if (a == "--connect") options.connect = true;
+    else if (a == "--run") options.run_seconds = seconds();
+    else if (a == "--ready-timeout") options.ready_timeout = seconds();
+    else if (a == "--stop-timeout") options.stop_timeout = seconds();
+    else if (a == "--log-level" || a == "--log-format") options.executive_arguments.insert(options.executive_arguments.end(), {a, value()});
+    else if (a == "--ssh-config") options.ssh.config_file = value();
+    else if (a == "--ssh-option") options.ssh.options.push_back(value());
+    else if (a == "-h" || a == "--help") { usage(stdout); return 0; }
+    else { std::fprintf(stderr, "daqx-launch: unknown argument '%s'\n", a.c_str()); usage(stderr); return 2; }
+  }
+  if (options.config_path.empty()) { usage(stderr); return 2; }
+  if (options.connect && !options.drive) { std::fprintf(stderr, "daqx-launch: --connect goes with --drive\n"); return 2; }
+
+  daqx::config::Partition partition;
+  try {
+    partition = daqx::config::load_partition(options.config_path);
+  } catch (const daqx::config::ConfigError& e) {
+    for (const auto& m : e.messages()) std::fprintf(stderr, "%s\n", m.c_str());
+    return 2;
+  }
+  const std::string engine_name = !options.engine.empty() ? options.engine
+                                  : !partition.launch.engine.empty() ? partition.launch.engine : "local";
+  std::unique_ptr<Engine> engine;
+  if (engine_name == "local") engine = make_local_engine();
+  else if (engine_name == "ssh") engine = make_ssh_engine(options.ssh);
+  else { std::fprintf(stderr, "daqx-launch: engine '%s' is not local, ssh or slurm\n", engine_name.c_str()); return 2; }
+
+  std::error_code made;
+  std::filesystem::create_directories(options.log_dir, made);
+  if (made) {
+    std::fprintf(stderr, "daqx-launch: cannot make the log folder %s: %s\n", options.log_dir.c_str(), made.message().c_str());
+    return 1;
+  }
+  struct sigaction action {};
+  action.sa_handler = on_signal;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGHUP, &action, nullptr);  // the terminal or the allocation going away: stop in order
+  signal(SIGPIPE, SIG_IGN);
+
+  std::vector<ContextLaunch> contexts = plan(partition, options, options.log_dir);
+  try {
+    engine->prepare(absolute(options.config_path), contexts);
+  } catch (const LaunchError& error) {
+    std::fprintf(stderr, "daqx-launch: %s\n", error.what());
+    return 1;
+  }
+
+  Target target = Target::started;
+  std::optional<std::uint64_t> run_number;
+  // A restarted context is brought back to where the others are: configured, connected, enabled in this run.
+  auto bring_up = [&](const std::string& url, Target to) {
+    if (!transition_one(url, "configure")) return false;
+    if (to == Target::configured) return true;
+    if (options.connect && !connect_one(url, std::chrono::seconds(30))) return false;
+    return transition_one(url, "enable", run_number);
+  };
+  Supervisor supervisor(*engine, contexts, partition.launch,
+                        std::chrono::milliseconds(static_cast<long long>(options.ready_timeout * 1000)), bring_up);
+  const auto grace = std::chrono::seconds(static_cast<long long>(options.stop_timeout));
+  if (!supervisor.start_all([] { return g_stop != 0; })) {
+    supervisor.stop_all(std::chrono::seconds(10));
+    return 1;
+  }
+  std::printf("daqx-launch: %zu contexts of partition '%s' up through %s (logs in %s)\n", contexts.size(),
+              partition.name.c_str(), engine->name().c_str(), options.log_dir.c_str());
+  std::fflush(stdout);
+
+  const auto up = [&](const std::string& url) { return supervisor.is_up(url); };
+  bool healthy = true;
+  if (options.drive) {
+    healthy = transition_all(partition, "configure", false);
+    if (healthy) target = Target::configured;
+    healthy = healthy && (!options.connect || connect_all(partition, std::chrono::seconds(30))) &&
+              transition_all(partition, "enable", false, run_number);
+    if (healthy) {
+      target = Target::enabled;
+      std::printf("daqx-launch: configured and enabled\n");
+    }
+    supervisor.set_target(target);
+  }
+  const auto start = Clock::now();
+  std::map<std::string, double> counters;
+  auto next_report = start + std::chrono::seconds(1);
+  while (!g_stop && healthy) {
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    if (options.run_seconds > 0 && elapsed >= options.run_seconds) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    healthy = supervisor.tick();
+    if (options.drive && healthy && Clock::now() >= next_report) {
+      next_report += std::chrono::seconds(1);
+      healthy = print_rates(partition, std::chrono::duration<double>(Clock::now() - start).count(), counters, up);
+    }
+  }
+  if (options.drive) {
+    const double run_time = std::chrono::duration<double>(Clock::now() - start).count();
+    transition_all(partition, "stop", true, {}, up);
+    print_rates(partition, std::chrono::duration<double>(Clock::now() - start).count(), counters, up);  // final counts
+    std::printf("daqx-launch: summary after %.1fs\n", std::chrono::duration<double>(Clock::now() - start).count());
+    for (const auto& [key, value] : counters)
+      if (value != 0 && key.find("rate") == std::string::npos) std::printf("  %-52s %.0f\n", key.c_str(), value);
+    print_totals(counters, run_time);
+    transition_all(partition, "halt", true, {}, up);
+  }
+  const bool clean = supervisor.stop_all(grace);
+  std::printf("daqx-launch: restarts: %u\n", supervisor.total_restarts());
+  for (const Supervisor::Summary& context : supervisor.summary())
+    if (context.restarts != 0 || !context.last_failure.empty())
+      std::printf("  %-32s %u restart(s), last failure: %s\n", context.url.c_str(), context.restarts,
+                  context.last_failure.empty() ? "none" : context.last_failure.c_str());
+  std::printf("daqx-launch: all contexts stopped%s\n", clean ? " cleanly" : " (not all cleanly)");
+  return clean && healthy ? 0 : 1;
+}

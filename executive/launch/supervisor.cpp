@@ -1,0 +1,233 @@
+#include "supervisor.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <thread>
+
+#include "child_process.hpp"
+#include "daqx/executive/control_client.hpp"
+
+namespace daqx::launch {
+namespace {
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm parts{};
+  gmtime_r(&now, &parts);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &parts);
+  return text;
+}
+
+double seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+}  // namespace
+
+std::string log_tail(const std::string& path, int lines) {
+  std::ifstream in(path);
+  std::vector<std::string> all;
+  for (std::string line; std::getline(in, line);) all.push_back(line);
+  std::string out;
+  for (std::size_t i = all.size() > static_cast<std::size_t>(lines) ? all.size() - lines : 0; i < all.size(); ++i)
+    out += "    | " + all[i] + "\n";
+  if (all.empty()) out = "    (the log is empty)\n";
+  return out;
+}
+
+Supervisor::Supervisor(Engine& engine, std::vector<ContextLaunch> contexts, const config::LaunchConfig& rules,
+                       std::chrono::milliseconds ready_timeout, BringUp bring_up)
+    : engine_(engine), ready_timeout_(ready_timeout), bring_up_(std::move(bring_up)) {
+  for (ContextLaunch& launch : contexts) {
+    Context context;
+    context.rule = rules.restart_rule(launch.context->url);
+    context.launch = std::move(launch);
+    contexts_.push_back(std::move(context));
+  }
+}
+
+Supervisor::~Supervisor() {
+  for (Context& context : contexts_)
+    if (context.process && !context.process->poll()) context.process->kill();
+}
+
+void Supervisor::launch(Context& context) {
+  // Appended, never truncated on a restart: the log of the run that died is what explains the restart.
+  const int fd = open(context.launch.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) throw LaunchError("cannot write " + context.launch.log_path + ": " + std::strerror(errno));
+  const std::string banner = "---- daqx-launch " + utc_now() + ": " + (context.restarts == 0 ? "start" : "restart " + std::to_string(context.restarts)) +
+                             " of " + context.launch.context->url + " through " + engine_.name() + "\n";
+  (void)!write(fd, banner.data(), banner.size());
+  try {
+    context.process = engine_.start(context.launch, fd);
+  } catch (...) {
+    close(fd);
+    throw;
+  }
+  close(fd);
+  context.where = context.process->where();
+  context.phase = Phase::starting;
+  context.since = Clock::now();
+}
+
+bool Supervisor::answers(const Context& context) const {
+  return ControlClient(context.launch.context->url, std::chrono::seconds(1)).get("/api/executive").status == 200;
+}
+
+bool Supervisor::start_all(const std::function<bool()>& interrupted) {
+  for (Context& context : contexts_) {
+    try {
+      launch(context);
+    } catch (const LaunchError& error) {
+      std::fprintf(stderr, "daqx-launch: context %s cannot start: %s\n", context.launch.context->url.c_str(), error.what());
+      return false;
+    }
+  }
+  const auto deadline = Clock::now() + ready_timeout_;
+  for (Context& context : contexts_) {
+    for (;;) {
+      if (const std::optional<int> status = context.process->poll()) {
+        std::fprintf(stderr, "daqx-launch: context %s on %s failed to start (%s); log %s:\n%s",
+                     context.launch.context->url.c_str(), context.where.c_str(), describe_wait_status(*status).c_str(),
+                     context.launch.log_path.c_str(), log_tail(context.launch.log_path, 20).c_str());
+        context.last_failure = "failed to start (" + describe_wait_status(*status) + ")";
+        context.phase = Phase::ended;  // reported: stop_all need not report it again
+        return false;
+      }
+      if (answers(context)) break;
+      if (Clock::now() > deadline || interrupted()) {
+        std::fprintf(stderr, "daqx-launch: context %s on %s did not answer within %.0f s; log %s:\n%s",
+                     context.launch.context->url.c_str(), context.where.c_str(), seconds(ready_timeout_),
+                     context.launch.log_path.c_str(), log_tail(context.launch.log_path, 20).c_str());
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    context.phase = Phase::up;
+  }
+  return true;
+}
+
+void Supervisor::failed(Context& context, const std::string& why) {
+  context.last_failure = why;
+  const bool may_restart = context.rule != nullptr &&
+                           context.rule->policy == config::LaunchRestartRule::Policy::on_failure &&
+                           context.restarts < context.rule->max_restarts;
+  if (!may_restart) {
+    std::fprintf(stderr, "daqx-launch: context %s on %s %s; %s; log %s:\n%s", context.launch.context->url.c_str(),
+                 context.where.c_str(), why.c_str(),
+                 context.rule == nullptr || context.rule->policy == config::LaunchRestartRule::Policy::never
+                     ? "its restart policy is never"
+                     : ("it was restarted " + std::to_string(context.restarts) + " times already, the most its rule allows").c_str(),
+                 context.launch.log_path.c_str(), log_tail(context.launch.log_path, 20).c_str());
+    context.phase = Phase::ended;
+    return;
+  }
+  const double delay = std::min(context.rule->max_backoff_seconds,
+                                context.rule->backoff_seconds * std::pow(2.0, static_cast<double>(context.restarts)));
+  std::fprintf(stderr, "daqx-launch: context %s on %s %s; restarting it in %.1f s (restart %u of at most %u); log %s:\n%s",
+               context.launch.context->url.c_str(), context.where.c_str(), why.c_str(), delay, context.restarts + 1,
+               context.rule->max_restarts, context.launch.log_path.c_str(), log_tail(context.launch.log_path, 8).c_str());
+  context.phase = Phase::waiting_restart;
+  context.restart_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(delay));
+}
+
+bool Supervisor::tick() {
+  bool healthy = true;
+  for (Context& context : contexts_) {
+    switch (context.phase) {
+      case Phase::starting:
+      case Phase::up:
+        if (const std::optional<int> status = context.process->poll()) {
+          failed(context, (context.phase == Phase::starting ? "died while starting (" : "died (") + describe_wait_status(*status) + ")");
+        } else if (context.phase == Phase::starting) {
+          if (answers(context)) {
+            std::printf("daqx-launch: %s is back on %s (restart %u)\n", context.launch.context->url.c_str(),
+                        context.where.c_str(), context.restarts);
+            std::fflush(stdout);
+            if (target_ == Target::started || bring_up_(context.launch.context->url, target_)) {
+              context.phase = Phase::up;
+            } else {
+              context.process->kill();
+              failed(context, "could not be brought back into the run");
+            }
+          } else if (Clock::now() - context.since > ready_timeout_) {
+            context.process->kill();
+            failed(context, "did not answer within " + std::to_string(static_cast<int>(seconds(ready_timeout_))) + " s of its restart");
+          }
+        }
+        break;
+      case Phase::waiting_restart:
+        if (Clock::now() >= context.restart_at) {
+          ++context.restarts;
+          try {
+            launch(context);
+          } catch (const LaunchError& error) {
+            failed(context, std::string("cannot be restarted: ") + error.what());
+          }
+        }
+        break;
+      case Phase::ended:
+        break;
+    }
+    if (context.phase == Phase::ended) healthy = false;
+  }
+  return healthy;
+}
+
+bool Supervisor::is_up(const std::string& url) const {
+  for (const Context& context : contexts_)
+    if (context.launch.context->url == url) return context.phase == Phase::up;
+  return false;
+}
+
+bool Supervisor::stop_all(std::chrono::seconds grace) {
+  for (Context& context : contexts_) {
+    context.stopping = true;
+    if (context.process && !context.process->poll()) context.process->request_stop();
+  }
+  const auto deadline = Clock::now() + grace;
+  bool all_clean = true;
+  for (Context& context : contexts_) {
+    if (!context.process) continue;
+    while (!context.process->poll() && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const std::optional<int> status = context.process->poll();
+    if (!status) {
+      std::fprintf(stderr, "daqx-launch: %s on %s did not stop within %lld s: killing it\n", context.launch.context->url.c_str(),
+                   context.where.c_str(), static_cast<long long>(grace.count()));
+      context.process->kill();
+      const auto kill_deadline = Clock::now() + std::chrono::seconds(10);
+      while (!context.process->poll() && Clock::now() < kill_deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      all_clean = false;
+    } else if (!exited_cleanly(*status) && context.phase != Phase::ended && context.phase != Phase::waiting_restart) {
+      std::fprintf(stderr, "daqx-launch: %s on %s ended with %s; log %s:\n%s", context.launch.context->url.c_str(),
+                   context.where.c_str(), describe_wait_status(*status).c_str(), context.launch.log_path.c_str(),
+                   log_tail(context.launch.log_path, 10).c_str());
+      all_clean = false;
+    }
+    context.process.reset();
+  }
+  return all_clean;
+}
+
+std::vector<Supervisor::Summary> Supervisor::summary() const {
+  std::vector<Summary> out;
+  for (const Context& context : contexts_)
+    out.push_back({context.launch.context->url, context.where, context.restarts, context.last_failure});
+  return out;
+}
+
+unsigned Supervisor::total_restarts() const {
+  unsigned total = 0;
+  for (const Context& context : contexts_) total += context.restarts;
+  return total;
+}
+
+}  // namespace daqx::launch

@@ -1,0 +1,86 @@
+// Watches every context the launcher started, whatever engine placed it: notices one that ended without
+// being asked to, restarts it by its restart rule (backoff doubling up to a limit, at most so many times) and
+// brings a restarted one back to where the partition is (configured, connected, enabled in the current run),
+// so that, e.g., the event builder takes a restarted BU back without an operator.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine.hpp"
+
+namespace daqx::launch {
+
+// How far the partition has been driven: what a restarted context is brought back to.
+enum class Target { started, configured, enabled };
+
+class Supervisor {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // `bring_up(url, target)` drives one (re)started context to `target`; false when it could not.
+  using BringUp = std::function<bool(const std::string& url, Target target)>;
+
+  Supervisor(Engine& engine, std::vector<ContextLaunch> contexts, const config::LaunchConfig& rules,
+             std::chrono::milliseconds ready_timeout, BringUp bring_up);
+  ~Supervisor();  // kills what still runs
+
+  // Starts every context and waits until each answers on its control URL; false (with the reason printed,
+  // the host and the tail of the log) when one did not, or when `interrupted()` became true.
+  bool start_all(const std::function<bool()>& interrupted);
+
+  // One round of watching: exits noticed, restarts due started, restarted ones brought up. Returns false
+  // once a context has ended for good without being asked to (no restart rule, or restarts used up).
+  bool tick();
+  void set_target(Target target) { target_ = target; }
+
+  // Whether the context is up and answering (not dead, not between restarts).
+  bool is_up(const std::string& url) const;
+  // Asks every context to stop (the engine's way: SIGTERM, end of the session), waits up to `grace`, then
+  // kills what is left on its host. True when every one ended cleanly (exit code 0).
+  bool stop_all(std::chrono::seconds grace);
+
+  struct Summary {
+    std::string url;
+    std::string where;
+    unsigned restarts = 0;
+    std::string last_failure;  // empty: never failed
+  };
+  std::vector<Summary> summary() const;
+  unsigned total_restarts() const;
+
+ private:
+  enum class Phase { starting, up, waiting_restart, ended };
+  struct Context {
+    ContextLaunch launch;
+    const config::LaunchRestartRule* rule = nullptr;
+    std::unique_ptr<ContextProcess> process;
+    Phase phase = Phase::starting;
+    Clock::time_point since{};
+    Clock::time_point restart_at{};
+    unsigned restarts = 0;
+    bool stopping = false;
+    std::string where;
+    std::string last_failure;
+  };
+
+  void launch(Context& context);
+  bool answers(const Context& context) const;
+  void failed(Context& context, const std::string& why);
+
+  Engine& engine_;
+  std::vector<Context> contexts_;
+  std::chrono::milliseconds ready_timeout_;
+  BringUp bring_up_;
+  Target target_ = Target::started;
+};
+
+// The last `lines` lines of a log file, indented, for a message.
+std::string log_tail(const std::string& path, int lines);
+
+}  // namespace daqx::launch
