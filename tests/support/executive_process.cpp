@@ -128,6 +128,26 @@ HttpReply ExecutiveProcess::transition(std::uint32_t tid, const std::string& com
   return post("/api/applications/" + std::to_string(tid) + "/transition", "{\"command\":\"" + command + "\"}");
 }
 
+namespace {
+
+// A metric of one application's status (GET /api/applications/TID), NaN when absent.
+double metric_in(const HttpReply& reply, const std::string& name) {
+  if (reply.status != 200) return std::nan("");
+  Poco::JSON::Object::Ptr app = Poco::JSON::Parser().parse(reply.body).extract<Poco::JSON::Object::Ptr>();
+  Poco::JSON::Array::Ptr metrics = app->getArray("metrics");
+  for (std::size_t i = 0; metrics && i < metrics->size(); ++i) {
+    Poco::JSON::Object::Ptr m = metrics->getObject(static_cast<unsigned>(i));
+    if (m->getValue<std::string>("name") == name) return m->getValue<double>("value");
+  }
+  return std::nan("");
+}
+
+}  // namespace
+
+double application_metric(const std::string& url, std::uint32_t tid, const std::string& name) {
+  return metric_in(ControlClient(url, std::chrono::seconds(5)).get("/api/applications/" + std::to_string(tid)), name);
+}
+
 Poco::JSON::Object::Ptr ExecutiveProcess::application(std::uint32_t tid) const {
   HttpReply reply = get("/api/applications/" + std::to_string(tid));
   if (reply.status != 200) return nullptr;
@@ -135,14 +155,7 @@ Poco::JSON::Object::Ptr ExecutiveProcess::application(std::uint32_t tid) const {
 }
 
 double ExecutiveProcess::metric(std::uint32_t tid, const std::string& name) const {
-  Poco::JSON::Object::Ptr app = application(tid);
-  if (!app) return std::nan("");
-  Poco::JSON::Array::Ptr metrics = app->getArray("metrics");
-  for (std::size_t i = 0; metrics && i < metrics->size(); ++i) {
-    Poco::JSON::Object::Ptr m = metrics->getObject(static_cast<unsigned>(i));
-    if (m->getValue<std::string>("name") == name) return m->getValue<double>("value");
-  }
-  return std::nan("");
+  return metric_in(get("/api/applications/" + std::to_string(tid)), name);
 }
 
 bool ExecutiveProcess::wait_metric(std::uint32_t tid, const std::string& name, double value,

@@ -30,6 +30,10 @@ std::string scratch_directory();
 // Writes text to scratch/name and returns the path.
 std::string write_file(const std::string& name, const std::string& text);
 
+// A metric value of an application of the executive at `url`, whoever started it (NaN when absent or
+// unreachable).
+double application_metric(const std::string& url, std::uint32_t tid, const std::string& name);
+
 class ExecutiveProcess {
  public:
   // `wrapper` goes before the program, e.g. {"/usr/sbin/ip", "netns", "exec", NAME} to run it in a namespace;

@@ -1,0 +1,84 @@
+#include "launcher_process.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "executive_process.hpp"
+
+namespace daqx::test {
+
+LauncherProcess::LauncherProcess(const std::vector<std::string>& arguments, const std::vector<std::string>& environment) {
+  static int count = 0;
+  output_path_ = scratch_directory() + "/launcher-" + std::to_string(++count) + ".out";
+  const std::string program = tool_program("daqx-launch");
+  std::vector<std::string> argv{program};
+  argv.insert(argv.end(), arguments.begin(), arguments.end());
+  std::vector<char*> args;
+  for (std::string& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  std::vector<std::string> assignments(environment);
+  pid_ = fork();
+  if (pid_ == 0) {
+    setpgid(0, 0);
+    const int fd = open(output_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, STDOUT_FILENO);
+    dup2(fd, STDERR_FILENO);
+    for (std::string& assignment : assignments) putenv(assignment.data());
+    execv(program.c_str(), args.data());
+    _exit(127);
+  }
+}
+
+LauncherProcess::~LauncherProcess() {
+  if (running()) {
+    kill(pid_, SIGKILL);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+  }
+}
+
+bool LauncherProcess::running() {
+  if (status_ || pid_ <= 0) return false;
+  int status = 0;
+  if (waitpid(pid_, &status, WNOHANG) == pid_) status_ = status;
+  return !status_;
+}
+
+std::optional<int> LauncherProcess::wait(std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (running() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (!status_ || !WIFEXITED(*status_)) return std::nullopt;
+  return WEXITSTATUS(*status_);
+}
+
+void LauncherProcess::signal(int number) const {
+  if (!status_ && pid_ > 0) kill(pid_, number);
+}
+
+std::string LauncherProcess::output() const {
+  std::ifstream in(output_path_);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+double LauncherProcess::summary_counter(const std::string& application, const std::string& metric) const {
+  std::istringstream lines(output());
+  double value = -1;
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::string name, counter;
+    double number = 0;
+    if (words >> name >> counter >> number && name == application && counter == metric) value = number;
+  }
+  return value;
+}
+
+}  // namespace daqx::test

@@ -1,0 +1,39 @@
+// daqx-launch run in the background by a test, as a user runs it: its output kept in a file, its end awaited
+// with a bound, and the counters of its end-of-run summary read back.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace daqx::test {
+
+class LauncherProcess {
+ public:
+  // Starts daqx-launch (of the build tree) with `arguments`, `environment` ("NAME=VALUE") added to the test's.
+  explicit LauncherProcess(const std::vector<std::string>& arguments, const std::vector<std::string>& environment = {});
+  ~LauncherProcess();  // kills a launcher still running (SIGKILL), so a failed test leaves no run behind
+  LauncherProcess(const LauncherProcess&) = delete;
+  LauncherProcess& operator=(const LauncherProcess&) = delete;
+
+  // Waits up to `limit` for the launcher to end; its exit code, or nullopt when it is still running (or was
+  // killed by a signal).
+  std::optional<int> wait(std::chrono::milliseconds limit);
+  bool running();
+  void signal(int number) const;
+  std::string output() const;  // everything it printed so far
+
+  // A counter of the summary ("  evb/evm/0 events_assigned   123"): its value, or -1 when not printed
+  // (the launcher prints counters that are not zero).
+  double summary_counter(const std::string& application, const std::string& metric) const;
+
+ private:
+  pid_t pid_ = -1;
+  std::string output_path_;
+  std::optional<int> status_;
+};
+
+}  // namespace daqx::test
