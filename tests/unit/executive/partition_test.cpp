@@ -226,6 +226,30 @@ TEST_CASE("a partition covering every element and attribute is read field by fie
   CHECK(partition.policy[4].allocator == "heap");
   CHECK(partition.policy[4].where.line == line_in(text, "allocator=\"heap\""));
 
+  // <Launch>: read by daqx-launch; host rules and restart rules in file order, first match wins.
+  const LaunchConfig& launch = partition.launch;
+  CHECK(launch.engine == "ssh");
+  REQUIRE(launch.hosts.size() == 2);
+  CHECK(launch.hosts[0].pattern == "node-a");
+  CHECK(launch.hosts[0].ssh_target == "daq@node-a.example");
+  CHECK(launch.hosts[0].prefix == "/opt/daqx");
+  CHECK(launch.hosts[0].work_dir == "/var/tmp/daqx");
+  REQUIRE(launch.hosts[0].environment.size() == 2);
+  CHECK(launch.hosts[0].environment[0] == std::pair<std::string, std::string>{"LD_LIBRARY_PATH", "/opt/daqx/lib"});
+  CHECK(launch.hosts[0].environment[1] == std::pair<std::string, std::string>{"EMPTY", ""});
+  CHECK(launch.hosts[1].executive == "/usr/local/bin/daqx-executive");
+  CHECK(launch.host_rule("node-a") == &launch.hosts[0]);
+  CHECK(launch.host_rule("node-b") == &launch.hosts[1]);
+  CHECK(launch.host_rule("other") == nullptr);
+  REQUIRE(launch.restarts.size() == 2);
+  CHECK(launch.restarts[0].policy == LaunchRestartRule::Policy::on_failure);
+  CHECK(launch.restarts[0].max_restarts == 4);
+  CHECK(launch.restarts[0].backoff_seconds == 0.25);
+  CHECK(launch.restarts[0].max_backoff_seconds == 8);
+  CHECK(launch.restarts[0].where.line == line_in(text, "maxRestarts=\"4\""));
+  CHECK(launch.restart_rule("http://node-b:9002") == &launch.restarts[0]);
+  CHECK(launch.restart_rule("http://node-a:9001")->policy == LaunchRestartRule::Policy::never);
+
   REQUIRE(partition.contexts.size() == 2);
   const ContextConfig& local = partition.contexts[0];
   CHECK(local.url == "http://localhost:9001");
