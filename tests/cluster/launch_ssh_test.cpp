@@ -136,7 +136,7 @@ TEST_CASE("daqx-launch --engine ssh names a host whose sshd is down and fails cl
 }
 
 TEST_CASE("Supervision over ssh: a BU executive killed with SIGKILL is restarted by the launcher and taken back "
-          "into the running event builder; built + lost + incomplete = assigned", "[cluster][ssh][launch][supervision]") {
+          "into the running event builder, and built + lost + incomplete = assigned", "[cluster][ssh][launch][supervision]") {
   skip_test_unless_netns_available();
   skip_test_unless_ssh_available();
   VirtualCluster cluster(kHosts);

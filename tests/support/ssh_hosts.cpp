@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -44,11 +43,6 @@ std::string find_program(const std::string& name) {
     if (access(candidate.c_str(), X_OK) == 0) return candidate;
   }
   return "";
-}
-
-std::string real_path(const std::string& path) {
-  char resolved[PATH_MAX];
-  return realpath(path.c_str(), resolved) != nullptr ? std::string(resolved) : path;
 }
 
 std::string read_all(const std::string& path) {
@@ -102,78 +96,73 @@ void ensure_privilege_separation_directory() {
   }
 }
 
-// Namespace identity as `ip netns identify` compares it: device and inode of the nsfs file.
-struct NamespaceId {
-  dev_t device = 0;
-  ino_t inode = 0;
-  bool operator==(const NamespaceId&) const = default;
-};
-
-bool namespace_of(const std::string& path, NamespaceId& id) {
-  struct stat status {};
-  if (stat(path.c_str(), &status) != 0) return false;
-  id = {status.st_dev, status.st_ino};
-  return true;
-}
-
+// A process as /proc shows it: its parent, and its start time, which tells it from a later process that was
+// given the same pid.
 struct ProcessEntry {
   pid_t parent = 0;
-  bool is_sshd = false;  // the sshd binary, in the namespace asked about
+  unsigned long long start_time = 0;
 };
 
-// Every process of the machine with its parent; sshd processes of the namespace marked.
-std::map<pid_t, ProcessEntry> process_table(const NamespaceId& host_namespace, const std::string& sshd_path) {
+std::map<pid_t, ProcessEntry> process_table() {
   std::map<pid_t, ProcessEntry> table;
   DIR* proc = opendir("/proc");
   if (proc == nullptr) return table;
   while (dirent* entry = readdir(proc)) {
     char* end = nullptr;
-    long value = std::strtol(entry->d_name, &end, 10);
+    const long value = std::strtol(entry->d_name, &end, 10);
     if (end == entry->d_name || *end != '\0' || value <= 0) continue;
-    const pid_t pid = static_cast<pid_t>(value);
-    const std::string base = std::string("/proc/") + entry->d_name;
-    // "PID (COMM) STATE PPID ...": COMM may hold spaces and parentheses, so parse after the last ')'.
-    const std::string stat_text = read_all(base + "/stat");
+    // "PID (COMM) STATE PPID ... STARTTIME ...": COMM may hold spaces and parentheses, so parse after the last
+    // ')'. STARTTIME is field 22, the 20th after COMM.
+    const std::string stat_text = read_all(std::string("/proc/") + entry->d_name + "/stat");
     const std::size_t close = stat_text.rfind(')');
     if (close == std::string::npos) continue;
     std::istringstream fields(stat_text.substr(close + 1));
-    std::string state;
-    long parent = 0;
-    fields >> state >> parent;
+    std::string field;
     ProcessEntry process;
-    process.parent = static_cast<pid_t>(parent);
-    NamespaceId id;
-    if (namespace_of(base + "/ns/net", id) && id == host_namespace) {
-      char exe[PATH_MAX];
-      const ssize_t length = readlink((base + "/exe").c_str(), exe, sizeof exe - 1);
-      process.is_sshd = length > 0 && std::string(exe, static_cast<std::size_t>(length)) == sshd_path;
+    for (int index = 3; index <= 22 && fields >> field; ++index) {
+      if (index == 4) process.parent = static_cast<pid_t>(std::atol(field.c_str()));
+      if (index == 22) process.start_time = std::strtoull(field.c_str(), nullptr, 10);
     }
-    table.emplace(pid, process);
+    table.emplace(static_cast<pid_t>(value), process);
   }
   closedir(proc);
   return table;
 }
 
-// The sshd processes of a namespace (but `excluded`) and all their descendants.
-std::set<pid_t> sshd_trees(const std::string& namespace_name, pid_t excluded) {
-  std::set<pid_t> found;
-  NamespaceId host_namespace;
-  if (!namespace_of("/run/netns/" + namespace_name, host_namespace)) return found;
-  const std::map<pid_t, ProcessEntry> table = process_table(host_namespace, real_path(sshd_program()));
+// The roots still alive (same pid, same start time) and all their descendants.
+std::set<pid_t> process_trees(const std::vector<SshHosts::Tracked>& roots) {
+  const std::map<pid_t, ProcessEntry> table = process_table();
   std::multimap<pid_t, pid_t> children;
+  for (const auto& [pid, process] : table) children.emplace(process.parent, pid);
   std::vector<pid_t> pending;
-  for (const auto& [pid, process] : table) {
-    children.emplace(process.parent, pid);
-    if (process.is_sshd && pid != excluded) pending.push_back(pid);
+  for (const SshHosts::Tracked& root : roots) {
+    auto found = table.find(root.pid);
+    if (found != table.end() && found->second.start_time == root.start_time) pending.push_back(root.pid);
   }
+  std::set<pid_t> tree;
   while (!pending.empty()) {
     const pid_t pid = pending.back();
     pending.pop_back();
-    if (!found.insert(pid).second) continue;
+    if (!tree.insert(pid).second) continue;
     auto [first, last] = children.equal_range(pid);
     for (auto child = first; child != last; ++child) pending.push_back(child->second);
   }
+  return tree;
+}
+
+// The children of `parent` now, as roots to follow.
+std::vector<SshHosts::Tracked> children_of(pid_t parent) {
+  std::vector<SshHosts::Tracked> found;
+  for (const auto& [pid, process] : process_table()) {
+    if (process.parent == parent) found.push_back({pid, process.start_time});
+  }
   return found;
+}
+
+SshHosts::Tracked tracked(pid_t pid) {
+  const std::map<pid_t, ProcessEntry> table = process_table();
+  auto found = table.find(pid);
+  return {pid, found != table.end() ? found->second.start_time : 0};
 }
 
 }  // namespace
@@ -362,6 +351,7 @@ void SshHosts::start_server(int host) {
   }
   close(log_fd);
   server.pid = child;
+  server.listener = tracked(child);
 }
 
 void SshHosts::wait_ready(int host, std::chrono::milliseconds limit) {
@@ -412,7 +402,13 @@ void SshHosts::stop_host(int host) {
   check_host(host);
   Server& server = servers_[static_cast<std::size_t>(host)];
   if (server.pid <= 0) return;
+  // The sessions become orphans (children of init) once the listener is gone: note them now, the listener
+  // stopped so that none is born after the count, to find them later for kill_sessions and the destructor.
+  kill(server.pid, SIGSTOP);
+  const std::vector<Tracked> sessions = children_of(server.pid);
+  server.orphaned_sessions.insert(server.orphaned_sessions.end(), sessions.begin(), sessions.end());
   kill(server.pid, SIGTERM);
+  kill(server.pid, SIGCONT);
   reap(host, stop_grace);
 }
 
@@ -431,21 +427,34 @@ bool SshHosts::running(int host) {
   return server.pid > 0;
 }
 
+std::vector<SshHosts::Tracked> SshHosts::roots(int host, bool listener) const {
+  const Server& server = servers_[static_cast<std::size_t>(host)];
+  std::vector<Tracked> found = server.orphaned_sessions;
+  if (server.pid > 0) {
+    if (listener) {
+      found.push_back(server.listener);
+    } else {
+      const std::vector<Tracked> sessions = children_of(server.pid);
+      found.insert(found.end(), sessions.begin(), sessions.end());
+    }
+  }
+  return found;
+}
+
 std::vector<pid_t> SshHosts::processes(int host) const {
   check_host(host);
-  const std::set<pid_t> tree = sshd_trees(cluster_.namespace_name(host), -1);
+  const std::set<pid_t> tree = process_trees(roots(host, true));
   return {tree.begin(), tree.end()};
 }
 
 void SshHosts::kill_sessions(int host, bool listener) {
   check_host(host);
-  const pid_t spared = listener ? -1 : servers_[static_cast<std::size_t>(host)].pid;
   // Stopped before killed, round after round until a scan finds nothing new: a stopped process cannot fork,
   // so no child is born between the scan that would have found it and the kill.
   std::set<pid_t> stopped;
   for (int round = 0; round < 100; ++round) {
     bool found_new = false;
-    for (pid_t pid : sshd_trees(cluster_.namespace_name(host), spared)) {
+    for (pid_t pid : process_trees(roots(host, listener))) {
       if (stopped.insert(pid).second) {
         kill(pid, SIGSTOP);
         found_new = true;
@@ -454,6 +463,7 @@ void SshHosts::kill_sessions(int host, bool listener) {
     if (!found_new) break;
   }
   for (pid_t pid : stopped) kill(pid, SIGKILL);
+  servers_[static_cast<std::size_t>(host)].orphaned_sessions.clear();
   if (listener) reap(host, stop_grace);
 }
 

@@ -37,7 +37,10 @@ void skip_test_unless_ssh_available();
 //   ssh_config         for `ssh -F`: root, that key, batch mode, known_hosts, short timeouts, keep-alives
 //   sshd-hN.conf, sshd-hN.log, sshd-hN.pid   host N's server
 // Nothing outside that directory is read or written, except that sshd needs its privilege-separation directory
-// /run/sshd, created (root, 0755) when missing.
+// /run/sshd, created (root, 0755) when missing. The servers run without PAM (nothing of /etc/pam.d involved),
+// unless root's account is locked with '!', which sshd without PAM refuses even for keys: then with PAM.
+// Remote commands run as `bash -c COMMAND` (root's shell), which reads /root/.bashrc: Debian's bash does when
+// started by sshd, so what that file puts in PATH or prints reaches every remote command.
 class SshHosts {
  public:
   // Starts every host's sshd and waits until `ssh -F client_config_path() ADDRESS true` works for each; throws
@@ -64,21 +67,33 @@ class SshHosts {
   void start_host(int host, std::chrono::milliseconds ready_limit = std::chrono::seconds(60));
   bool running(int host);
 
-  // The sshd processes of host's namespace (listener and sessions) and everything they run.
+  // The processes of host's sshd: the listener, its sessions (those stop_host left running too) and everything
+  // they run. Not what escaped from a session (a daemon, a command left behind by a session that ended): the
+  // cluster kills that when it is removed.
   std::vector<pid_t> processes(int host) const;
   // Kills host's sessions and what they run (SIGKILL, the tree frozen first so nothing escapes by forking),
-  // the listener too when `listener` is true.
+  // the listener too when `listener` is true. Only this object's: another SshHosts on the cluster is spared.
   void kill_sessions(int host, bool listener = false);
+
+  // A process followed by pid and start time, so that a pid given to a newer process is not taken for it.
+  struct Tracked {
+    pid_t pid = -1;
+    unsigned long long start_time = 0;
+  };
 
   // The last `lines` lines of host's sshd log (LogLevel VERBOSE: connections, keys accepted, sessions).
   std::string log_tail(int host, std::size_t lines = 20) const;
 
  private:
   struct Server {
-    pid_t pid = -1;  // the listener: `ip netns exec` execs sshd in place
+    pid_t pid = -1;  // the listener, our child: `ip netns exec` execs sshd in place
+    Tracked listener;
+    std::vector<Tracked> orphaned_sessions;  // sessions of a listener stop_host ended
     std::string config;
     std::string log;
   };
+
+  std::vector<Tracked> roots(int host, bool listener) const;  // what processes/kill_sessions follow down
 
   void check_host(int host) const;
   void start_server(int host);
