@@ -905,7 +905,7 @@ TEST_CASE("GET /api/applications lists every application with its parameters and
   CHECK(applications[0]["metrics"][2]["labels"]["peer"].string == "host \"a\"\\b\nc");
 }
 
-TEST_CASE("GET /api/applications/<tid> answers one application; 404 when unknown, 400 when not a number", "[http]") {
+TEST_CASE("GET /api/applications/<tid> answers one application, 404 when unknown, 400 when not a number", "[http]") {
   ServedExecutive served;
   const HttpAnswer one = get(served.port(), "/api/applications/3");
   REQUIRE(one.status == 200);

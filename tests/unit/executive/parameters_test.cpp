@@ -154,7 +154,7 @@ TEST_CASE("a parameter set finds a declaration by name", "[parameters]") {
   CHECK(params.spec("nothing") == nullptr);
 }
 
-TEST_CASE("setting a valid value changes it; an invalid one is refused with the reason and changes nothing",
+TEST_CASE("setting a valid value changes it, an invalid one is refused with the reason and changes nothing",
           "[parameters]") {
   ParamSet params = sender_params();
   CHECK(params.set("frameSize", "8192").empty());
@@ -196,7 +196,7 @@ TEST_CASE("reading a value as a type it is not throws invalid_argument", "[param
   CHECK(params.real("frameSize") == Approx(4096));
 }
 
-TEST_CASE("a list splits on commas and trims blanks; an empty text is an empty list", "[parameters]") {
+TEST_CASE("a list splits on commas and trims blanks, an empty text is an empty list", "[parameters]") {
   ParamSet params = sender_params();
   CHECK(params.set("paths", " /a , /b/c,d ").empty());
   CHECK(params.list("paths") == std::vector<std::string>{"/a", "/b/c", "d"});

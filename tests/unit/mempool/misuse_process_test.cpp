@@ -17,7 +17,7 @@ ProcessResult misuse(const std::string& which) {
 
 }  // namespace
 
-TEST_CASE("a double release is reported; checked builds abort on it", "[misuse][process]") {
+TEST_CASE("a double release is reported, checked builds abort on it", "[misuse][process]") {
   ProcessResult result = misuse("double-release");
   INFO(result.output);
   CHECK_THAT(result.output, Catch::Contains("double release") && Catch::Contains("released twice"));
@@ -28,7 +28,7 @@ TEST_CASE("a double release is reported; checked builds abort on it", "[misuse][
   }
 }
 
-TEST_CASE("a leak is reported when the pool goes away; checked builds abort on it", "[misuse][process]") {
+TEST_CASE("a leak is reported when the pool goes away, checked builds abort on it", "[misuse][process]") {
   ProcessResult result = misuse("leak");
   INFO(result.output);
   CHECK_THAT(result.output, Catch::Contains("leak") && Catch::Contains("still in use"));

@@ -24,7 +24,7 @@ Pool make_pool(std::size_t blocks = 8) {
 
 }  // namespace
 
-TEST_CASE("moving a Ref moves ownership; destroying the owner returns the block", "[ref]") {
+TEST_CASE("moving a Ref moves ownership, destroying the owner returns the block", "[ref]") {
   Pool pool = make_pool();
   Ref a = pool.allocate(100);
   std::byte* where = a.data();
