@@ -115,7 +115,8 @@ TEST_CASE("with DAQX_LOG_FORMAT=json every line is one JSON object with time, le
   }
 }
 
-TEST_CASE("--log-level warning drops the info lines, and an unknown level or format is a usage error",
+TEST_CASE("the level filter (--log-level warning) drops the info lines, and an unknown level or format is a "
+          "usage error",
           "[logs][process]") {
   const std::uint16_t port = free_port();
   const std::string url = context_url(port);
