@@ -411,7 +411,7 @@ State ApplicationHost::state() const {
   return state_;
 }
 
-TransitionResult ApplicationHost::run(Command command) {
+TransitionResult ApplicationHost::run(Command command, std::uint64_t run) {
   TransitionResult result;
   State from = state();
   std::optional<State> to = next_state(from, command);
@@ -422,6 +422,7 @@ TransitionResult ApplicationHost::run(Command command) {
     result.states.emplace_back(tid(), from);
     return result;
   }
+  if (command == Command::enable) run_.store(run, std::memory_order_release);
   try {
     switch (command) {
       case Command::configure:
@@ -449,6 +450,8 @@ TransitionResult ApplicationHost::run(Command command) {
       state_ = *to;
       if (*to == State::halted) reason_.clear();
     }
+    // Stop and halt end the run once their hooks are done with it; a failed enable never started one.
+    if (state_ == State::configured || state_ == State::halted) run_.store(0, std::memory_order_release);
     result.ok = state_ != State::failed;
     if (!result.ok) {
       result.http_status = 500;
@@ -470,6 +473,7 @@ ApplicationStatus ApplicationHost::status() const {
     s.state = state_;
     s.reason = reason_;
   }
+  s.run = run_number();
   for (const ParamSpec& spec : params_.specs())
     s.params.push_back(ParamView{spec.name, std::string(to_string(spec.type)), params_.text(spec.name),
                                  spec.default_value, spec.unit, spec.help});

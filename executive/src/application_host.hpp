@@ -53,14 +53,16 @@ class ApplicationHost final : public ApplicationContext {
   std::vector<ApplicationInfo> applications() const override;
   void fail(const std::string& reason) override;
   void log(LogLevel level, const std::string& message) override;
+  std::uint64_t run_number() const noexcept override { return run_.load(std::memory_order_acquire); }
 
   // Executive side.
   // Queues a frame for this application: ok, or would_block with the frame given back in `data`.
   SendStatus enqueue(const FrameHeader& header, mem::Ref& data, ApplicationHost* waiting_sender) noexcept;
   // A transport or another application can take frames again: run our on_send_ready callback.
   void notify_send_ready() noexcept;
-  // Runs a state machine command; the hook runs on the calling (control) thread.
-  TransitionResult run(Command command);
+  // Runs a state machine command; the hook runs on the calling (control) thread. `run` is the run an enable
+  // starts (run_number() from before the hook on); stop and halt end it once their hook has returned.
+  TransitionResult run(Command command, std::uint64_t run = 0);
   State state() const;
   ApplicationStatus status() const;
   // Remembers that a transport peer said would_block to us, so send_ready(peer) reaches us.
@@ -133,6 +135,7 @@ class ApplicationHost final : public ApplicationContext {
   mutable std::mutex state_mutex_;
   State state_ = State::halted;
   std::string reason_;
+  std::atomic<std::uint64_t> run_{0};  // read by the application's threads without the state lock
 
   void read_transport_mode();
   std::atomic<std::uint8_t> mode_flags_{0};  // frame_flags::send_now or coalesce, from transportMode

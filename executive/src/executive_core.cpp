@@ -293,7 +293,44 @@ std::optional<ApplicationStatus> ExecutiveCore::application(Tid tid) const {
 }
 
 TransitionResult ExecutiveCore::transition(std::optional<Tid> tid, Command command) {
+  return run_transition(tid, command, 0);
+}
+
+// One run at a time per executive: an enable joins the run that is on (when it names none, or the same one)
+// and is refused when it names another, so every Enabled application and every log line agree on the run.
+TransitionResult ExecutiveCore::run_transition(std::optional<Tid> tid, Command command, std::uint64_t run) {
   std::lock_guard lock(control_mutex_);
+  if (command == Command::enable) {
+    const std::uint64_t on = run_.load(std::memory_order_relaxed);
+    if (run != 0 && on != 0 && run != on) {
+      TransitionResult refused;
+      refused.http_status = 409;
+      refused.message = "nothing done: run " + std::to_string(on) + " is on in context " + context_->url +
+                        ": stop it before enabling run " + std::to_string(run);
+      return refused;
+    }
+    if (run == 0) run = on;
+    // Lines logged by the enable hooks already belong to the run.
+    if (run != 0) set_log_run(run);
+  } else {
+    run = 0;
+  }
+  TransitionResult result = transition_locked(tid, command, run);
+  update_run();
+  if (result.ok && command == Command::enable)
+    daqx::log(LogLevel::info, "executive", run != 0 ? "run " + std::to_string(run) + " enabled" : "enabled without a run number");
+  return result;
+}
+
+void ExecutiveCore::update_run() {
+  std::uint64_t run = 0;
+  for (const auto& host : hosts_)
+    if (host->state() == State::enabled && host->run_number() != 0) run = host->run_number();
+  run_.store(run, std::memory_order_relaxed);
+  set_log_run(run);
+}
+
+TransitionResult ExecutiveCore::transition_locked(std::optional<Tid> tid, Command command, std::uint64_t run) {
   if (tid) {
     ApplicationHost* host = local_application(*tid);
     if (host == nullptr) {
@@ -302,7 +339,7 @@ TransitionResult ExecutiveCore::transition(std::optional<Tid> tid, Command comma
       result.message = "no application " + std::to_string(*tid) + " in context " + context_->url;
       return result;
     }
-    return host->run(command);
+    return host->run(command, run);
   }
   // The whole context: receivers (earlier in the partition) get ready before senders start, and senders
   // stop before receivers.
@@ -329,7 +366,7 @@ TransitionResult ExecutiveCore::transition(std::optional<Tid> tid, Command comma
   all.ok = true;
   std::vector<std::string> messages;
   for (ApplicationHost* host : order) {
-    TransitionResult one = host->run(command);
+    TransitionResult one = host->run(command, run);
     all.states.insert(all.states.end(), one.states.begin(), one.states.end());
     if (!one.ok) {
       all.ok = false;

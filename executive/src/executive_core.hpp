@@ -101,6 +101,8 @@ class ExecutiveCore final : public ControlModel {
   std::vector<ApplicationStatus> applications() const override;
   std::optional<ApplicationStatus> application(Tid tid) const override;
   TransitionResult transition(std::optional<Tid> tid, Command command) override;
+  TransitionResult run_transition(std::optional<Tid> tid, Command command, std::uint64_t run) override;
+  std::uint64_t run_number() const override { return run_.load(std::memory_order_relaxed); }
   std::string set_parameter(Tid tid, const std::string& name, const std::string& value) override;
   std::vector<PoolStatus> pools() const override;
   std::vector<ThreadStatus> threads() const override { return threads_.list(); }
@@ -112,6 +114,8 @@ class ExecutiveCore final : public ControlModel {
   void make_transports();
   void make_applications(std::size_t inbox_capacity);
   void make_routes();
+  TransitionResult transition_locked(std::optional<Tid> tid, Command command, std::uint64_t run);
+  void update_run();  // after a transition: the run of the Enabled applications, or 0
 
   config::Partition partition_;
   const config::ContextConfig* context_ = nullptr;
@@ -132,6 +136,7 @@ class ExecutiveCore final : public ControlModel {
   std::atomic<std::uint64_t> bad_frames_{0};
   std::atomic<std::uint64_t> frames_from_transports_{0};
   std::atomic<bool> all_inline_{false};
+  std::atomic<std::uint64_t> run_{0};  // the run the Enabled applications are in; 0: none
 };
 
 }  // namespace daqx::detail

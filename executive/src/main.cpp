@@ -5,7 +5,9 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <exception>
 #include <string>
 #include <thread>
@@ -14,6 +16,8 @@
 #include "daqx/executive/control_server.hpp"
 #include "daqx/executive/executive.hpp"
 #include "daqx/executive/partition.hpp"
+#include "daqx/services/log.hpp"
+#include "daqx/services/log_writer.hpp"
 
 namespace {
 
@@ -23,6 +27,7 @@ constexpr int kExitRuntime = 1;
 void usage(FILE* out) {
   std::fprintf(out,
                "usage: daqx-executive --config PARTITION.xml --context http://HOST:PORT [--inbox FRAMES]\n"
+               "                      [--log-level LEVEL] [--log-format FORMAT]\n"
                "       daqx-executive --list-params MODULE\n"
                "       daqx-executive --capabilities MODULE [NAME=VALUE ...]\n"
                "  -c, --config FILE      the partition (XML)\n"
@@ -30,6 +35,9 @@ void usage(FILE* out) {
                "      --inbox FRAMES     frames each application may have queued (power of two, default 4096)\n"
                "      --stop-on-stdin-eof  shut down (as on SIGTERM) when standard input ends: a launcher holds it open,\n"
                "                         so its end, or the end of the ssh session carrying it, stops this executive\n"
+               "      --log-level L      debug, info (default), warning or error: lines below it are dropped\n"
+               "                         (or the environment's DAQX_LOG_LEVEL)\n"
+               "      --log-format F     text (default) or json, one object per line (or DAQX_LOG_FORMAT)\n"
                "      --list-params M    print every parameter of module M (name, type, default, unit, help)\n"
                "      --capabilities M   print, as JSON, what each transport of module M offers with the parameters\n"
                "                         given after it (NAME=VALUE), or with its defaults\n"
@@ -50,6 +58,27 @@ void stop_when_stdin_ends() {
   }).detach();
 }
 
+// A log option from the command line, else from the environment (how daqx-launch passes it on), else the
+// default; a value that is not one of the names is a usage error.
+template <typename Value, typename Parse>
+Value log_option(const std::string& given, const char* option, const char* variable, Parse parse, Value fallback) {
+  std::string text = given;
+  std::string source = option;
+  if (text.empty()) {
+    const char* environment = std::getenv(variable);
+    if (environment == nullptr || *environment == '\0') return fallback;
+    text = environment;
+    source = variable;
+  }
+  const std::optional<Value> parsed = parse(text);
+  if (!parsed) {
+    std::fprintf(stderr, "daqx-executive: %s: unknown value '%s'\n", source.c_str(), text.c_str());
+    usage(stderr);
+    std::exit(kExitConfig);
+  }
+  return *parsed;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -60,6 +89,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> capabilities_params;
   std::size_t inbox = 4096;
   bool stop_on_stdin_eof = false;
+  std::string log_level_text;
+  std::string log_format_text;
   std::vector<std::string> args(argv + 1, argv + argc);
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -78,6 +109,10 @@ int main(int argc, char** argv) {
       inbox = std::strtoul(value().c_str(), nullptr, 10);
     } else if (a == "--stop-on-stdin-eof") {
       stop_on_stdin_eof = true;
+    } else if (a == "--log-level") {
+      log_level_text = value();
+    } else if (a == "--log-format") {
+      log_format_text = value();
     } else if (a == "--list-params") {
       list_module = value();
     } else if (a == "--capabilities") {
@@ -115,6 +150,16 @@ int main(int argc, char** argv) {
     usage(stderr);
     return kExitConfig;
   }
+  const auto level = log_option(log_level_text, "--log-level", "DAQX_LOG_LEVEL",
+                                [](std::string_view t) { return daqx::log_level_from_string(t); },
+                                daqx::LogLevel::info);
+  const auto format = log_option(log_format_text, "--log-format", "DAQX_LOG_FORMAT",
+                                 [](std::string_view t) { return daqx::log_format_from_string(t); },
+                                 daqx::LogFormat::text);
+  // From here on every line this process prints is a log line: time, level, context, component.
+  daqx::set_log_level(level);
+  daqx::set_log_sink(daqx::make_log_writer(STDERR_FILENO, context_url, format));
+  const auto say = [](daqx::LogLevel l, const std::string& message) { daqx::log(l, "executive", message); };
 
   // Block the stop signals in every thread; main waits for them with sigwait.
   sigset_t stop_signals;
@@ -133,21 +178,19 @@ int main(int argc, char** argv) {
     daqx::Executive executive(std::move(partition), context_url, inbox);
     daqx::ControlServer server(executive.control(), host, port);
     server.start();
-    std::printf("daqx-executive: %s ready (pid %d), control on port %u\n", context_url.c_str(),
-                static_cast<int>(getpid()), server.port());
-    std::fflush(stdout);
+    say(daqx::LogLevel::info, "ready (pid " + std::to_string(getpid()) + "), control on port " +
+                                  std::to_string(server.port()));
     int received = 0;
     sigwait(&stop_signals, &received);
-    std::printf("daqx-executive: %s stopping (%s)\n", context_url.c_str(), strsignal(received));
-    std::fflush(stdout);
+    say(daqx::LogLevel::info, std::string("stopping (") + strsignal(received) + ")");
     executive.shutdown();
     server.stop();
     return 0;
   } catch (const daqx::config::ConfigError& e) {
-    for (const std::string& m : e.messages()) std::fprintf(stderr, "%s\n", m.c_str());
+    for (const std::string& m : e.messages()) say(daqx::LogLevel::error, m);
     return kExitConfig;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "daqx-executive: %s\n", e.what());
+    say(daqx::LogLevel::error, e.what());
     return kExitRuntime;
   }
 }

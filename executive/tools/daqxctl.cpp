@@ -19,6 +19,7 @@
 
 #include "daqx/executive/control_client.hpp"
 #include "daqx/executive/partition.hpp"
+#include "daqx/executive/run_number.hpp"
 
 namespace {
 
@@ -34,7 +35,8 @@ constexpr const char* kUsageText =
     "commands:\n"
     "  status          state of every application: context, tid, class, instance, state, reason\n"
     "  configure       Halted -> Configured, context by context in partition order\n"
-    "  enable          Configured -> Enabled, in partition order (receivers are ready before senders start)\n"
+    "  enable          Configured -> Enabled, in partition order (receivers are ready before senders start),\n"
+    "                  in run --run N, or in the next run of --run-file PATH (default: $DAQX_RUN_FILE)\n"
     "  stop            Enabled -> Configured, in reverse partition order (senders stop first)\n"
     "  halt            -> Halted (also from Failed), in reverse partition order\n"
     "  params          parameters of every application (or of --app)\n"
@@ -52,6 +54,8 @@ struct Options {
   double timeout_seconds = 30;  // configure may allocate and register large pools: give it time
   std::string command;
   std::string argument;  // NAME=VALUE for set
+  std::optional<std::uint64_t> run;  // enable: the run given
+  std::string run_file;              // enable: where to allocate the run from
 };
 
 struct UsageError {
@@ -126,6 +130,18 @@ Options parse_options(int argc, char** argv) {
       if (used != text.size() || !(options.timeout_seconds > 0) || !std::isfinite(options.timeout_seconds)) {
         throw UsageError{"--timeout needs a positive number of seconds, not '" + text + "'"};
       }
+    } else if (arg == "--run") {
+      const std::string text = take_value();
+      std::uint64_t run = 0;
+      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), run);
+      if (error != std::errc() || end != text.data() + text.size() || run == 0 || run > daqx::kMaxRunNumber) {
+        throw UsageError{"--run needs a run number from 1 to " + std::to_string(daqx::kMaxRunNumber) + ", not '" +
+                         text + "'"};
+      }
+      options.run = run;
+    } else if (arg == "--run-file") {
+      options.run_file = take_value();
+      if (options.run_file.empty()) throw UsageError{"--run-file needs a path"};
     } else if (arg.starts_with("--")) {
       throw UsageError{"unknown option " + arg};
     } else {
@@ -147,6 +163,13 @@ Options parse_options(int argc, char** argv) {
     options.argument = positional[1];
   } else if (positional.size() > 1) {
     throw UsageError{"unexpected argument '" + positional[1] + "'"};
+  }
+  if ((options.run || !options.run_file.empty()) && options.command != "enable") {
+    throw UsageError{"--run and --run-file go with enable"};
+  }
+  if (options.run && !options.run_file.empty()) throw UsageError{"give either --run or --run-file"};
+  if (options.command == "enable" && !options.run && options.run_file.empty()) {
+    if (const char* run_file = std::getenv("DAQX_RUN_FILE"); run_file != nullptr) options.run_file = run_file;
   }
   if (options.config.empty() == options.url.empty()) throw UsageError{"give either --config or --url"};
   if (!options.url.empty() && !options.context.empty()) throw UsageError{"--context goes with --config, not --url"};
@@ -316,7 +339,17 @@ int transition(std::vector<std::string> urls, const Options& options) {
   if (bringing_down) std::reverse(urls.begin(), urls.end());
   const std::string path = options.app ? "/api/applications/" + std::to_string(*options.app) + "/transition"
                                        : std::string("/api/transition");
-  const std::string body = R"({"command":")" + options.command + R"("})";
+  std::string body = R"({"command":")" + options.command + R"(")";
+  if (options.command == "enable") {
+    // One number for every context, allocated once the partition is known to be readable.
+    std::uint64_t run = options.run.value_or(0);
+    if (!options.run_file.empty()) run = daqx::RunNumberFile(options.run_file).next();
+    if (run != 0) {
+      body += R"(,"run":)" + std::to_string(run);
+      std::cout << "run " << run << (options.run_file.empty() ? "" : " (from " + options.run_file + ")") << "\n";
+    }
+  }
+  body += "}";
   int exit_code = kSuccess;
   for (const std::string& url : urls) {
     try {

@@ -121,7 +121,8 @@ void BU::enable() {
     request(true);
   });
   if (config_.output == OutputKind::file)
-    output_worker_ = context().start_worker("output", [this](std::stop_token stop) { output_loop(stop); });
+    output_worker_ = context().start_worker("output", [this, run_number = context().run_number()](
+                                                          std::stop_token stop) { output_loop(stop, run_number); });
   ticker_.start(context(), seconds(std::min(0.01, config_.request_interval / 2)), [this] { tick(); });
 }
 
@@ -534,7 +535,7 @@ void BU::publish() {
 
 // ---- file output ---------------------------------------------------------------------------------------------
 
-void BU::output_loop(std::stop_token stop) {
+void BU::output_loop(std::stop_token stop, std::uint64_t run_number) {
   std::unique_ptr<FileWriter> writer;  // one per run: the run is in the file names
   std::uint32_t writer_run = 0;
   std::vector<EventRecordView::Fragment> fragments;
@@ -555,7 +556,7 @@ void BU::output_loop(std::stop_token stop) {
         writer.reset();
       }
       if (!writer) {
-        writer = std::make_unique<FileWriter>(config_.files, s.run, context().tid());
+        writer = std::make_unique<FileWriter>(config_.files, s.run, context().tid(), run_number);
         writer_run = s.run;
       }
       write_slot(*writer, s, fragments, spans);

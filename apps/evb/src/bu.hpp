@@ -99,7 +99,7 @@ class BU final : public Application {
   int contributor_index(Tid tid) const noexcept;
 
   // Output worker (file output).
-  void output_loop(std::stop_token stop);
+  void output_loop(std::stop_token stop, std::uint64_t run_number);  // run_number: the operator's, for file headers
   void write_slot(FileWriter& writer, const Slot& slot, std::vector<EventRecordView::Fragment>& fragments,
                   std::vector<std::span<const std::byte>>& spans);
   void stop_output();

@@ -115,8 +115,8 @@ struct FileWriter::Impl {
   std::chrono::steady_clock::time_point paced_until{};
 };
 
-FileWriter::FileWriter(FileOutputConfig config, std::uint32_t run, std::uint32_t builder)
-    : config_(std::move(config)), run_(run), builder_(builder), impl_(std::make_unique<Impl>()) {
+FileWriter::FileWriter(FileOutputConfig config, std::uint32_t run, std::uint32_t builder, std::uint64_t run_number)
+    : config_(std::move(config)), run_(run), builder_(builder), run_number_(run_number), impl_(std::make_unique<Impl>()) {
   if (config_.directory.empty()) config_.directory.push_back('.');  // the working directory
 }
 
@@ -268,6 +268,7 @@ void FileWriter::open_next() {
   put32(&header[20], builder_);
   put64(&header[24], now_ns());
   put32(&header[32], impl.next_sequence);
+  put64(&header[40], run_number_);
   ++impl.next_sequence;
   iovec iov{header, sizeof header};
   pace(sizeof header);
@@ -368,11 +369,13 @@ void parse_event_file(EventFile& file) {
   file.builder = get32(&data[20]);
   file.created_ns = get64(&data[24]);
   file.sequence = get32(&data[32]);
-  if (file.version != kEventFileVersion) {
+  if (file.version < kOldestEventFileVersion || file.version > kEventFileVersion) {
     file.problem = concatenate({"format version ", std::to_string(file.version), " (this reader knows ",
-                                std::to_string(kEventFileVersion), ")"});
+                                std::to_string(kOldestEventFileVersion), " to ", std::to_string(kEventFileVersion),
+                                ")"});
     return;
   }
+  if (file.version >= 2) file.run_number = get64(&data[40]);  // reserved, zero, in version 1
   if (header_bytes < kFileHeaderBytes || header_bytes > size) {
     file.problem = concatenate({"file header claims ", std::to_string(header_bytes), " bytes"});
     return;

@@ -42,7 +42,9 @@ class FileWriter {
  public:
   // Files are named run<RUN 6 digits>_bu<BU TID>_<SEQUENCE 4 digits>.daqx, written as NAME.open and renamed
   // when closed, so a reader never sees a file being written under its final name.
-  FileWriter(FileOutputConfig config, std::uint32_t run, std::uint32_t builder);
+  // `run` is the event builder's run (the EvM's, in every record); `run_number` the operator's run the BU was
+  // enabled in (ApplicationContext::run_number(), 0: none), written in each file's header.
+  FileWriter(FileOutputConfig config, std::uint32_t run, std::uint32_t builder, std::uint64_t run_number = 0);
   ~FileWriter();  // closes the current file
   FileWriter(const FileWriter&) = delete;
   FileWriter& operator=(const FileWriter&) = delete;
@@ -61,6 +63,7 @@ class FileWriter {
   FileOutputConfig config_;
   std::uint32_t run_ = 0;
   std::uint32_t builder_ = 0;
+  std::uint64_t run_number_ = 0;
   FileOutputStats stats_;
   std::unique_ptr<Impl> impl_;
 };
@@ -68,7 +71,9 @@ class FileWriter {
 // ---- the file format (docs/evb-files.md), little-endian ------------------------------------------------
 
 inline constexpr char kEventFileMagic[8] = {'D', 'A', 'Q', 'X', 'E', 'V', 'B', '1'};
-inline constexpr std::uint32_t kEventFileVersion = 1;
+// 2 added the run number at offset 40 of the header; files of version 1 still read (run number 0).
+inline constexpr std::uint32_t kEventFileVersion = 2;
+inline constexpr std::uint32_t kOldestEventFileVersion = 1;
 inline constexpr std::size_t kFileHeaderBytes = 64;
 inline constexpr std::uint32_t kEventRecordMagic = 0x544E5645;    // "EVNT" in the file
 inline constexpr std::uint32_t kTrailerRecordMagic = 0x524C5254;  // "TRLR" in the file
@@ -114,6 +119,7 @@ struct EventFile {
   std::uint32_t builder = 0;
   std::uint32_t sequence = 0;
   std::uint64_t created_ns = 0;  // since the epoch
+  std::uint64_t run_number = 0;  // the operator's run (version 2 on); 0: none given, or a version 1 file
   std::vector<EventFileRecord> records;
   bool has_trailer = false;  // false: the file was not closed cleanly (or is still being written)
   EventFileTrailer trailer;

@@ -159,6 +159,73 @@ TEST_CASE("the file header names the format, the run, the builder, the sequence 
   CHECK(created <= std::chrono::system_clock::now() + std::chrono::seconds(1));
 }
 
+TEST_CASE("the file header carries the operator's run number at offset 40, and 0 when the run had none",
+          "[file_output]") {
+  TempDir dir;
+  {
+    FileWriter numbered(config_for(dir.path()), 3, 7, 9007199254740991ull);
+    OwnedEvent event(3, 1, 0, {100}, 100);
+    numbered.write(event.view);
+    FileWriter unnumbered(config_for(dir.path()), 4, 7);
+    OwnedEvent other(4, 1, 0, {100}, 100);
+    unnumbered.write(other.view);
+  }
+  const auto file = read_event_file(dir / event_file_name(3, 7, 0));
+  REQUIRE(file.ok());
+  CHECK(file.version == 2);
+  CHECK(file.run_number == 9007199254740991ull);
+  for (int i = 0; i < 8; ++i)  // little-endian, as every field
+    CHECK(std::to_integer<int>(file.data[40 + i]) == (i < 6 ? 0xff : i == 6 ? 0x1f : 0));
+  const auto without = read_event_file(dir / event_file_name(4, 7, 0));
+  REQUIRE(without.ok());
+  CHECK(without.run_number == 0);
+}
+
+TEST_CASE("a version 1 file still reads, with run number 0", "[file_output]") {
+  TempDir dir;
+  {
+    FileWriter writer(config_for(dir.path()), 8, 2, 77);
+    OwnedEvent event(8, 1, 0, {64}, 64);
+    writer.write(event.view);
+  }
+  const fs::path path = dir / event_file_name(8, 2, 0);
+  {
+    // What a version 1 writer left: version 1 and the run number's bytes reserved, zero.
+    std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+    const char version[4] = {1, 0, 0, 0};
+    const char zeros[8] = {};
+    file.seekp(8);
+    file.write(version, 4);
+    file.seekp(40);
+    file.write(zeros, 8);
+  }
+  const auto file = read_event_file(path);
+  INFO(file.problem);
+  REQUIRE(file.ok());
+  CHECK(file.version == 1);
+  CHECK(file.run_number == 0);
+  CHECK(file.records.size() == 1);
+}
+
+TEST_CASE("a file of a version newer than the reader's is refused, naming the versions it knows",
+          "[file_output]") {
+  TempDir dir;
+  {
+    FileWriter writer(config_for(dir.path()), 8, 2);
+    OwnedEvent event(8, 1, 0, {64}, 64);
+    writer.write(event.view);
+  }
+  const fs::path path = dir / event_file_name(8, 2, 0);
+  {
+    std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+    const char version[4] = {3, 0, 0, 0};
+    file.seekp(8);
+    file.write(version, 4);
+  }
+  const auto file = read_event_file(path);
+  CHECK_THAT(file.problem, Catch::Contains("format version 3") && Catch::Contains("1 to 2"));
+}
+
 TEST_CASE("a record is its header, a fragment table and each fragment padded to 8 bytes, little-endian",
           "[file_output]") {
   TempDir dir;

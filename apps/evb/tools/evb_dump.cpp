@@ -79,8 +79,9 @@ bool dump(const std::string& path, const Options& options) {
 
   std::printf("%s\n", path.c_str());
   if (file.version != 0) {
-    std::printf("  run %u, builder %u, sequence %u, format %u, created %s", file.run, file.builder, file.sequence,
-                file.version, utc_time(file.created_ns).c_str());
+    std::printf("  run %u, builder %u, sequence %u, format %u, run number %llu, created %s", file.run, file.builder,
+                file.sequence, file.version, static_cast<unsigned long long>(file.run_number),
+                utc_time(file.created_ns).c_str());
     if (file.has_trailer) std::printf(", closed %s", utc_time(file.trailer.closed_ns).c_str());
     std::printf("\n");
   }

@@ -62,12 +62,14 @@ std::string json_pools(const std::vector<PoolStatus>& pools);
 std::string json_capabilities(const std::vector<std::pair<std::string, TransportCapabilities>>& transports);
 std::string json_threads(const std::vector<ThreadStatus>& threads);
 std::string json_transports(const std::vector<TransportStatus>& transports);
-std::string json_executive(const std::string& partition, const std::string& context,
+std::string json_executive(const std::string& partition, const std::string& context, std::uint64_t run,
                            const std::vector<Metric>& metrics);
 std::string json_connect_result(const ConnectResult& result);
 
 // Bodies of the POST routes. Each returns the reason when the body is not what the route takes, else empty.
-std::string parse_transition_body(const std::string& body, std::optional<Command>& command);
+// {"command":"enable","run":1234}: "run" (a whole number from 1 to kMaxRunNumber) goes with enable only; 0 in
+// `run` when the body has none.
+std::string parse_transition_body(const std::string& body, std::optional<Command>& command, std::uint64_t& run);
 std::string parse_parameter_body(const std::string& body, std::string& name, std::string& value);
 
 // HTML (html.cpp).

@@ -10,6 +10,7 @@
 #include <Poco/JSONString.h>
 
 #include "control_routes.hpp"
+#include "daqx/executive/run_number.hpp"
 
 namespace daqx::http {
 namespace {
@@ -85,6 +86,7 @@ Object::Ptr application_object(const ApplicationStatus& application) {
   object->set("name", application.name);
   object->set("state", std::string(to_string(application.state)));
   object->set("reason", application.reason);
+  object->set("run", application.run);
   object->set("parameters", params_array(application.params));
   object->set("metrics", metrics_array(application.metrics));
   return object;
@@ -116,6 +118,22 @@ std::string scalar_member(const Object::Ptr& object, const std::string& key, std
     return "\"" + key + "\" must be a string";
   }
   text = member.convert<std::string>();
+  return {};
+}
+
+// A run number: a JSON whole number from 1 to kMaxRunNumber (a larger one would not survive a JSON reader or
+// Prometheus's doubles); text, fractions, signs and 0 are refused, so a typo never starts the wrong run.
+std::string run_member(const Poco::Dynamic::Var& member, std::uint64_t& run) {
+  static const std::string expected = "\"run\" must be a whole number from 1 to " + std::to_string(kMaxRunNumber);
+  if (member.isBoolean() || !member.isInteger()) return expected + ", not " + member.toString();
+  if (member.isSigned()) {
+    const auto value = member.convert<Poco::Int64>();
+    if (value <= 0) return expected + ", not " + std::to_string(value);
+    run = static_cast<std::uint64_t>(value);
+  } else {
+    run = member.convert<Poco::UInt64>();
+  }
+  if (run == 0 || run > kMaxRunNumber) return expected + ", not " + std::to_string(run);
   return {};
 }
 
@@ -266,11 +284,12 @@ std::string json_transports(const std::vector<TransportStatus>& transports) {
   return stringify(array);
 }
 
-std::string json_executive(const std::string& partition, const std::string& context,
+std::string json_executive(const std::string& partition, const std::string& context, std::uint64_t run,
                            const std::vector<Metric>& metrics) {
   Object::Ptr object = new_object();
   object->set("partition", partition);
   object->set("context", context);
+  object->set("run", run);
   object->set("metrics", metrics_array(metrics));
   return stringify(object);
 }
@@ -292,7 +311,7 @@ std::string json_connect_result(const ConnectResult& result) {
   return stringify(object);
 }
 
-std::string parse_transition_body(const std::string& body, std::optional<Command>& command) {
+std::string parse_transition_body(const std::string& body, std::optional<Command>& command, std::uint64_t& run) {
   static const std::string valid = "configure, enable, stop, halt";
   Object::Ptr object;
   if (std::string reason = parse_object(body, object, R"({"command":"configure"})"); !reason.empty()) return reason;
@@ -302,6 +321,10 @@ std::string parse_transition_body(const std::string& body, std::optional<Command
   }
   command = command_from_string(text);
   if (!command) return "unknown command '" + text + "': one of " + valid;
+  run = 0;
+  if (!object->has("run") || object->isNull("run")) return {};
+  if (*command != Command::enable) return "\"run\" goes with enable only, not with " + text;
+  if (std::string reason = run_member(object->get("run"), run); !reason.empty()) return reason;
   return {};
 }
 

@@ -203,6 +203,10 @@ std::string prometheus_metrics(const ControlModel& model) {
   add_pools(exposition, model.pools());
   add_transports(exposition, model.transports());
   add_metrics(exposition, "executive", model.executive_metrics(), {});
+  // A gauge, not a label: a label would start new series every run and leave the old ones behind.
+  exposition.add("daqx_run_number", Metric::Kind::gauge,
+                 "the run this executive's applications are enabled in; 0 when none is on", {},
+                 static_cast<double>(model.run_number()));
   return exposition.text();
 }
 

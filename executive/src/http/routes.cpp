@@ -91,7 +91,7 @@ class Router {
       if (s[1] == "transports") return get([&] { return json_reply(200, json_transports(model_.transports())); });
       if (s[1] == "executive") {
         return get([&] {
-          return json_reply(200, json_executive(model_.partition_name(), model_.context_url(),
+          return json_reply(200, json_executive(model_.partition_name(), model_.context_url(), model_.run_number(),
                                                 model_.executive_metrics()));
         });
       }
@@ -174,10 +174,11 @@ class Router {
 
   Reply transition(std::optional<Tid> tid) {
     std::optional<Command> command;
-    if (std::string reason = parse_transition_body(request_.body, command); !reason.empty()) {
+    std::uint64_t run = 0;
+    if (std::string reason = parse_transition_body(request_.body, command, run); !reason.empty()) {
       return error_reply(path_, 400, reason);
     }
-    const TransitionResult result = model_.transition(tid, *command);
+    const TransitionResult result = model_.run_transition(tid, *command, run);
     const bool valid_status = result.http_status >= 200 && result.http_status <= 599;
     return json_reply(valid_status ? result.http_status : 500, json_transition_result(result));
   }

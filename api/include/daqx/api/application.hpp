@@ -88,6 +88,12 @@ class ApplicationContext {
   // The partition's applications, for finding peers; resolved selectors are in params().applications().
   virtual std::vector<ApplicationInfo> applications() const = 0;
 
+  // The run this application was enabled in: the number the operator's enable command carried (daqxctl
+  // enable --run N, or one allocated from the run file), or 0 when it carried none. Set before the enable()
+  // hook runs and kept until stop() or halt() has returned, so the hooks and every thread of the run read it.
+  // Not pure, so an application context made outside the executive (a test double) need not know runs.
+  virtual std::uint64_t run_number() const noexcept { return 0; }
+
   // Puts the application into Failed with this reason (e.g. a peer died and the policy says fail).
   virtual void fail(const std::string& reason) = 0;
   virtual void log(LogLevel level, const std::string& message) = 0;

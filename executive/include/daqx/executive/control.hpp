@@ -31,6 +31,7 @@ struct ApplicationStatus {
   std::string name;  // hierarchical
   State state = State::halted;
   std::string reason;  // why it failed, when it did
+  std::uint64_t run = 0;  // the run it was enabled in (0: none), until stopped or halted
   std::vector<ParamView> params;
   std::vector<Metric> metrics;
 };
@@ -78,6 +79,14 @@ class ControlModel {
   virtual std::optional<ApplicationStatus> application(Tid tid) const = 0;
   // One application, or every application of the context when tid is nothing.
   virtual TransitionResult transition(std::optional<Tid> tid, Command command) = 0;
+  // The same for an enable that starts run `run` (0: none given; another command must give 0). A model
+  // without runs ignores it; the executive's rules are in docs/control-api.md ("Run numbers").
+  virtual TransitionResult run_transition(std::optional<Tid> tid, Command command, std::uint64_t run) {
+    (void)run;
+    return transition(tid, command);
+  }
+  // The run this executive's applications are enabled in; 0 when none is on.
+  virtual std::uint64_t run_number() const { return 0; }
   // Only while Halted; returns the reason when refused (unknown name, bad value, wrong state).
   virtual std::string set_parameter(Tid tid, const std::string& name, const std::string& value) = 0;
   virtual std::vector<PoolStatus> pools() const = 0;
