@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "daqx/executive/partition.hpp"
+#include "daqx/executive/run_number.hpp"
 #include "engine.hpp"
 #include "run_control.hpp"
 #include "supervisor.hpp"
@@ -31,6 +32,7 @@ void usage(FILE* out) {
   std::fprintf(out,
                "usage: daqx-launch --config PARTITION.xml [--engine local|ssh|slurm] [--log-dir DIR]\n"
                "                   [--drive [--connect]] [--run SECONDS] [--ready-timeout SECONDS]\n"
+               "                   [--run-number N | --run-file FILE]\n"
                "                   [--executive PATH] [--log-level LEVEL] [--log-format text|json]\n"
                "                   [--ssh-config FILE] [--ssh-option NAME=VALUE]...\n"
                "  Starts one daqx-executive per context of the partition on the host its URL names, through the\n"
@@ -42,6 +44,8 @@ void usage(FILE* out) {
                "  --run seconds have passed (default: until Ctrl-C / SIGTERM / SIGHUP), then stops every executive\n"
                "  (stop, halt, then SIGTERM, SIGKILL after --stop-timeout, default 15 s). Contexts that end on their\n"
                "  own are restarted by the partition's <Launch><Restart> rules and brought back into the run.\n"
+               "  The run enabled with --drive gets --run-number N, or the next number of the run file (--run-file,\n"
+               "  else $DAQX_RUN_FILE, else DIR/run-number), which the launcher owns.\n"
                "  With --connect, every transport connection is opened after configure and must be up (within\n"
                "  30 s) before anything is enabled.\n"
                "Exit codes: 0 all clean, 1 a context failed to start, died for good, or an application failed,\n"
@@ -66,6 +70,8 @@ struct Options {
   double run_seconds = 0;
   double ready_timeout = 20;
   double stop_timeout = 15;
+  std::uint64_t run_number = 0;  // 0: the next number of the run file
+  std::string run_file;
   std::vector<std::string> executive_arguments;  // --log-level, --log-format, passed on
   SshOptions ssh;
 };
@@ -131,6 +137,18 @@ int main(int argc, char** argv) {
     else if (a == "--run") options.run_seconds = seconds();
     else if (a == "--ready-timeout") options.ready_timeout = seconds();
     else if (a == "--stop-timeout") options.stop_timeout = seconds();
+    else if (a == "--run-number") {
+      const std::string text = value();
+      char* end = nullptr;
+      const unsigned long long parsed = std::strtoull(text.c_str(), &end, 10);
+      if (text.empty() || *end != '\0' || text[0] == '-' || parsed == 0 || parsed > daqx::kMaxRunNumber) {
+        std::fprintf(stderr, "daqx-launch: --run-number '%s' is not a run number (1 to %llu)\n", text.c_str(),
+                     static_cast<unsigned long long>(daqx::kMaxRunNumber));
+        return 2;
+      }
+      options.run_number = parsed;
+    }
+    else if (a == "--run-file") options.run_file = value();
     else if (a == "--log-level" || a == "--log-format") options.executive_arguments.insert(options.executive_arguments.end(), {a, value()});
     else if (a == "--ssh-config") options.ssh.config_file = value();
     else if (a == "--ssh-option") options.ssh.options.push_back(value());
@@ -138,6 +156,10 @@ int main(int argc, char** argv) {
     else { std::fprintf(stderr, "daqx-launch: unknown argument '%s'\n", a.c_str()); usage(stderr); return 2; }
   }
   if (options.config_path.empty()) { usage(stderr); return 2; }
+  if (options.run_number != 0 && !options.run_file.empty()) {
+    std::fprintf(stderr, "daqx-launch: --run-number and --run-file exclude each other\n");
+    return 2;
+  }
   if (options.connect && !options.drive) { std::fprintf(stderr, "daqx-launch: --connect goes with --drive\n"); return 2; }
 
   daqx::config::Partition partition;
@@ -198,13 +220,30 @@ int main(int argc, char** argv) {
   const auto up = [&](const std::string& url) { return supervisor.is_up(url); };
   bool healthy = true;
   if (options.drive) {
+    // The run number is taken only now: a launch that never gets this far uses none up.
+    if (options.run_number != 0) {
+      run_number = options.run_number;
+    } else {
+      const char* from_environment = std::getenv("DAQX_RUN_FILE");
+      const std::string path = !options.run_file.empty() ? options.run_file
+                               : from_environment != nullptr && *from_environment != '\0' ? from_environment
+                                                                                         : options.log_dir + "/run-number";
+      try {
+        run_number = daqx::RunNumberFile(path).next();
+      } catch (const daqx::RunNumberError& error) {
+        std::fprintf(stderr, "daqx-launch: no run number: %s\n", error.what());
+        supervisor.stop_all(grace);
+        return 1;
+      }
+      std::printf("daqx-launch: run %llu (from %s)\n", static_cast<unsigned long long>(*run_number), path.c_str());
+    }
     healthy = transition_all(partition, "configure", false);
     if (healthy) target = Target::configured;
     healthy = healthy && (!options.connect || connect_all(partition, std::chrono::seconds(30))) &&
               transition_all(partition, "enable", false, run_number);
     if (healthy) {
       target = Target::enabled;
-      std::printf("daqx-launch: configured and enabled\n");
+      std::printf("daqx-launch: configured and enabled, run %llu\n", static_cast<unsigned long long>(*run_number));
     }
     supervisor.set_target(target);
   }

@@ -8,22 +8,21 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
 #include <fstream>
 #include <thread>
 
 #include "child_process.hpp"
 #include "daqx/executive/control_client.hpp"
+#include "daqx/services/log_line.hpp"
 
 namespace daqx::launch {
 namespace {
 
+// The executives' own time format (docs/operations.md), so a banner sorts among their lines.
 std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm parts{};
-  gmtime_r(&now, &parts);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &parts);
+  std::string text;
+  append_utc_time(text, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::system_clock::now().time_since_epoch()).count());
   return text;
 }
 
