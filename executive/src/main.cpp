@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -106,13 +107,26 @@ int main(int argc, char** argv) {
   try {
     daqx::config::Partition partition = daqx::config::load_partition(config_path);
     const daqx::config::ContextConfig* context = partition.find_context(context_url);
-    std::string host = context != nullptr ? context->host : "";
+    // The context URL's own address unless the partition says bind="any": a control port open on every interface
+    // would be reachable from networks the URL never meant.
+    const bool any_interface = partition.control.bind == daqx::config::ControlConfig::Bind::any;
+    std::string host = context != nullptr && !any_interface ? context->host : "0.0.0.0";
     std::uint16_t port = context != nullptr ? context->port : 0;
+    daqx::ControlServerSecurity security;
+    try {
+      security = daqx::ControlServerSecurity::from(partition);
+    } catch (const std::runtime_error& e) {  // a token file that cannot be used is a configuration mistake
+      std::fprintf(stderr, "daqx-executive: %s\n", e.what());
+      return kExitConfig;
+    }
     daqx::Executive executive(std::move(partition), context_url, inbox);
-    daqx::ControlServer server(executive.control(), host, port);
+    daqx::ControlServer server(executive.control(), host, port, 2, security);
     server.start();
-    std::printf("daqx-executive: %s ready (pid %d), control on port %u\n", context_url.c_str(),
-                static_cast<int>(getpid()), server.port());
+    std::printf("daqx-executive: %s ready (pid %d), control on port %u (%s%s)\n", context_url.c_str(),
+                static_cast<int>(getpid()), server.port(), any_interface ? "every interface" : host.c_str(),
+                security.token.empty()                ? ", open"
+                : security.reads_need_token           ? ", token for every request"
+                                                      : ", token for changes");
     std::fflush(stdout);
     int received = 0;
     sigwait(&stop_signals, &received);

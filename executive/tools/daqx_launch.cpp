@@ -300,8 +300,12 @@ int main(int argc, char** argv) {
   daqx::config::Partition partition;
   try {
     partition = daqx::config::load_partition(config_path);
+    daqx::set_default_control_access(daqx::ControlAccess::from(&partition));  // token and CA for every request
   } catch (const daqx::config::ConfigError& e) {
     for (const auto& m : e.messages()) std::fprintf(stderr, "%s\n", m.c_str());
+    return 2;
+  } catch (const std::runtime_error& e) {  // a token file that cannot be used
+    std::fprintf(stderr, "daqx-launch: %s\n", e.what());
     return 2;
   }
   std::filesystem::create_directories(log_dir);

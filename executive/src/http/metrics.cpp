@@ -197,12 +197,13 @@ void add_transports(Exposition& exposition, const std::vector<TransportStatus>& 
 
 }  // namespace
 
-std::string prometheus_metrics(const ControlModel& model) {
+std::string prometheus_metrics(const ControlModel& model, const std::vector<Metric>& control) {
   Exposition exposition;
   add_applications(exposition, model.applications());
   add_pools(exposition, model.pools());
   add_transports(exposition, model.transports());
   add_metrics(exposition, "executive", model.executive_metrics(), {});
+  add_metrics(exposition, "control", control, {});
   return exposition.text();
 }
 
