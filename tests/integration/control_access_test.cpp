@@ -206,7 +206,7 @@ TEST_CASE("an executive whose token file others can read does not start, and say
   CHECK_THAT(result.output, Contains("token file " + token) && Contains("chmod 600"));
 }
 
-TEST_CASE("over TLS with a test certificate, daqxctl with --ca-file drives the executive; a plain request fails "
+TEST_CASE("over TLS with a test certificate, daqxctl with --ca-file drives the executive, and a plain request fails "
           "cleanly and the executive keeps serving",
           "[tools][process][access][tls]") {
   const TestCertificates made = make_certificates("tls", "DNS:localhost,IP:127.0.0.1");

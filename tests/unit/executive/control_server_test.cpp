@@ -1488,7 +1488,7 @@ TEST_CASE("a change with a wrong token is refused with 403", "[http][access]") {
   CHECK(served.model.state_of(1) == State::halted);
 }
 
-TEST_CASE("a change with the token is done; the scheme may be in any case", "[http][access]") {
+TEST_CASE("a change with the token is done, and the scheme may be in any case", "[http][access]") {
   GuardedExecutive served;
   const HttpAnswer answer = with_authorization(served.port(), "POST", "/api/transition", std::string("Bearer ") + kToken,
                                                command_body("configure"));
@@ -1544,7 +1544,7 @@ TEST_CASE("refused requests are counted by reason on /metrics", "[http][access]"
   CHECK(refused_count(served.port(), "tls") == 0);
 }
 
-TEST_CASE("ControlClient presents its token; the default access applies to clients made after it is set", "[http][access]") {
+TEST_CASE("ControlClient presents its token, and the default access applies to clients made after it is set", "[http][access]") {
   GuardedExecutive served;
   const std::string url = "http://127.0.0.1:" + std::to_string(served.port());
   CHECK(daqx::ControlClient(url).post("/api/transition", command_body("configure")).status == 401);
