@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "daqx/executive/control_client.hpp"
 #include "daqx/executive/partition.hpp"
 #include "daqx/executive/run_number.hpp"
 #include "engine.hpp"
@@ -32,7 +33,7 @@ void usage(FILE* out) {
   std::fprintf(out,
                "usage: daqx-launch --config PARTITION.xml [--engine local|ssh|slurm] [--log-dir DIR]\n"
                "                   [--drive [--connect]] [--run SECONDS] [--ready-timeout SECONDS]\n"
-               "                   [--run-number N | --run-file FILE]\n"
+               "                   [--run-number N | --run-file FILE] [--token-file FILE] [--ca-file FILE]\n"
                "                   [--executive PATH] [--log-level LEVEL] [--log-format text|json]\n"
                "                   [--ssh-config FILE] [--ssh-option NAME=VALUE]...\n"
                "  Starts one daqx-executive per context of the partition on the host its URL names, through the\n"
@@ -46,6 +47,9 @@ void usage(FILE* out) {
                "  own are restarted by the partition's <Launch><Restart> rules and brought back into the run.\n"
                "  The run enabled with --drive gets --run-number N, or the next number of the run file (--run-file,\n"
                "  else $DAQX_RUN_FILE, else DIR/run-number), which the launcher owns.\n"
+               "  Every request to an executive carries the bearer token of --token-file (else $DAQX_TOKEN_FILE, else\n"
+               "  the partition's <Control tokenFile>) and checks an https:// executive against --ca-file (else\n"
+               "  $DAQX_CA_FILE, else <Control ca>, else the system's CAs).\n"
                "  With --connect, every transport connection is opened after configure and must be up (within\n"
                "  30 s) before anything is enabled.\n"
                "Exit codes: 0 all clean, 1 a context failed to start, died for good, or an application failed,\n"
@@ -74,6 +78,7 @@ struct Options {
   std::string run_file;
   std::vector<std::string> executive_arguments;  // --log-level, --log-format, passed on
   SshOptions ssh;
+  daqx::ControlAccess::Files access;  // --token-file, --ca-file
 };
 
 // Everything one context needs, from the partition's <Launch><Host> rule for its host and the options.
@@ -150,6 +155,8 @@ int main(int argc, char** argv) {
     }
     else if (a == "--run-file") options.run_file = value();
     else if (a == "--log-level" || a == "--log-format") options.executive_arguments.insert(options.executive_arguments.end(), {a, value()});
+    else if (a == "--token-file") options.access.token_file = value();
+    else if (a == "--ca-file") options.access.ca_file = value();
     else if (a == "--ssh-config") options.ssh.config_file = value();
     else if (a == "--ssh-option") options.ssh.options.push_back(value());
     else if (a == "-h" || a == "--help") { usage(stdout); return 0; }
@@ -165,8 +172,12 @@ int main(int argc, char** argv) {
   daqx::config::Partition partition;
   try {
     partition = daqx::config::load_partition(options.config_path);
+    daqx::set_default_control_access(daqx::ControlAccess::from(&partition, options.access));  // every request
   } catch (const daqx::config::ConfigError& e) {
     for (const auto& m : e.messages()) std::fprintf(stderr, "%s\n", m.c_str());
+    return 2;
+  } catch (const std::runtime_error& e) {  // a token file that cannot be used
+    std::fprintf(stderr, "daqx-launch: %s\n", e.what());
     return 2;
   }
   const std::string engine_name = !options.engine.empty() ? options.engine

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <optional>
 #include <exception>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -173,13 +174,26 @@ int main(int argc, char** argv) {
   try {
     daqx::config::Partition partition = daqx::config::load_partition(config_path);
     const daqx::config::ContextConfig* context = partition.find_context(context_url);
-    std::string host = context != nullptr ? context->host : "";
+    // The context URL's own address unless the partition says bind="any": a control port open on every interface
+    // would be reachable from networks the URL never meant.
+    const bool any_interface = partition.control.bind == daqx::config::ControlConfig::Bind::any;
+    std::string host = context != nullptr && !any_interface ? context->host : "0.0.0.0";
     std::uint16_t port = context != nullptr ? context->port : 0;
+    daqx::ControlServerSecurity security;
+    try {
+      security = daqx::ControlServerSecurity::from(partition);
+    } catch (const std::runtime_error& e) {  // a token file that cannot be used is a configuration mistake
+      say(daqx::LogLevel::error, e.what());
+      return kExitConfig;
+    }
     daqx::Executive executive(std::move(partition), context_url, inbox);
-    daqx::ControlServer server(executive.control(), host, port);
+    daqx::ControlServer server(executive.control(), host, port, 2, security);
     server.start();
     say(daqx::LogLevel::info, "ready (pid " + std::to_string(getpid()) + "), control on port " +
-                                  std::to_string(server.port()));
+                                  std::to_string(server.port()) + " (" + (any_interface ? "every interface" : host) +
+                                  (security.token.empty()            ? ", open)"
+                                   : security.reads_need_token       ? ", token for every request)"
+                                                                     : ", token for changes)"));
     int received = 0;
     sigwait(&stop_signals, &received);
     say(daqx::LogLevel::info, std::string("stopping (") + strsignal(received) + ")");

@@ -82,12 +82,15 @@ bool is_allocator(std::string_view allocator) noexcept {
          parse_number<unsigned>(allocator.substr(numa_prefix.size())).has_value();
 }
 
-// Splits "http://host:port"; returns the reason when the URL is not of that form.
-std::string split_context_url(std::string_view url, std::string& host, std::uint16_t& port) {
-  constexpr std::string_view scheme = "http://";
-  const std::string form_error = concatenate({"context URL ", quoted(url), " is not of the form http://host:port"});
-  if (url.substr(0, scheme.size()) != scheme) return form_error;
-  const std::string_view authority = url.substr(scheme.size());
+// Splits "http://host:port" or "https://host:port"; returns the reason when the URL is not of that form.
+std::string split_context_url(std::string_view url, std::string& host, std::uint16_t& port, bool& tls) {
+  constexpr std::string_view plain = "http://";
+  constexpr std::string_view secure = "https://";
+  const std::string form_error =
+      concatenate({"context URL ", quoted(url), " is not of the form http://host:port or https://host:port"});
+  tls = url.substr(0, secure.size()) == secure;
+  if (!tls && url.substr(0, plain.size()) != plain) return form_error;
+  const std::string_view authority = url.substr(tls ? secure.size() : plain.size());
   if (authority.find_first_of("/?#@ \t") != std::string_view::npos) return form_error;
   std::size_t colon = 0;
   if (!authority.empty() && authority.front() == '[') {  // an IPv6 literal: http://[::1]:9000
@@ -258,7 +261,13 @@ class PartitionReader {
     int policy_line = 0;
     int launch_line = 0;
     read_children(root, [&](pugi::xml_node child, std::string_view name) {
-      if (name == "Policy") {
+      if (name == "Control") {
+        if (partition_.control.present)
+          report(line_of(child), {"a partition has at most one <Control>; the first is at line ",
+                                  std::to_string(partition_.control.where.line)});
+        else
+          read_control(child);
+      } else if (name == "Policy") {
         if (policy_line != 0)
           report(line_of(child), {"a partition has at most one <Policy>; the first is at line ",
                                   std::to_string(policy_line)});
@@ -282,6 +291,78 @@ class PartitionReader {
     if (partition_.contexts.empty())
       report(line_of(root), {"partition ", quoted(partition_.name), " has no <Context>"});
     check_policy_contexts();
+    check_context_schemes();
+  }
+
+  // An attribute that must be one of a few words; reports anything else and returns the index of the word.
+  std::size_t read_choice(pugi::xml_node element, const char* name, std::initializer_list<std::string_view> words) {
+    const pugi::xml_attribute attribute = element.attribute(name);
+    if (!attribute) return 0;
+    const std::string_view value = attribute.value();
+    std::size_t index = 0;
+    std::string listed;
+    for (std::string_view word : words) {
+      if (value == word) return index;
+      listed += concatenate({listed.empty() ? "" : " or ", word});
+      ++index;
+    }
+    report(line_of(attribute, element), {name, " ", quoted(value), " is not ", listed});
+    return 0;
+  }
+
+  // A file named by <Control>: relative paths are taken from the partition file's folder, so a partition and its
+  // token or certificates can move together.
+  std::string control_path(pugi::xml_node element, const char* name) {
+    const pugi::xml_attribute attribute = element.attribute(name);
+    const std::string value = attribute.value();
+    if (attribute && value.empty())
+      report(line_of(attribute, element), {"attribute ", quoted(name), " of <Control> is empty"});
+    if (value.empty() || value.front() == '/') return value;
+    // Not std::filesystem: its <iomanip> brings std::quoted, which ADL would find beside ours.
+    const std::size_t slash = file_.rfind('/');
+    return slash == std::string::npos ? value : concatenate({std::string_view(file_).substr(0, slash + 1), value});
+  }
+
+  void read_control(pugi::xml_node element) {
+    ControlConfig& control = partition_.control;
+    control.present = true;
+    control.where = where(element);
+    check_attributes(element, {}, {"tokenFile", "reads", "tls", "certificate", "key", "ca", "bind"});
+    control.token_file = control_path(element, "tokenFile");
+    control.certificate = control_path(element, "certificate");
+    control.key = control_path(element, "key");
+    control.ca = control_path(element, "ca");
+    control.reads = read_choice(element, "reads", {"open", "token"}) == 1 ? ControlConfig::Reads::token
+                                                                         : ControlConfig::Reads::open;
+    control.tls = read_choice(element, "tls", {"false", "true"}) == 1;
+    control.bind = read_choice(element, "bind", {"context", "any"}) == 1 ? ControlConfig::Bind::any
+                                                                        : ControlConfig::Bind::context;
+    const int line = control.where.line;
+    if (control.tls && (control.certificate.empty() || control.key.empty()))
+      report(line, {"<Control tls=\"true\"> needs both 'certificate' and 'key' (PEM files the executives serve)"});
+    // Certificates without tls="true" would leave the port in plain HTTP while the file looks protected.
+    for (const char* name : {"certificate", "key", "ca"})
+      if (!control.tls && !std::string_view(element.attribute(name).value()).empty())
+        report(line_of(element.attribute(name), element),
+               {"attribute ", quoted(name), " of <Control> needs tls=\"true\""});
+    read_children(element, [](pugi::xml_node, std::string_view) { return false; });
+  }
+
+  // One rule for the whole partition: tls="true" and https:// go together, so no context is reached in plain
+  // HTTP by mistake, and a client knows from the URL alone what to speak.
+  void check_context_schemes() {
+    const ControlConfig& control = partition_.control;
+    for (const ContextConfig& context : partition_.contexts) {
+      if (context.host.empty()) continue;  // the URL was refused already
+      if (context.tls && !control.tls)
+        report(context.where.line,
+               {"context URL ", quoted(context.url), " asks for TLS (https) but the partition has no ",
+                "<Control tls=\"true\" certificate=... key=...>"});
+      else if (!context.tls && control.tls)
+        report(context.where.line,
+               {"context URL ", quoted(context.url), " is plain HTTP but <Control> at line ",
+                std::to_string(control.where.line), " sets tls=\"true\": write https://"});
+    }
   }
 
   void read_policy(pugi::xml_node policy) {
@@ -431,7 +512,7 @@ class PartitionReader {
     if (check_attributes(element, {"url"}, {})) {
       context.url = value_of(element, "url");
       const int url_line = line_of(element.attribute("url"), element);
-      const std::string reason = split_context_url(context.url, context.host, context.port);
+      const std::string reason = split_context_url(context.url, context.host, context.port, context.tls);
       if (!reason.empty()) {
         report(url_line, {reason});
       } else {

@@ -31,7 +31,8 @@ enum ExitCode : int {
 };
 
 constexpr const char* kUsageText =
-    "usage: daqxctl (--config PARTITION.xml [--context URL] | --url URL) [--app TID] [--timeout SECONDS] COMMAND\n"
+    "usage: daqxctl (--config PARTITION.xml [--context URL] | --url URL) [--app TID] [--timeout SECONDS]\n"
+    "               [--token-file FILE] [--ca-file FILE] COMMAND\n"
     "commands:\n"
     "  status          state of every application: context, tid, class, instance, state, reason\n"
     "  configure       Halted -> Configured, context by context in partition order\n"
@@ -43,8 +44,11 @@ constexpr const char* kUsageText =
     "  set NAME=VALUE  sets a parameter of --app (only while Halted)\n"
     "  connect         opens every outgoing transport connection of every context ahead of a run and waits\n"
     "                  until all are up (exit 0) or --timeout passes (exit 1, naming those still down)\n"
-    "exit: 0 done, 1 refused, an application Failed or a connection not up, 2 usage or partition error,\n"
-    "      3 a context did not answer\n";
+    "access: --token-file FILE (else $DAQX_TOKEN_FILE, else the partition's <Control tokenFile>) is the bearer\n"
+    "        token sent with every request; --ca-file FILE (else $DAQX_CA_FILE, else <Control ca>) is the CA an\n"
+    "        https:// executive's certificate must chain to\n"
+    "exit: 0 done, 1 refused (also 401/403: no or wrong token), an application Failed or a connection not up,\n"
+    "      2 usage or partition error, 3 a context did not answer (also a failed TLS handshake)\n";
 
 struct Options {
   std::string config;   // partition file
@@ -56,6 +60,7 @@ struct Options {
   std::string argument;  // NAME=VALUE for set
   std::optional<std::uint64_t> run;  // enable: the run given
   std::string run_file;              // enable: where to allocate the run from
+  daqx::ControlAccess::Files access;  // --token-file, --ca-file
 };
 
 struct UsageError {
@@ -111,6 +116,10 @@ Options parse_options(int argc, char** argv) {
       options.url = normalized_url(take_value());
     } else if (arg == "--context") {
       options.context = normalized_url(take_value());
+    } else if (arg == "--token-file") {
+      options.access.token_file = take_value();
+    } else if (arg == "--ca-file") {
+      options.access.ca_file = take_value();
     } else if (arg == "--app") {
       const std::string text = take_value();
       std::uint32_t tid = 0;
@@ -177,9 +186,9 @@ Options parse_options(int argc, char** argv) {
 }
 
 // The contexts to talk to, in partition order.
-std::vector<std::string> contexts_of(const Options& options) {
-  if (!options.url.empty()) return {options.url};
-  const daqx::config::Partition partition = daqx::config::load_partition(options.config);
+std::vector<std::string> contexts_of(const Options& options, const daqx::config::Partition* loaded) {
+  if (loaded == nullptr) return {options.url};
+  const daqx::config::Partition& partition = *loaded;
   auto find = [&](const std::string& url) -> const daqx::config::ContextConfig* {
     for (const auto& context : partition.contexts) {
       if (normalized_url(context.url) == url) return &context;
@@ -472,7 +481,11 @@ int main(int argc, char** argv) {
   }
   try {
     const Options options = parse_options(argc, argv);
-    const std::vector<std::string> urls = contexts_of(options);
+    std::optional<daqx::config::Partition> partition;
+    if (!options.config.empty()) partition = daqx::config::load_partition(options.config);
+    // Every request below presents this token and verifies TLS against this CA.
+    daqx::set_default_control_access(daqx::ControlAccess::from(partition ? &*partition : nullptr, options.access));
+    const std::vector<std::string> urls = contexts_of(options, partition ? &*partition : nullptr);
     if (urls.empty()) throw UsageError{"the partition has no contexts"};
     if (options.command == "status") return status(urls, options);
     if (options.command == "params") return params(urls, options);

@@ -1,24 +1,56 @@
-// Blocking HTTP requests to an executive's control API with Poco::Net, every failure turned into a reply.
+// Blocking HTTP(S) requests to an executive's control API with Poco::Net, every failure turned into a reply.
 #include "daqx/executive/control_client.hpp"
 
 #include <Poco/Exception.h>
 #include <Poco/Net/HTTPClientSession.h>
 #include <Poco/Net/HTTPRequest.h>
 #include <Poco/Net/HTTPResponse.h>
+#include <Poco/Net/HTTPSClientSession.h>
+#include <Poco/Net/NetException.h>
 #include <Poco/StreamCopier.h>
 #include <Poco/URI.h>
 
+#include <memory>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
 
-namespace daqx {
+#include "tls_context.hpp"
 
-ControlClient::ControlClient(const std::string& url, std::chrono::milliseconds timeout) : url_(url), timeout_(timeout) {
+namespace daqx {
+namespace {
+
+std::mutex default_mutex;
+ControlAccess default_access;  // guarded by default_mutex
+
+}  // namespace
+
+void set_default_control_access(const ControlAccess& access) {
+  std::lock_guard lock(default_mutex);
+  default_access = access;
+}
+
+ControlAccess default_control_access() {
+  std::lock_guard lock(default_mutex);
+  return default_access;
+}
+
+ControlClient::ControlClient(const std::string& url, std::chrono::milliseconds timeout)
+    : ControlClient(url, timeout, default_control_access()) {}
+
+ControlClient::ControlClient(const std::string& url, std::chrono::milliseconds timeout, ControlAccess access)
+    : url_(url), timeout_(timeout), access_(std::move(access)) {
   Poco::URI uri(url);
-  if (uri.getScheme() != "http" || uri.getHost().empty() || uri.getPort() == 0)
-    throw std::invalid_argument("not a context URL (http://host:port): '" + url + "'");
+  if ((uri.getScheme() != "http" && uri.getScheme() != "https") || uri.getHost().empty() || uri.getPort() == 0)
+    throw std::invalid_argument("not a context URL (http://host:port or https://host:port): '" + url + "'");
   host_ = uri.getHost();
   port_ = uri.getPort();
+  tls_ = uri.getScheme() == "https";
+}
+
+// What a TLS port does to a plain request: it drops the connection without an HTTP answer (reset, or closed).
+std::string ControlClient::plain_to_tls_hint() const {
+  return tls_ ? std::string() : std::string(" (if the executive serves TLS, its URL is https://)");
 }
 
 HttpReply ControlClient::get(const std::string& path) const { return request("GET", path, ""); }
@@ -29,21 +61,32 @@ HttpReply ControlClient::post(const std::string& path, const std::string& json_b
 HttpReply ControlClient::request(const std::string& method, const std::string& path, const std::string& body) const {
   HttpReply reply;
   try {
-    Poco::Net::HTTPClientSession session(host_, port_);
-    session.setTimeout(Poco::Timespan(static_cast<long>(timeout_.count() / 1000), static_cast<long>(timeout_.count() % 1000) * 1000));
+    std::unique_ptr<Poco::Net::HTTPClientSession> session;
+    if (tls_)
+      session = std::make_unique<Poco::Net::HTTPSClientSession>(host_, port_, http::client_tls_context(access_.ca_file));
+    else
+      session = std::make_unique<Poco::Net::HTTPClientSession>(host_, port_);
+    session->setTimeout(Poco::Timespan(static_cast<long>(timeout_.count() / 1000), static_cast<long>(timeout_.count() % 1000) * 1000));
     Poco::Net::HTTPRequest request(method, path, Poco::Net::HTTPMessage::HTTP_1_1);
+    if (!access_.token.empty()) request.set(Poco::Net::HTTPRequest::AUTHORIZATION, "Bearer " + access_.token);
     if (!body.empty()) {
       request.setContentType("application/json");
       request.setContentLength(static_cast<std::streamsize>(body.size()));
     }
-    std::ostream& out = session.sendRequest(request);
+    std::ostream& out = session->sendRequest(request);
     out << body;
     Poco::Net::HTTPResponse response;
-    std::istream& in = session.receiveResponse(response);
+    std::istream& in = session->receiveResponse(response);
     std::ostringstream text;
     Poco::StreamCopier::copyStream(in, text);
     reply.status = static_cast<int>(response.getStatus());
     reply.body = text.str();
+  } catch (const Poco::Net::NoMessageException& e) {
+    reply.status = 0;
+    reply.body = e.displayText() + plain_to_tls_hint();
+  } catch (const Poco::Net::ConnectionResetException& e) {
+    reply.status = 0;
+    reply.body = e.displayText() + plain_to_tls_hint();
   } catch (const Poco::Exception& e) {
     reply.status = 0;
     reply.body = e.displayText();

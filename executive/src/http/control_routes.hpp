@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "access_check.hpp"
 #include "daqx/executive/control.hpp"
 
 namespace daqx::http {
@@ -25,6 +26,7 @@ struct Request {
   bool body_too_large = false;  // longer than kMaxRequestBody: not read, answered 413
   bool body_incomplete = false;  // the connection ended before Content-Length bytes came
   std::string framing_error;     // the body's length could not be read ("bad Content-Length: ..."): answered 400
+  std::string authorization;     // the Authorization header as sent; empty when absent
 };
 
 struct Reply {
@@ -32,6 +34,7 @@ struct Reply {
   std::string content_type = kJsonType;
   std::string body;
   std::string allow;  // for 405: the methods the path accepts
+  std::string www_authenticate;  // for 401: how to authenticate (RFC 6750)
 };
 
 // The connect command's answer: the outgoing connections of every transport, and those still down.
@@ -47,9 +50,9 @@ struct ConnectResult {
   std::vector<Down> down;
 };
 
-// Routes a request to the model. An exception from the model becomes a 500 with its reason; only a failure to
-// build even that (out of memory) escapes.
-Reply handle_request(ControlModel& model, const Request& request);
+// Checks the request against `access` (401, 403), then routes it to the model. An exception from the model becomes
+// a 500 with its reason; only a failure to build even that (out of memory) escapes.
+Reply handle_request(ControlModel& model, const Request& request, const AccessCheck& access);
 
 // JSON (json.cpp). Every function returns one complete document.
 std::string json_error(const std::string& reason);
@@ -73,12 +76,14 @@ std::string parse_transition_body(const std::string& body, std::optional<Command
 std::string parse_parameter_body(const std::string& body, std::string& name, std::string& value);
 
 // HTML (html.cpp).
-std::string html_status_page(const ControlModel& model);
-std::string html_application_page(const ControlModel& model, const ApplicationStatus& application);
+// `changes_need_token`: the command buttons and forms then ask for the bearer token.
+std::string html_status_page(const ControlModel& model, bool changes_need_token);
+std::string html_application_page(const ControlModel& model, const ApplicationStatus& application,
+                                  bool changes_need_token);
 std::string html_error_page(int status, const std::string& reason);
 std::string html_escape(const std::string& text);
 
-// Prometheus text exposition format 0.0.4 (metrics.cpp).
-std::string prometheus_metrics(const ControlModel& model);
+// Prometheus text exposition format 0.0.4 (metrics.cpp); `control` are the control server's own counters.
+std::string prometheus_metrics(const ControlModel& model, const std::vector<Metric>& control);
 
 }  // namespace daqx::http

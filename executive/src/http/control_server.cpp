@@ -1,4 +1,5 @@
-// The HTTP side of the control server: Poco's server, the listening socket, and reading requests for the routes.
+// The HTTP side of the control server: Poco's server, the listening socket (plain or TLS), and reading requests for
+// the routes.
 #include "daqx/executive/control_server.hpp"
 
 #include <algorithm>
@@ -10,17 +11,28 @@
 #include <Poco/Exception.h>
 #include <Poco/Net/HTTPRequestHandler.h>
 #include <Poco/Net/HTTPRequestHandlerFactory.h>
-#include <Poco/Net/HTTPServer.h>
 #include <Poco/Net/HTTPServerParams.h>
 #include <Poco/Net/HTTPServerRequest.h>
 #include <Poco/Net/HTTPServerResponse.h>
+#include <Poco/Net/HTTPServerConnection.h>
 #include <Poco/Net/NetException.h>
+#include <Poco/Net/SecureServerSocket.h>
+#include <Poco/Net/SecureStreamSocket.h>
 #include <Poco/Net/ServerSocket.h>
 #include <Poco/Net/SocketAddress.h>
+#include <Poco/Net/TCPServer.h>
+#include <Poco/Net/TCPServerConnection.h>
+#include <Poco/Net/TCPServerConnectionFactory.h>
 #include <Poco/ThreadPool.h>
 #include <Poco/Timespan.h>
 
+#include <atomic>
+#include <chrono>
+
+#include "access_check.hpp"
 #include "control_routes.hpp"
+#include "daqx/services/log.hpp"
+#include "tls_context.hpp"
 
 namespace daqx {
 namespace {
@@ -47,6 +59,7 @@ http::Request read_request(Poco::Net::HTTPServerRequest& request) {
   http::Request parsed;
   parsed.method = request.getMethod();
   parsed.target = request.getURI();
+  parsed.authorization = request.get(Poco::Net::HTTPRequest::AUTHORIZATION, "");
   const bool has_length = request.hasContentLength();
   // Without a length or chunking a request has no body (RFC 9112 6.3); Poco would read to the end of the
   // connection instead, which a client that keeps it open would turn into a hang.
@@ -75,12 +88,12 @@ http::Request read_request(Poco::Net::HTTPServerRequest& request) {
 
 class RequestHandler : public Poco::Net::HTTPRequestHandler {
  public:
-  explicit RequestHandler(ControlModel& model) : model_(model) {}
+  RequestHandler(ControlModel& model, const http::AccessCheck& access) : model_(model), access_(access) {}
 
   void handleRequest(Poco::Net::HTTPServerRequest& request, Poco::Net::HTTPServerResponse& response) override {
     http::Reply reply;
     try {
-      reply = http::handle_request(model_, read_request(request));
+      reply = http::handle_request(model_, read_request(request), access_);
     } catch (const Poco::Exception& error) {
       reply = internal_error(error.displayText());
     } catch (const std::exception& error) {
@@ -98,6 +111,7 @@ class RequestHandler : public Poco::Net::HTTPRequestHandler {
       response.setContentType(reply.content_type);
       response.set("Cache-Control", "no-store");
       if (!reply.allow.empty()) response.set("Allow", reply.allow);
+      if (!reply.www_authenticate.empty()) response.set("WWW-Authenticate", reply.www_authenticate);
       response.sendBuffer(reply.body.data(), reply.body.size());
     } catch (...) {
       // The client went away while we answered: there is no one left to tell.
@@ -114,18 +128,121 @@ class RequestHandler : public Poco::Net::HTTPRequestHandler {
   }
 
   ControlModel& model_;
+  const http::AccessCheck& access_;
 };
 
 class RequestHandlerFactory : public Poco::Net::HTTPRequestHandlerFactory {
  public:
-  explicit RequestHandlerFactory(ControlModel& model) : model_(model) {}
+  RequestHandlerFactory(ControlModel& model, const http::AccessCheck& access) : model_(model), access_(access) {}
   Poco::Net::HTTPRequestHandler* createRequestHandler(const Poco::Net::HTTPServerRequest&) override {
-    return new RequestHandler(model_);
+    return new RequestHandler(model_, access_);
   }
+  // What HTTPServer::stopAll does for its connections; ours are made by ConnectionFactory below, not HTTPServer.
+  void stop_connections(bool abort_current) { serverStopped(this, abort_current); }
 
  private:
   ControlModel& model_;
+  const http::AccessCheck& access_;
 };
+
+// Failed handshakes are logged at most once a second, with how many were not: a port scanner must not flood the log.
+class HandshakeFailureLog {
+ public:
+  void failed(const std::string& peer, const std::string& reason) {
+    using Clock = std::chrono::steady_clock;
+    const std::int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch()).count();
+    std::int64_t last = last_ms_.load(std::memory_order_relaxed);
+    if (last != 0 && now - last < 1000) {
+      suppressed_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    if (!last_ms_.compare_exchange_strong(last, now)) {
+      suppressed_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    const std::uint64_t others = suppressed_.exchange(0, std::memory_order_relaxed);
+    log(LogLevel::warning, "control",
+        "refused a connection from " + peer + " that did not complete a TLS handshake (" + reason + ")" +
+            (others != 0 ? "; " + std::to_string(others) + " more since the last report" : ""));
+  }
+
+ private:
+  std::atomic<std::int64_t> last_ms_{0};
+  std::atomic<std::uint64_t> suppressed_{0};
+};
+
+// One accepted connection: on a TLS port the handshake first, counted and dropped when it fails (a plain HTTP client,
+// a wrong CA on the client side, a scanner), then Poco's HTTP connection on the same socket. Poco's HTTPServer would
+// do the handshake inside its request parsing and hand a failure to its global error handler, unseen.
+class Connection : public Poco::Net::TCPServerConnection {
+ public:
+  Connection(const Poco::Net::StreamSocket& socket, Poco::Net::HTTPServerParams::Ptr params,
+             Poco::SharedPtr<RequestHandlerFactory> handlers, const http::AccessCheck& access, bool tls,
+             HandshakeFailureLog& failures)
+      : TCPServerConnection(socket), params_(params), handlers_(handlers), access_(access), tls_(tls), failures_(failures) {}
+
+  void run() override {
+    try {
+      // Made first so that a server stopping with abort closes this socket, also during the handshake.
+      Poco::Net::HTTPServerConnection http(socket(), params_, Poco::Net::HTTPRequestHandlerFactory::Ptr(handlers_));
+      if (tls_ && !handshake()) return;
+      http.run();
+    } catch (...) {
+      // The client went away mid-request (or the server is stopping): nothing to answer, nobody to tell.
+    }
+  }
+
+ private:
+  bool handshake() {
+    std::string peer = "?";
+    try {
+      peer = socket().peerAddress().toString();
+      socket().setReceiveTimeout(params_->getTimeout());
+      socket().setSendTimeout(params_->getTimeout());
+      Poco::Net::SecureStreamSocket secure(socket());
+      secure.completeHandshake();
+      return true;
+    } catch (const Poco::Exception& error) {
+      access_.count_tls_refusal();
+      failures_.failed(peer, error.displayText());
+    } catch (const std::exception& error) {
+      access_.count_tls_refusal();
+      failures_.failed(peer, error.what());
+    }
+    return false;
+  }
+
+  Poco::Net::HTTPServerParams::Ptr params_;
+  Poco::SharedPtr<RequestHandlerFactory> handlers_;
+  const http::AccessCheck& access_;
+  bool tls_;
+  HandshakeFailureLog& failures_;
+};
+
+class ConnectionFactory : public Poco::Net::TCPServerConnectionFactory {
+ public:
+  ConnectionFactory(Poco::Net::HTTPServerParams::Ptr params, Poco::SharedPtr<RequestHandlerFactory> handlers,
+                    const http::AccessCheck& access, bool tls)
+      : params_(params), handlers_(handlers), access_(access), tls_(tls) {}
+  Poco::Net::TCPServerConnection* createConnection(const Poco::Net::StreamSocket& socket) override {
+    return new Connection(socket, params_, handlers_, access_, tls_, failures_);
+  }
+
+ private:
+  Poco::Net::HTTPServerParams::Ptr params_;
+  Poco::SharedPtr<RequestHandlerFactory> handlers_;
+  const http::AccessCheck& access_;
+  bool tls_;
+  HandshakeFailureLog failures_;
+};
+
+// A TLS server socket when a certificate is given, else a plain one.
+Poco::Net::ServerSocket make_socket(const ControlServerSecurity& security) {
+  if (security.certificate_file.empty() && security.key_file.empty()) return Poco::Net::ServerSocket();
+  if (security.certificate_file.empty() || security.key_file.empty())
+    throw std::runtime_error("TLS needs both a certificate and a key file");
+  return Poco::Net::SecureServerSocket(http::server_tls_context(security.certificate_file, security.key_file));
+}
 
 // The errno text for socket errors ("Address already in use"), Poco's own text for the rest.
 std::string listen_failure_reason(const Poco::Exception& error) {
@@ -138,8 +255,11 @@ std::string listen_failure_reason(const Poco::Exception& error) {
 }  // namespace
 
 struct ControlServer::Impl {
-  Impl(ControlModel& model, const std::string& host, std::uint16_t wanted_port, unsigned threads)
-      : thread_pool("daqx-http", 1, static_cast<int>(std::max(threads, 1u))) {
+  Impl(ControlModel& model, const std::string& host, std::uint16_t wanted_port, unsigned threads,
+       const ControlServerSecurity& security)
+      : access(http::AccessRules{security.token, security.reads_need_token}),
+        socket(make_socket(security)),
+        thread_pool("daqx-http", 1, static_cast<int>(std::max(threads, 1u))) {
     try {
       // Not Poco's ServerSocket(address) constructor: it sets SO_REUSEPORT, which would let a second executive
       // listen on a port already taken instead of being told so.
@@ -162,20 +282,26 @@ struct ControlServer::Impl {
     // is dropped after this, so a few of them block the server for seconds at most. Real requests come in one go.
     params->setTimeout(Poco::Timespan(3, 0));
     params->setSoftwareVersion("daqx");
-    server = std::make_unique<Poco::Net::HTTPServer>(new RequestHandlerFactory(model), thread_pool, socket, params);
+    handlers = new RequestHandlerFactory(model, access);
+    const bool tls = !security.certificate_file.empty();
+    server = std::make_unique<Poco::Net::TCPServer>(new ConnectionFactory(params, handlers, access, tls), thread_pool,
+                                                    socket, params);
   }
 
   std::mutex mutex;  // start and stop may come from different threads (signal handler thread, main)
   bool started = false;
   bool stopped = false;
   std::uint16_t port = 0;
+  http::AccessCheck access;  // before the server: its connections use it until they end
   Poco::Net::ServerSocket socket;
   Poco::ThreadPool thread_pool;                   // declared before the server: it must outlive it
-  std::unique_ptr<Poco::Net::HTTPServer> server;
+  Poco::SharedPtr<RequestHandlerFactory> handlers;
+  std::unique_ptr<Poco::Net::TCPServer> server;
 };
 
-ControlServer::ControlServer(ControlModel& model, const std::string& host, std::uint16_t port, unsigned threads)
-    : impl_(std::make_unique<Impl>(model, host, port, threads)) {}
+ControlServer::ControlServer(ControlModel& model, const std::string& host, std::uint16_t port, unsigned threads,
+                             const ControlServerSecurity& security)
+    : impl_(std::make_unique<Impl>(model, host, port, threads, security)) {}
 
 ControlServer::~ControlServer() {
   try {
@@ -197,7 +323,8 @@ void ControlServer::stop() {
   std::lock_guard lock(impl_->mutex);
   if (impl_->stopped) return;
   impl_->stopped = true;
-  impl_->server->stopAll(/*abortCurrent=*/true);
+  impl_->server->stop();
+  impl_->handlers->stop_connections(/*abort_current=*/true);
   impl_->thread_pool.joinAll();
   impl_->socket.close();  // frees the port at once, for an executive restarted on it
 }

@@ -179,16 +179,25 @@ std::string threads_section(const std::vector<ThreadStatus>& threads) {
   return html + "</table>\n";
 }
 
-// Buttons and the parameter form post to the JSON API and show its answer; the page reloads on success.
+// Buttons and the parameter form post to the JSON API and show its answer; the page reloads on success. When changes
+// need the partition's token, it is typed into the page and kept for the browser tab only (sessionStorage), so the
+// reload after a command does not ask for it again. No login: the token is the only credential there is.
 std::string control_script() {
   return R"(<script>
+function token() {
+  const field = document.getElementById('token');
+  if (field && field.value) sessionStorage.setItem('daqx-token', field.value);
+  return sessionStorage.getItem('daqx-token') || '';
+}
 async function post(url, body) {
   const result = document.getElementById('result');
   result.textContent = '...';
+  const headers = {'Content-Type': 'application/json'};
+  if (token()) headers['Authorization'] = 'Bearer ' + token();
   try {
-    const response = await fetch(url, {method: 'POST', headers: {'Content-Type': 'application/json'},
-                                       body: JSON.stringify(body)});
+    const response = await fetch(url, {method: 'POST', headers: headers, body: JSON.stringify(body)});
     const answer = await response.json();
+    if (response.status == 401 || response.status == 403) sessionStorage.removeItem('daqx-token');
     result.textContent = (response.ok ? 'done' : 'refused (' + response.status + ')') +
                          (answer.message || answer.error ? ': ' + (answer.message || answer.error) : '');
     if (response.ok) setTimeout(() => location.reload(), 700);
@@ -198,6 +207,18 @@ async function post(url, body) {
 }
 </script>
 )";
+}
+
+// Says that commands need the token, with a field for it on pages that have commands.
+std::string token_notice(bool with_field) {
+  std::string html = "<p>Changes need the partition's bearer token";
+  if (with_field) {
+    html += ": <input type=\"password\" id=\"token\" size=\"30\" autocomplete=\"off\" "
+            "placeholder=\"token (kept for this tab only)\">";
+  } else {
+    html += " (daqxctl --token-file FILE, or type it on an application's page)";
+  }
+  return html + "</p>\n";
 }
 
 }  // namespace
@@ -218,13 +239,14 @@ std::string html_escape(const std::string& text) {
   return escaped;
 }
 
-std::string html_status_page(const ControlModel& model) {
+std::string html_status_page(const ControlModel& model, bool changes_need_token) {
   const std::string partition = model.partition_name();
   const std::string context = model.context_url();
   std::string html = page_head("daqx " + partition + " " + context, true);
   html += "<h1>daqx executive: " + html_escape(partition) + "</h1>\n";
   html += "<p>Context <code>" + html_escape(context) +
           "</code> &middot; <a href=\"/api/applications\">JSON</a> &middot; <a href=\"/metrics\">metrics</a></p>\n";
+  if (changes_need_token) html += token_notice(false);
   html += applications_section(model.applications());
   html += pools_section(model.pools());
   html += transports_section(model.transports());
@@ -233,7 +255,8 @@ std::string html_status_page(const ControlModel& model) {
   return html + kPageEnd;
 }
 
-std::string html_application_page(const ControlModel& model, const ApplicationStatus& application) {
+std::string html_application_page(const ControlModel& model, const ApplicationStatus& application,
+                                  bool changes_need_token) {
   const std::string tid = std::to_string(application.tid);
   const std::string title = application.class_name + " " + std::to_string(application.instance) + " (tid " + tid + ")";
   std::string html = page_head(title, false);
@@ -249,6 +272,7 @@ std::string html_application_page(const ControlModel& model, const ApplicationSt
   html += "</p>\n";
 
   const std::string transition_url = "/api/applications/" + tid + "/transition";
+  if (changes_need_token) html += token_notice(true);
   html += "<form onsubmit=\"return false\">";
   for (const char* command : {"configure", "enable", "stop", "halt"}) {
     html += "<button type=\"button\" onclick=\"post('" + transition_url + "', {command: '" + command + "'})\">" +

@@ -197,7 +197,7 @@ void add_transports(Exposition& exposition, const std::vector<TransportStatus>& 
 
 }  // namespace
 
-std::string prometheus_metrics(const ControlModel& model) {
+std::string prometheus_metrics(const ControlModel& model, const std::vector<Metric>& control) {
   Exposition exposition;
   add_applications(exposition, model.applications());
   add_pools(exposition, model.pools());
@@ -207,6 +207,7 @@ std::string prometheus_metrics(const ControlModel& model) {
   exposition.add("daqx_run_number", Metric::Kind::gauge,
                  "the run this executive's applications are enabled in; 0 when none is on", {},
                  static_cast<double>(model.run_number()));
+  add_metrics(exposition, "control", control, {});
   return exposition.text();
 }
 

@@ -72,12 +72,12 @@ std::optional<Tid> parse_tid(std::string_view text) {
 // Everything one request needs; each route is a member so it reaches the model, the path and the body alike.
 class Router {
  public:
-  Router(ControlModel& model, const Request& request, std::string path)
-      : model_(model), request_(request), path_(std::move(path)), segments_(split_path(path_)) {}
+  Router(ControlModel& model, const Request& request, std::string path, const AccessCheck& access)
+      : model_(model), request_(request), path_(std::move(path)), segments_(split_path(path_)), access_(access) {}
 
   Reply route() {
     const auto& s = segments_;
-    if (s.empty()) return get([&] { return html(html_status_page(model_)); });
+    if (s.empty()) return get([&] { return html(html_status_page(model_, access_.changes_need_token())); });
     if (s.size() == 1 && s[0] == "metrics") return get([&] { return metrics(); });
     if (s.size() == 2 && s[0] == "app") return get([&] { return application_page(s[1]); });
     if (s[0] != "api" || s.size() < 2) return not_found();
@@ -152,7 +152,7 @@ class Router {
   Reply metrics() {
     Reply reply;
     reply.content_type = kMetricsType;
-    reply.body = prometheus_metrics(model_);
+    reply.body = prometheus_metrics(model_, access_.metrics());
     return reply;
   }
 
@@ -160,7 +160,7 @@ class Router {
     return with_tid(text, [&](Tid tid) {
       const std::optional<ApplicationStatus> application = model_.application(tid);
       if (!application) return no_such_application(tid);
-      return html(html_application_page(model_, *application));
+      return html(html_application_page(model_, *application, access_.changes_need_token()));
     });
   }
 
@@ -243,21 +243,38 @@ class Router {
   const Request& request_;
   std::string path_;
   std::vector<std::string_view> segments_;  // views into path_
+  const AccessCheck& access_;
 };
+
+// 401 says "show who you are", 403 "you are not allowed": a client tells a missing token from a wrong one.
+Reply refused(std::string_view path, Refusal refusal) {
+  if (refusal == Refusal::bad_token) return error_reply(path, 403, "the bearer token presented is not this partition's");
+  Reply reply = error_reply(path, 401,
+                            "this request needs the partition's bearer token (Authorization: Bearer TOKEN; "
+                            "daqxctl --token-file FILE or DAQX_TOKEN_FILE)");
+  reply.www_authenticate = "Bearer realm=\"daqx\"";
+  return reply;
+}
 
 }  // namespace
 
-Reply handle_request(ControlModel& model, const Request& request) {
+Reply handle_request(ControlModel& model, const Request& request, const AccessCheck& access) {
   std::string path;
   try {
+    std::string target_error;
     try {
       path = Poco::URI(request.target).getPath();
     } catch (const Poco::Exception& error) {
-      return error_reply(request.target, 400, "bad request target: " + error.message());
+      path = request.target;
+      target_error = error.message();
     }
+    // Before anything else looks at the request: a client without the token learns nothing from it.
+    if (const Refusal refusal = access.check(request.method, request.authorization); refusal != Refusal::none)
+      return refused(path, refusal);
+    if (!target_error.empty()) return error_reply(path, 400, "bad request target: " + target_error);
     if (!path.starts_with('/')) return error_reply(path, 400, "bad request target: " + request.target);
     if (!request.framing_error.empty()) return error_reply(path, 400, request.framing_error);
-    return Router(model, request, path).route();
+    return Router(model, request, path, access).route();
   } catch (const Poco::Exception& error) {
     return error_reply(path, 500, "internal error: " + error.displayText());
   } catch (const std::exception& error) {

@@ -6,8 +6,22 @@
 #include <string>
 
 #include "daqx/executive/control.hpp"
+#include "daqx/executive/partition.hpp"
 
 namespace daqx {
+
+// Who may use the control port and how it is reached (docs/control-api.md, "Access").
+struct ControlServerSecurity {
+  std::string token;              // requests other than GET and HEAD must present it as a bearer token; empty: open
+  bool reads_need_token = false;  // GET and HEAD need it too
+  std::string certificate_file;   // PEM certificate (chain); with key_file the port speaks TLS only
+  std::string key_file;           // PEM private key
+
+  // From the partition's <Control>; DAQX_TOKEN_FILE, when set, names the token file instead of tokenFile. Reads
+  // the token file (read_token_file) and throws std::runtime_error when it cannot be used, or when reads="token"
+  // leaves no token to ask for.
+  static ControlServerSecurity from(const config::Partition& partition);
+};
 
 // Serves the routes documented in docs/control-api.md. The model is borrowed and must outlive the server; it is
 // called from the server's threads concurrently, so it must be thread-safe.
@@ -16,8 +30,10 @@ class ControlServer {
   // Binds and listens at once, so a busy port is reported here and not later: throws std::runtime_error
   // "cannot listen on HOST:PORT: REASON". Host "0.0.0.0" (or "") listens on every interface; port 0 picks a free
   // port.
-  // `threads` bounds the requests served at once; more wait in the listen queue.
-  ControlServer(ControlModel& model, const std::string& host, std::uint16_t port, unsigned threads = 2);
+  // `threads` bounds the requests served at once; more wait in the listen queue. With a certificate in
+  // `security`, a client that does not complete a TLS handshake within 3 s is dropped and counted.
+  ControlServer(ControlModel& model, const std::string& host, std::uint16_t port, unsigned threads = 2,
+                const ControlServerSecurity& security = {});
   ~ControlServer();  // stops, as stop() does
 
   ControlServer(const ControlServer&) = delete;

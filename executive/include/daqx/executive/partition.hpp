@@ -50,9 +50,10 @@ struct ApplicationConfig {
 };
 
 struct ContextConfig {
-  std::string url;  // http://host:port: the executive's identity and control address
+  std::string url;  // http://host:port or https://host:port: the executive's identity and control address
   std::string host;
   std::uint16_t port = 0;
+  bool tls = false;  // https://: the control port speaks TLS
   std::vector<EndpointConfig> endpoints;
   std::vector<ModuleConfig> modules;
   std::vector<ApplicationConfig> applications;
@@ -103,12 +104,29 @@ struct LaunchConfig {  // <Launch engine="..."> (optional): read by daqx-launch 
   const LaunchRestartRule* restart_rule(std::string_view url) const noexcept;  // null: never restart
 };
 
+// <Control>: who may command the executives' control ports, and how they are reached. Paths are resolved
+// against the partition file's folder when read. docs/control-api.md says what each one does.
+struct ControlConfig {
+  enum class Reads { open, token };
+  enum class Bind { context, any };
+  bool present = false;    // false: no <Control>, every field has its default (open, plain HTTP, bound to the context)
+  std::string token_file;  // the bearer token that changes (and reads with Reads::token) need; empty: none
+  Reads reads = Reads::open;
+  bool tls = false;         // every context URL is then https://
+  std::string certificate;  // server: PEM certificate (chain) presented by every executive
+  std::string key;          // server: PEM private key of that certificate
+  std::string ca;           // clients: PEM CA the executives' certificates must chain to; empty: the system's CAs
+  Bind bind = Bind::context;  // context: listen on the context URL's host address only; any: on every interface
+  SourceLocation where;
+};
+
 struct Partition {
   std::string name;
   std::string file;  // as given
   std::vector<ContextConfig> contexts;
   std::vector<PolicyRule> policy;
   LaunchConfig launch;
+  ControlConfig control;
   SourceLocation where;
 
   const ContextConfig* find_context(std::string_view url) const noexcept;
