@@ -11,6 +11,7 @@
 
 #include "child_process.hpp"
 #include "engine.hpp"
+#include "partition_copy.hpp"
 #include "run_command.hpp"
 
 namespace daqx::launch {
@@ -76,10 +77,7 @@ class SshEngine final : public Engine {
   std::string name() const override { return "ssh"; }
 
   void prepare(const std::string& partition_path, const std::vector<ContextLaunch>& contexts) override {
-    std::ifstream in(partition_path, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    if (!in) throw LaunchError("cannot read " + partition_path);
+    const std::string text = partition_for_hosts(partition_path);
     for (const ContextLaunch& context : contexts) {
       const std::string target = target_of(context);
       const std::string dir = work_dir_of(context);
@@ -88,7 +86,7 @@ class SshEngine final : public Engine {
       // Written beside and renamed: an executive never reads half a partition.
       const std::string command = "umask 077 && mkdir -p " + shell_quote(dir) + " && cat > " + shell_quote(path + ".part") +
                                   " && mv -f " + shell_quote(path + ".part") + " " + shell_quote(path);
-      const CommandResult copied = run_command(ssh_argv(target, command), text.str(), kCommandLimit);
+      const CommandResult copied = run_command(ssh_argv(target, command), text, kCommandLimit);
       if (!copied.ok())
         throw LaunchError("host " + context.context->host + " (ssh " + target + ") cannot be reached or written: " +
                           copied.describe());

@@ -84,7 +84,15 @@ TEST_CASE("daqx-launch --engine ssh runs a 2x2 event builder across sshd hosts, 
   skip_test_unless_ssh_available();
   VirtualCluster cluster(kHosts);
   SshHosts ssh(cluster);
-  const std::string partition = evb_partition(cluster, "evb-ssh", "<Launch engine=\"ssh\">" + module_host_rule() + "</Launch>");
+  // Guarded control ports: changes need the token, which the launcher presents to every remote context. The
+  // path is relative to the partition: the copy sent to the hosts names it absolutely.
+  const std::string token = scratch_directory() + "/evb-ssh.token";
+  std::ofstream(token) << "ssh-test-token-0123456789\n";
+  std::filesystem::permissions(token, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
+                               std::filesystem::perm_options::replace);
+  const std::string partition = evb_partition(cluster, "evb-ssh",
+                                              "<Control tokenFile=\"evb-ssh.token\"/><Launch engine=\"ssh\">" +
+                                                  module_host_rule() + "</Launch>");
   const std::string logs = scratch_directory() + "/ssh-logs";
   LauncherProcess launcher({"--config", partition, "--ssh-config", ssh.client_config_path(), "--drive", "--run", "12",
                             "--log-dir", logs});
@@ -111,6 +119,7 @@ TEST_CASE("daqx-launch --engine ssh runs a 2x2 event builder across sshd hosts, 
     INFO("host " << h << " log:\n" << log);
     CHECK_THAT(log, Catch::Contains("daqx-launch: remote pid "));
     CHECK_THAT(log, Catch::Contains("ready"));
+    CHECK_THAT(log, Catch::Contains("token for changes"));
     CHECK(executives_on(cluster, h).empty());
   }
 }
