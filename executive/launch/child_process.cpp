@@ -14,7 +14,8 @@
 namespace daqx::launch {
 
 ChildProcess::ChildProcess(const std::vector<std::string>& argv,
-                           const std::vector<std::pair<std::string, std::string>>& environment, int log_fd) {
+                           const std::vector<std::pair<std::string, std::string>>& environment, int log_fd,
+                           const std::vector<std::string>& unset) {
   if (argv.empty()) throw std::runtime_error("no program to start");
   int input[2];
   if (pipe2(input, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
@@ -38,6 +39,7 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv,
     dup2(input[0], STDIN_FILENO);
     dup2(log_fd, STDOUT_FILENO);
     dup2(log_fd, STDERR_FILENO);
+    for (const std::string& name : unset) unsetenv(name.c_str());
     for (std::string& assignment : assignments) putenv(assignment.data());
     sigset_t none;
     sigemptyset(&none);

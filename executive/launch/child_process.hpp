@@ -13,11 +13,11 @@ namespace daqx::launch {
 
 class ChildProcess {
  public:
-  // Starts argv[0] (looked up in PATH) with `environment` added to the launcher's, standard output and error
-  // appended to log_fd. Throws std::runtime_error when the pipe or fork fails; an exec failure shows as exit
-  // code 127 with the reason in the log.
+  // Starts argv[0] (looked up in PATH) with `environment` added to the launcher's and the variables named in
+  // `unset` removed, standard output and error appended to log_fd. Throws std::runtime_error when the pipe or
+  // fork fails; an exec failure shows as exit code 127 with the reason in the log.
   ChildProcess(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& environment,
-               int log_fd);
+               int log_fd, const std::vector<std::string>& unset = {});
   ~ChildProcess();  // kills a child that still runs (SIGKILL) and reaps it: nothing is left behind
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;

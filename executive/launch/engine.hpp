@@ -52,8 +52,15 @@ class Engine {
   // Once, before any context starts: e.g. the partition copied to every host. Throws LaunchError naming
   // the host that failed.
   virtual void prepare(const std::string& partition_path, const std::vector<ContextLaunch>& contexts) = 0;
-  // Starts (or starts again) one context; its output is appended to log_fd. Throws LaunchError.
+  // Starts (or starts again) one context; its output is appended to log_fd (the engine keeps its own copy
+  // if it needs one). Throws LaunchError.
   virtual std::unique_ptr<ContextProcess> start(const ContextLaunch& context, int log_fd) = 0;
+  // Starts every context at once, log_fds[i] for contexts[i]. By default one after the other; an engine that
+  // can start them together (Slurm: one step, one task per context) does.
+  virtual std::vector<std::unique_ptr<ContextProcess>> start_all(const std::vector<const ContextLaunch*>& contexts,
+                                                                 const std::vector<int>& log_fds);
+  // Why no context can be (re)started any more (the Slurm allocation ended), or empty.
+  virtual std::string unavailable() { return {}; }
 };
 
 // The arguments every engine gives the executive after its path.
@@ -65,7 +72,13 @@ struct SshOptions {
   std::vector<std::string> options;      // further -o NAME=VALUE
 };
 
+struct SlurmOptions {
+  std::string partition_copy;  // where the partition goes on the nodes (sbcast); empty: /tmp/daqx-launch.JOB.PID.xml
+};
+
 std::unique_ptr<Engine> make_local_engine();
 std::unique_ptr<Engine> make_ssh_engine(SshOptions options);
+// Throws LaunchError outside a Slurm allocation.
+std::unique_ptr<Engine> make_slurm_engine(SlurmOptions options);
 
 }  // namespace daqx::launch

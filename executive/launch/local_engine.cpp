@@ -45,6 +45,13 @@ std::vector<std::string> executive_arguments(const std::string& partition_path, 
   return arguments;
 }
 
+std::vector<std::unique_ptr<ContextProcess>> Engine::start_all(const std::vector<const ContextLaunch*>& contexts,
+                                                               const std::vector<int>& log_fds) {
+  std::vector<std::unique_ptr<ContextProcess>> started;
+  for (std::size_t i = 0; i < contexts.size(); ++i) started.push_back(start(*contexts[i], log_fds[i]));
+  return started;
+}
+
 std::unique_ptr<Engine> make_local_engine() { return std::make_unique<LocalEngine>(); }
 
 }  // namespace daqx::launch

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <string>
@@ -18,7 +19,9 @@
 #include "daqx/executive/partition.hpp"
 #include "daqx/executive/run_number.hpp"
 #include "engine.hpp"
+#include "run_command.hpp"
 #include "run_control.hpp"
+#include "slurm_allocation.hpp"
 #include "supervisor.hpp"
 
 namespace {
@@ -36,6 +39,8 @@ void usage(FILE* out) {
                "                   [--run-number N | --run-file FILE] [--token-file FILE] [--ca-file FILE]\n"
                "                   [--executive PATH] [--log-level LEVEL] [--log-format text|json]\n"
                "                   [--ssh-config FILE] [--ssh-option NAME=VALUE]...\n"
+               "                   [--slurm-placement hosts|slurm]\n"
+               "       daqx-launch --config PARTITION.xml --write-sbatch FILE [--sbatch-option OPTION]... [-- ARGS]\n"
                "  Starts one daqx-executive per context of the partition on the host its URL names, through the\n"
                "  engine (--engine, else the partition's <Launch engine>, else local): local runs it here, ssh over\n"
                "  OpenSSH in batch mode (the user's ssh configuration, or --ssh-config), slurm as tasks of the\n"
@@ -50,6 +55,10 @@ void usage(FILE* out) {
                "  Every request to an executive carries the bearer token of --token-file (else $DAQX_TOKEN_FILE, else\n"
                "  the partition's <Control tokenFile>) and checks an https:// executive against --ca-file (else\n"
                "  $DAQX_CA_FILE, else <Control ca>, else the system's CAs).\n"
+               "  slurm: each context runs on the allocation's node its host names (by name, host name or address);\n"
+               "  --slurm-placement slurm instead maps the partition's hosts, in order, onto the allocation's nodes\n"
+               "  and rewrites the partition (DIR/partition-placed.xml). --write-sbatch writes the batch script that\n"
+               "  runs the partition through Slurm with this launcher and ARGS, then exits.\n"
                "  With --connect, every transport connection is opened after configure and must be up (within\n"
                "  30 s) before anything is enabled.\n"
                "Exit codes: 0 all clean, 1 a context failed to start, died for good, or an application failed,\n"
@@ -79,6 +88,10 @@ struct Options {
   std::vector<std::string> executive_arguments;  // --log-level, --log-format, passed on
   SshOptions ssh;
   daqx::ControlAccess::Files access;  // --token-file, --ca-file
+  std::string slurm_placement = "hosts";
+  std::string sbatch_path;
+  std::vector<std::string> sbatch_options;
+  std::vector<std::string> sbatch_arguments;  // after "--": what the batch script gives daqx-launch
 };
 
 // Everything one context needs, from the partition's <Launch><Host> rule for its host and the options.
@@ -155,6 +168,10 @@ int main(int argc, char** argv) {
     }
     else if (a == "--run-file") options.run_file = value();
     else if (a == "--log-level" || a == "--log-format") options.executive_arguments.insert(options.executive_arguments.end(), {a, value()});
+    else if (a == "--slurm-placement") options.slurm_placement = value();
+    else if (a == "--write-sbatch") options.sbatch_path = value();
+    else if (a == "--sbatch-option") options.sbatch_options.push_back(value());
+    else if (a == "--") { options.sbatch_arguments.assign(argv + i + 1, argv + argc); break; }
     else if (a == "--token-file") options.access.token_file = value();
     else if (a == "--ca-file") options.access.ca_file = value();
     else if (a == "--ssh-config") options.ssh.config_file = value();
@@ -180,18 +197,58 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "daqx-launch: %s\n", e.what());
     return 2;
   }
+  if (options.slurm_placement != "hosts" && options.slurm_placement != "slurm") {
+    std::fprintf(stderr, "daqx-launch: --slurm-placement '%s' is not hosts or slurm\n", options.slurm_placement.c_str());
+    return 2;
+  }
+  if (!options.sbatch_path.empty()) {
+    // The script runs this launcher on the partition, by absolute paths: sbatch starts it elsewhere.
+    std::vector<std::string> arguments{"--config", absolute(options.config_path)};
+    if (options.slurm_placement != "hosts") arguments.insert(arguments.end(), {"--slurm-placement", options.slurm_placement});
+    arguments.insert(arguments.end(), options.sbatch_arguments.begin(), options.sbatch_arguments.end());
+    std::ofstream script(options.sbatch_path);
+    script << sbatch_script(partition, self_directory() + "/daqx-launch", arguments, options.sbatch_options);
+    script.close();
+    if (!script) {
+      std::fprintf(stderr, "daqx-launch: cannot write %s\n", options.sbatch_path.c_str());
+      return 1;
+    }
+    std::printf("daqx-launch: wrote %s: submit it with sbatch\n", options.sbatch_path.c_str());
+    return 0;
+  }
   const std::string engine_name = !options.engine.empty() ? options.engine
                                   : !partition.launch.engine.empty() ? partition.launch.engine : "local";
   std::unique_ptr<Engine> engine;
   if (engine_name == "local") engine = make_local_engine();
   else if (engine_name == "ssh") engine = make_ssh_engine(options.ssh);
-  else { std::fprintf(stderr, "daqx-launch: engine '%s' is not local, ssh or slurm\n", engine_name.c_str()); return 2; }
+  else if (engine_name != "slurm") { std::fprintf(stderr, "daqx-launch: engine '%s' is not local, ssh or slurm\n", engine_name.c_str()); return 2; }
 
   std::error_code made;
   std::filesystem::create_directories(options.log_dir, made);
   if (made) {
     std::fprintf(stderr, "daqx-launch: cannot make the log folder %s: %s\n", options.log_dir.c_str(), made.message().c_str());
     return 1;
+  }
+  if (engine_name == "slurm") {
+    try {
+      if (options.slurm_placement == "slurm") {
+        // Slurm chose the nodes: the partition's hosts become the allocation's nodes, in order.
+        const SlurmAllocation allocation = current_allocation();
+        const std::string placed = options.log_dir + "/partition-placed.xml";
+        for (const auto& [host, node] : place_on_allocation(options.config_path, partition, allocation, placed))
+          std::printf("daqx-launch: host %s -> node %s (%s)\n", host.c_str(), node.name.c_str(), node.address.c_str());
+        std::fflush(stdout);
+        options.config_path = placed;
+        partition = daqx::config::load_partition(placed);
+      }
+      engine = make_slurm_engine({});
+    } catch (const LaunchError& error) {
+      std::fprintf(stderr, "daqx-launch: %s\n", error.what());
+      return 1;
+    } catch (const daqx::config::ConfigError& e) {
+      for (const auto& m : e.messages()) std::fprintf(stderr, "%s\n", m.c_str());
+      return 1;
+    }
   }
   struct sigaction action {};
   action.sa_handler = on_signal;

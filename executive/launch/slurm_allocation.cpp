@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "engine.hpp"
+#include "partition_copy.hpp"
 #include "run_command.hpp"
 
 namespace daqx::launch {
@@ -114,8 +115,10 @@ std::vector<std::pair<std::string, SlurmNode>> place_on_allocation(const std::st
     placement.emplace_back(context.host, node);
     hosts[context.host] = node.address;
   }
+  // From the copy for hosts: the placed partition lives in another folder, so its relative paths are made absolute.
+  const std::string text = partition_for_hosts(partition_path);
   pugi::xml_document document;
-  const pugi::xml_parse_result parsed = document.load_file(partition_path.c_str());
+  const pugi::xml_parse_result parsed = document.load_buffer(text.data(), text.size(), pugi::parse_default | pugi::parse_comments);
   if (!parsed) throw LaunchError("cannot read " + partition_path + ": " + parsed.description());
   for (pugi::xpath_node found : document.select_nodes("//Context[@url] | //Thread[@context] | //Pool[@context]")) {
     pugi::xml_attribute url = found.node().attribute(found.node().attribute("url") ? "url" : "context");

@@ -57,13 +57,25 @@ Supervisor::~Supervisor() {
     if (context.process && !context.process->poll()) context.process->kill();
 }
 
-void Supervisor::launch(Context& context) {
+int Supervisor::open_log(const Context& context) const {
   // Appended, never truncated on a restart: the log of the run that died is what explains the restart.
   const int fd = open(context.launch.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) throw LaunchError("cannot write " + context.launch.log_path + ": " + std::strerror(errno));
-  const std::string banner = "---- daqx-launch " + utc_now() + ": " + (context.restarts == 0 ? "start" : "restart " + std::to_string(context.restarts)) +
-                             " of " + context.launch.context->url + " through " + engine_.name() + "\n";
+  std::string banner = "---- daqx-launch " + utc_now() + ": ";
+  banner.append(context.restarts == 0 ? "start" : "restart " + std::to_string(context.restarts));
+  banner.append(" of ").append(context.launch.context->url).append(" through ").append(engine_.name()).append("\n");
   (void)!write(fd, banner.data(), banner.size());
+  return fd;
+}
+
+void Supervisor::started(Context& context) {
+  context.where = context.process->where();
+  context.phase = Phase::starting;
+  context.since = Clock::now();
+}
+
+void Supervisor::launch(Context& context) {
+  const int fd = open_log(context);
   try {
     context.process = engine_.start(context.launch, fd);
   } catch (...) {
@@ -71,9 +83,7 @@ void Supervisor::launch(Context& context) {
     throw;
   }
   close(fd);
-  context.where = context.process->where();
-  context.phase = Phase::starting;
-  context.since = Clock::now();
+  started(context);
 }
 
 bool Supervisor::answers(const Context& context) const {
@@ -81,14 +91,24 @@ bool Supervisor::answers(const Context& context) const {
 }
 
 bool Supervisor::start_all(const std::function<bool()>& interrupted) {
-  for (Context& context : contexts_) {
-    try {
-      launch(context);
-    } catch (const LaunchError& error) {
-      std::fprintf(stderr, "daqx-launch: context %s cannot start: %s\n", context.launch.context->url.c_str(), error.what());
-      return false;
+  std::vector<const ContextLaunch*> launches;
+  std::vector<int> fds;
+  try {
+    for (Context& context : contexts_) {
+      launches.push_back(&context.launch);
+      fds.push_back(open_log(context));
     }
+    std::vector<std::unique_ptr<ContextProcess>> processes = engine_.start_all(launches, fds);
+    for (std::size_t i = 0; i < contexts_.size(); ++i) {
+      contexts_[i].process = std::move(processes[i]);
+      started(contexts_[i]);
+    }
+  } catch (const LaunchError& error) {
+    for (int fd : fds) close(fd);
+    std::fprintf(stderr, "daqx-launch: the contexts cannot start: %s\n", error.what());
+    return false;
   }
+  for (int fd : fds) close(fd);
   const auto deadline = Clock::now() + ready_timeout_;
   for (Context& context : contexts_) {
     for (;;) {
@@ -116,6 +136,13 @@ bool Supervisor::start_all(const std::function<bool()>& interrupted) {
 
 void Supervisor::failed(Context& context, const std::string& why) {
   context.last_failure = why;
+  if (unavailable_.empty()) unavailable_ = engine_.unavailable();
+  if (!unavailable_.empty()) {
+    std::fprintf(stderr, "daqx-launch: context %s on %s %s, and %s: nothing can be restarted\n",
+                 context.launch.context->url.c_str(), context.where.c_str(), why.c_str(), unavailable_.c_str());
+    context.phase = Phase::ended;
+    return;
+  }
   const bool may_restart = context.rule != nullptr &&
                            context.rule->policy == config::LaunchRestartRule::Policy::on_failure &&
                            context.restarts < context.rule->max_restarts;

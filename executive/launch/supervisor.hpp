@@ -69,7 +69,9 @@ class Supervisor {
     std::string last_failure;
   };
 
+  int open_log(const Context& context) const;  // appended to, with a banner line; throws LaunchError
   void launch(Context& context);
+  void started(Context& context);
   bool answers(const Context& context) const;
   void failed(Context& context, const std::string& why);
 
@@ -78,6 +80,7 @@ class Supervisor {
   std::chrono::milliseconds ready_timeout_;
   BringUp bring_up_;
   Target target_ = Target::started;
+  std::string unavailable_;  // set once the engine can start nothing more (the allocation ended)
 };
 
 // The last `lines` lines of a log file, indented, for a message.

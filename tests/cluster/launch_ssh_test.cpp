@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include "../support/cluster_evb.hpp"
 #include "../support/executive_process.hpp"
 #include "../support/launcher_process.hpp"
 #include "../support/netns.hpp"
@@ -20,60 +21,15 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr std::uint16_t kControl = 39600;
-constexpr int kHosts = 5;  // the generator puts the EvM on host 0, RUs on 1-2, BUs on 3-4
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// The 2x2 event builder on the cluster's hosts, every event's content checked by its BU, with `launch` (a
-// <Launch> element) added: how the launcher runs and supervises it.
-std::string evb_partition(const VirtualCluster& cluster, const std::string& name, const std::string& launch) {
-  std::string hosts;
-  for (int h = 0; h < kHosts; ++h) {
-    if (h != 0) hosts.push_back(',');
-    hosts.append(cluster.address(h));
-  }
-  const std::string path = scratch_directory() + "/" + name + ".xml";
-  const ProcessResult generated = run_process(
-      {"/usr/bin/env", "python3", config_directory() + "/../apps/evb/tools/evb_partition.py", "--rus", "2", "--bus", "2",
-       "--hosts", hosts, "--base-port", std::to_string(kControl), "--fragment-size", "2048", "--fragment-spread", "1024",
-       "--sources", "2", "--slots", "8", "--check-data", "true", "--pattern", "true", "--name", name, "-o", path},
-      10s);
-  INFO(generated.output);
-  REQUIRE(generated.exit_code == 0);
-  std::string xml = read_text(path);
-  xml.replace(xml.rfind("</Partition>"), 12, launch + "\n</Partition>\n");
-  std::ofstream(path) << xml;
-  return path;
-}
-
-// Where the executives find the modules of this build: set on every host through the partition, as a user
-// sets a per-host environment.
-std::string module_host_rule() {
-  return "<Host pattern=\"*\"><Env name=\"DAQX_MODULE_PATH\" value=\"" + module_directory() + "\"/></Host>";
-}
-
-// The executives still running in host's namespace (none once the launcher has stopped them).
-std::vector<std::string> executives_on(const VirtualCluster& cluster, int host) {
-  std::vector<std::string> found;
-  const ProcessResult pids = run_process({ip_program(), "netns", "pids", cluster.namespace_name(host)}, 10s);
-  std::istringstream in(pids.output);
-  for (std::string pid; in >> pid;) {
-    std::string command = read_text("/proc/" + pid + "/cmdline");
-    for (char& c : command)
-      if (c == '\0') c = ' ';
-    if (command.find("daqx-executive") != std::string::npos) found.push_back(pid + ": " + command);
-  }
-  return found;
-}
+constexpr std::uint16_t kControl = kClusterEvbControlPort;
+constexpr int kHosts = kClusterEvbHosts;
 
 double metric_at(const std::string& url, std::uint32_t tid, const std::string& name) {
   return application_metric(url, tid, name);
+}
+
+std::string evb_partition(const VirtualCluster& cluster, const std::string& name, const std::string& extra) {
+  return cluster_evb_partition(cluster, name, extra);
 }
 
 }  // namespace
@@ -150,50 +106,14 @@ TEST_CASE("Supervision over ssh: a BU executive killed with SIGKILL is restarted
   skip_test_unless_ssh_available();
   VirtualCluster cluster(kHosts);
   SshHosts ssh(cluster);
-  const std::string bu_url = cluster.url(4, kControl);
   const std::string partition = evb_partition(
       cluster, "evb-ssh-supervised",
-      "<Launch engine=\"ssh\">" + module_host_rule() + "<Restart pattern=\"" + bu_url +
+      "<Launch engine=\"ssh\">" + module_host_rule() + "<Restart pattern=\"" + cluster.url(4, kControl) +
           "\" policy=\"on-failure\" maxRestarts=\"3\" backoff=\"0.5\"/></Launch>");
   const std::string logs = scratch_directory() + "/ssh-supervised-logs";
   LauncherProcess launcher({"--config", partition, "--ssh-config", ssh.client_config_path(), "--drive", "--run", "40",
                             "--log-dir", logs});
-  const std::string evm_url = cluster.url(0, kControl);
-  constexpr std::uint32_t kEvm = 10, kBu1 = 201;
-  auto wait_for = [&](auto condition, std::chrono::seconds limit) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (!condition() && launcher.running() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(200ms);
-    return condition();
-  };
-  REQUIRE(wait_for([&] { return metric_at(bu_url, kBu1, "events_built") > 1000; }, 60s));
-  // The BU's executive, on its host, by the pid its session printed before it became the executive.
-  const std::string log = read_text(logs + "/" + cluster.address(4) + "_" + std::to_string(kControl) + ".log");
-  const std::size_t marker = log.find("daqx-launch: remote pid ");
-  REQUIRE(marker != std::string::npos);
-  const pid_t bu_pid = std::stoi(log.substr(marker + 24));
-  REQUIRE(kill(bu_pid, SIGKILL) == 0);
-  // Restarted by the launcher and admitted again by the EvM: it builds anew.
-  CHECK(wait_for([&] { return metric_at(evm_url, kEvm, "bu_readmissions") >= 1; }, 60s));
-  CHECK(wait_for([&] { return metric_at(bu_url, kBu1, "events_built") > 500; }, 60s));
-  const std::optional<int> exit_code = launcher.wait(120s);
-  const std::string output = launcher.output();
-  INFO(output);
-  REQUIRE(exit_code.has_value());
-  CHECK(*exit_code == 0);
-  CHECK_THAT(output, Catch::Contains("daqx-launch: " + bu_url + " is back on host " + cluster.address(4)));
-  CHECK_THAT(output, Catch::Contains("daqx-launch: restarts: 1"));
-  const double assigned = launcher.summary_counter("evb/evm/0", "events_assigned");
-  const double completed = launcher.summary_counter("evb/evm/0", "events_completed");
-  const double lost = std::max(0.0, launcher.summary_counter("evb/evm/0", "events_lost"));
-  double incomplete = 0;
-  for (const char* bu : {"evb/bu/0", "evb/bu/1"}) incomplete += std::max(0.0, launcher.summary_counter(bu, "events_incomplete"));
-  INFO("assigned " << assigned << " completed " << completed << " lost " << lost << " incomplete " << incomplete);
-  CHECK(assigned > 1000);
-  CHECK(lost > 0);
-  // The survivor and the restarted BU built what was completed; what the dead one held is lost.
-  CHECK(completed + lost + incomplete == assigned);
-  CHECK(launcher.summary_counter("evb/evm/0", "bu_drops") >= 1);
-  for (int h = 0; h < kHosts; ++h) CHECK(executives_on(cluster, h).empty());
+  check_bu_killed_and_readmitted(launcher, cluster, logs);
 }
 
 TEST_CASE("Executives started over ssh stop by themselves when the launcher is killed (their session ends)",

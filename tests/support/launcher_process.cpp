@@ -14,11 +14,13 @@
 
 namespace daqx::test {
 
-LauncherProcess::LauncherProcess(const std::vector<std::string>& arguments, const std::vector<std::string>& environment) {
+LauncherProcess::LauncherProcess(const std::vector<std::string>& arguments, const std::vector<std::string>& environment,
+                                 const std::vector<std::string>& wrapper) {
   static int count = 0;
   output_path_ = scratch_directory() + "/launcher-" + std::to_string(++count) + ".out";
   const std::string program = tool_program("daqx-launch");
-  std::vector<std::string> argv{program};
+  std::vector<std::string> argv(wrapper);
+  argv.push_back(program);
   argv.insert(argv.end(), arguments.begin(), arguments.end());
   std::vector<char*> args;
   for (std::string& a : argv) args.push_back(a.data());
@@ -31,14 +33,14 @@ LauncherProcess::LauncherProcess(const std::vector<std::string>& arguments, cons
     dup2(fd, STDOUT_FILENO);
     dup2(fd, STDERR_FILENO);
     for (std::string& assignment : assignments) putenv(assignment.data());
-    execv(program.c_str(), args.data());
+    execvp(args[0], args.data());
     _exit(127);
   }
 }
 
 LauncherProcess::~LauncherProcess() {
   if (running()) {
-    kill(pid_, SIGKILL);
+    kill(-pid_, SIGKILL);  // the group: a wrapper (salloc) and the launcher under it
     int status = 0;
     waitpid(pid_, &status, 0);
   }

@@ -13,8 +13,10 @@ namespace daqx::test {
 
 class LauncherProcess {
  public:
-  // Starts daqx-launch (of the build tree) with `arguments`, `environment` ("NAME=VALUE") added to the test's.
-  explicit LauncherProcess(const std::vector<std::string>& arguments, const std::vector<std::string>& environment = {});
+  // Starts daqx-launch (of the build tree) with `arguments`, `environment` ("NAME=VALUE") added to the test's,
+  // under `wrapper` when one is given (e.g. {"salloc", "-N2", "--"}: inside a Slurm allocation).
+  explicit LauncherProcess(const std::vector<std::string>& arguments, const std::vector<std::string>& environment = {},
+                           const std::vector<std::string>& wrapper = {});
   ~LauncherProcess();  // kills a launcher still running (SIGKILL), so a failed test leaves no run behind
   LauncherProcess(const LauncherProcess&) = delete;
   LauncherProcess& operator=(const LauncherProcess&) = delete;

@@ -31,8 +31,9 @@ void skip_test_unless_slurm_available();
 //   munged     on its own key (random, 0400) and socket; Slurm finds it through AuthInfo=socket=...
 //   slurmctld  in the controller's namespace (the test's own by default, reached at address(root) on the bridge)
 //   slurmd     one per host, in that host's namespace, named node_name(host), NodeAddr = the host's address
-// then waits until sinfo reports every node idle. Nothing outside that directory is read or written: no
-// /etc/slurm, no /etc/munge, no systemd, no cgroups (proctrack/linuxproc, task/none, no accounting).
+// then waits until sinfo reports every node idle (well under a second on an idle machine). Nothing outside that
+// directory is written, and none of the machine's configuration is used: no /etc/slurm, no /etc/munge, no
+// systemd, no cgroups (proctrack/linuxproc, task/none, no accounting).
 // Client commands (srun, salloc, sbatch, sinfo, squeue, scontrol, scancel) reach this cluster with
 // environment(), i.e. SLURM_CONF=conf_path(); run() does that for the test.
 //
@@ -93,7 +94,7 @@ class SlurmCluster {
   void wait_for_file(const std::string& path, const Daemon& daemon, std::chrono::steady_clock::time_point deadline);
   void wait_for_controller(std::chrono::steady_clock::time_point deadline);
   void wait_for_idle_nodes(std::chrono::steady_clock::time_point deadline);
-  void check_daemons_alive() const;
+  void check_daemons_alive();
   void kill_job_processes() const;
   void stop(Daemon& daemon) const;
   void stop_all() noexcept;

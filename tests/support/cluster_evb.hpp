@@ -1,0 +1,46 @@
+// The event builder that the launcher's cluster tests run (2 RUs x 2 BUs and the EvM, one unit per simulated
+// host, every event's content checked), and what those tests look at: the executives left on a host, the pid of
+// the executive a context log names, the run's counters in the launcher's summary.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "launcher_process.hpp"
+#include "netns.hpp"
+
+namespace daqx::test {
+
+inline constexpr int kClusterEvbHosts = 5;  // the EvM on host 0, RUs on 1-2, BUs on 3-4
+inline constexpr std::uint16_t kClusterEvbControlPort = 39600;
+inline constexpr std::uint32_t kClusterEvm = 10, kClusterBu1 = 201;  // the EvM's and the second BU's TIDs
+
+std::string read_text(const std::string& path);
+
+// Writes the partition (scratch/NAME.xml) made by evb_partition.py for the cluster's hosts, with `extra` (e.g. a
+// <Launch> and a <Control> element) added before its end. Fails the test if the generator fails.
+std::string cluster_evb_partition(const VirtualCluster& cluster, const std::string& name, const std::string& extra);
+
+// <Host pattern="*"> with DAQX_MODULE_PATH of this build: set on every host through the partition, as a user
+// sets a per-host environment.
+std::string module_host_rule();
+
+// The daqx-executive processes running in host's namespace ("pid: command line").
+std::vector<std::string> executives_on(const VirtualCluster& cluster, int host);
+
+// The pid in the last "ready (pid N)" line of a context's log (the executive that runs now), or -1.
+pid_t executive_pid_in_log(const std::string& log_path);
+
+// The log file the launcher keeps for the context on `host` of the cluster event builder.
+std::string cluster_evb_log(const VirtualCluster& cluster, const std::string& log_dir, int host);
+
+// Runs the supervision scenario against a launched cluster event builder whose second BU (host 4) restarts on
+// failure: waits until that BU builds, kills its executive with SIGKILL, waits until the EvM has taken the
+// restarted one back and it builds again, waits for the launcher to end, and checks the launcher's output:
+// the BU came back, one restart was counted, and built + lost + incomplete = assigned.
+void check_bu_killed_and_readmitted(LauncherProcess& launcher, const VirtualCluster& cluster, const std::string& log_dir);
+
+}  // namespace daqx::test
