@@ -328,7 +328,13 @@ int main(int argc, char** argv) {
       healthy = print_rates(partition, std::chrono::duration<double>(Clock::now() - start).count(), counters, up);
     }
   }
-  if (options.drive) {
+  // The engine gone under the launcher (the Slurm allocation ended): what ran there is stopped by it already.
+  const std::string gone = engine->unavailable();
+  if (!gone.empty()) {
+    std::fprintf(stderr, "daqx-launch: %s: its contexts are stopped with it\n", gone.c_str());
+    healthy = false;
+  }
+  if (options.drive && gone.empty()) {
     const double run_time = std::chrono::duration<double>(Clock::now() - start).count();
     transition_all(partition, "stop", true, {}, up);
     print_rates(partition, std::chrono::duration<double>(Clock::now() - start).count(), counters, up);  // final counts

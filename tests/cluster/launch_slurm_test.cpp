@@ -180,3 +180,35 @@ TEST_CASE("Outside an allocation daqx-launch writes the batch script that runs t
   CHECK_THAT(output, Catch::Contains("all contexts stopped cleanly"));
   for (int h = 0; h < kClusterEvbHosts; ++h) CHECK(executives_on(cluster, h).empty());
 }
+
+TEST_CASE("When the allocation ends under it (scancel), daqx-launch stops the partition, restarts nothing and "
+          "leaves no process behind", "[cluster][slurm][launch]") {
+  skip_test_unless_netns_available();
+  skip_test_unless_slurm_available();
+  VirtualCluster cluster(kClusterEvbHosts);
+  SlurmCluster slurm(cluster);
+  // Every context would be restarted if it merely died: the allocation's end must be told apart.
+  const std::string partition = cluster_evb_partition(
+      cluster, "evb-slurm-cancelled",
+      "<Launch engine=\"slurm\">" + module_host_rule() + "<Restart pattern=\"*\" policy=\"on-failure\" backoff=\"0.2\"/></Launch>");
+  const std::string logs = scratch_directory() + "/slurm-cancelled-logs";
+  LauncherProcess launcher({"--config", partition, "--drive", "--log-dir", logs}, slurm.environment(), allocation_of());
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (!(application_metric(cluster.url(0, kClusterEvbControlPort), kClusterEvm, "events_completed") > 100) &&
+         launcher.running() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(200ms);
+  REQUIRE(application_metric(cluster.url(0, kClusterEvbControlPort), kClusterEvm, "events_completed") > 100);
+  const ProcessResult jobs = slurm.run({"squeue", "--noheader", "--format=%i"});
+  const std::string job = jobs.output.substr(0, jobs.output.find_first_of(" \n"));
+  REQUIRE_FALSE(job.empty());
+  REQUIRE(slurm.run({"scancel", job}).exit_code == 0);
+  const std::optional<int> exit_code = launcher.wait(60s);
+  const std::string output = launcher.output();
+  INFO(output);
+  REQUIRE(exit_code.has_value());
+  CHECK(*exit_code == 1);  // the run did not end as asked
+  CHECK_THAT(output, Catch::Contains("daqx-launch: allocation " + job + " has ended"));
+  CHECK_THAT(output, Catch::Contains("daqx-launch: restarts: 0"));
+  CHECK_THAT(output, Catch::Contains("all contexts stopped"));
+  for (int h = 0; h < kClusterEvbHosts; ++h) CHECK(executives_on(cluster, h).empty());
+}

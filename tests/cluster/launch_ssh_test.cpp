@@ -131,6 +131,12 @@ TEST_CASE("Executives started over ssh stop by themselves when the launcher is k
     std::this_thread::sleep_for(200ms);
   INFO(launcher.output());
   REQUIRE(metric_at(evm_url, 10, "events_completed") > 100);
+  // daqxctl drives the remote contexts as it does local ones: by their URLs in the partition.
+  const ProcessResult status = run_process({tool_program("daqxctl"), "--config", partition, "status"}, 30s);
+  INFO(status.output);
+  CHECK(status.exit_code == 0);
+  CHECK_THAT(status.output, Catch::Contains(cluster.url(4, kControl)));
+  CHECK_THAT(status.output, Catch::Contains("Enabled"));
   launcher.signal(SIGKILL);  // no orderly stop: only the end of each ssh session tells the executives
   launcher.wait(10s);
   const auto gone_by = std::chrono::steady_clock::now() + 30s;
