@@ -25,19 +25,6 @@ std::vector<std::string> allocation_of() {
   return {slurm_program("salloc"), "--nodes=" + std::to_string(kClusterEvbHosts), "--job-name=daqx-test", "--"};
 }
 
-void check_run_completed(const LauncherProcess& launcher) {
-  const double assigned = launcher.summary_counter("evb/evm/0", "events_assigned");
-  CHECK(assigned > 1000);
-  CHECK(launcher.summary_counter("evb/evm/0", "events_completed") == assigned);
-  CHECK(launcher.summary_counter("evb/evm/0", "events_lost") == -1);  // not printed: zero
-  CHECK(launcher.summary_counter("evb/bu/0", "events_built") + launcher.summary_counter("evb/bu/1", "events_built") == assigned);
-  for (const char* bu : {"evb/bu/0", "evb/bu/1"}) {
-    INFO(bu);
-    CHECK(launcher.summary_counter(bu, "events_corrupt") == -1);
-    CHECK(launcher.summary_counter(bu, "events_incomplete") == -1);
-  }
-}
-
 }  // namespace
 
 TEST_CASE("daqx-launch --engine slurm inside an allocation runs the 2x2 event builder as tasks of one srun step, "
@@ -65,7 +52,7 @@ TEST_CASE("daqx-launch --engine slurm inside an allocation runs the 2x2 event bu
   CHECK(*exit_code == 0);
   CHECK_THAT(output, Catch::Contains("5 contexts of partition 'evb-slurm' up through slurm"));
   CHECK_THAT(output, Catch::Contains("all contexts stopped cleanly"));
-  check_run_completed(launcher);
+  check_undisturbed_run(launcher);
   for (int h = 0; h < kClusterEvbHosts; ++h) {
     const std::string log = read_text(cluster_evb_log(cluster, logs, h));
     INFO("host " << h << " log:\n" << log);
@@ -136,7 +123,7 @@ TEST_CASE("Placed by Slurm: the partition's hosts become the allocation's nodes,
   const std::string placed = read_text(logs + "/partition-placed.xml");
   CHECK_THAT(placed, Catch::Contains("url=\"" + cluster.url(3, kClusterEvbControlPort) + "\""));
   CHECK(placed.find("daq-unit-") == std::string::npos);
-  check_run_completed(launcher);
+  check_undisturbed_run(launcher);
 }
 
 TEST_CASE("Outside an allocation daqx-launch writes the batch script that runs the partition, and sbatch runs it",

@@ -59,16 +59,7 @@ TEST_CASE("daqx-launch --engine ssh runs a 2x2 event builder across sshd hosts, 
   CHECK(*exit_code == 0);
   CHECK_THAT(output, Catch::Contains("5 contexts of partition 'evb-ssh' up through ssh"));
   CHECK_THAT(output, Catch::Contains("all contexts stopped cleanly"));
-  const double assigned = launcher.summary_counter("evb/evm/0", "events_assigned");
-  CHECK(assigned > 1000);
-  CHECK(launcher.summary_counter("evb/evm/0", "events_completed") == assigned);
-  CHECK(launcher.summary_counter("evb/evm/0", "events_lost") == -1);  // not printed: zero
-  CHECK(launcher.summary_counter("evb/bu/0", "events_built") + launcher.summary_counter("evb/bu/1", "events_built") == assigned);
-  for (const char* bu : {"evb/bu/0", "evb/bu/1"}) {
-    INFO(bu);
-    CHECK(launcher.summary_counter(bu, "events_corrupt") == -1);
-    CHECK(launcher.summary_counter(bu, "events_incomplete") == -1);
-  }
+  check_undisturbed_run(launcher);
   // Each context's output came back over its session into the local log folder, the remote pid first.
   for (int h = 0; h < kHosts; ++h) {
     const std::string log = read_text(logs + "/" + cluster.address(h) + "_" + std::to_string(kControl) + ".log");

@@ -32,13 +32,6 @@ std::string task_output(const std::string& output, int task) {
   return lines;
 }
 
-std::string read_all(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 void write_text(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 // Processes whose command line names `text` (a path of the harness's directory: its daemons' arguments).
@@ -48,7 +41,7 @@ std::vector<std::string> processes_naming(const std::string& text) {
   if (proc == nullptr) return found;
   while (dirent* entry = readdir(proc)) {
     if (std::atol(entry->d_name) <= 0) continue;
-    std::string command_line = read_all(std::string("/proc/") + entry->d_name + "/cmdline");
+    std::string command_line = read_text(std::string("/proc/") + entry->d_name + "/cmdline");
     for (char& c : command_line) {
       if (c == '\0') c = ' ';
     }
@@ -135,8 +128,8 @@ TEST_CASE("Slurm on the namespace cluster: hostfile placement, a killed task res
              "wait $step\n"
              "echo \"step exit $?\"\n");
   const ProcessResult result = slurm->run({"salloc", "--nodes=2", "--exclusive", "--", "/bin/sh", dir + "/script.sh"}, 90s);
-  const std::string step_out = read_all(dir + "/step.out");
-  const std::string step_err = read_all(dir + "/step.err");
+  const std::string step_out = read_text(dir + "/step.out");
+  const std::string step_err = read_text(dir + "/step.err");
   INFO("salloc: exit " << result.exit_code << (result.timed_out ? " (timed out)" : "") << "\n" << result.output
                        << "\nstep stdout:\n" << step_out << "step stderr:\n" << step_err << "\n" << slurm->log_tails());
   REQUIRE(result.exited);
@@ -166,11 +159,11 @@ TEST_CASE("Slurm on the namespace cluster: hostfile placement, a killed task res
   INFO("sbatch: " << submitted.output);
   REQUIRE(submitted.exit_code == 0);
   const auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (task_output(read_all(dir + "/batch.out"), 1).empty() && std::chrono::steady_clock::now() < deadline) {
+  while (task_output(read_text(dir + "/batch.out"), 1).empty() && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(100ms);
   }
-  INFO("batch output:\n" << read_all(dir + "/batch.out"));
-  REQUIRE(!task_output(read_all(dir + "/batch.out"), 1).empty());
+  INFO("batch output:\n" << read_text(dir + "/batch.out"));
+  REQUIRE(!task_output(read_text(dir + "/batch.out"), 1).empty());
   const std::string directory = slurm->directory();
   slurm.reset();
   for (int host = 0; host < cluster.size(); ++host) {

@@ -17,13 +17,6 @@ namespace daqx::test {
 
 using namespace std::chrono_literals;
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 std::string cluster_evb_partition(const VirtualCluster& cluster, const std::string& name, const std::string& extra) {
   std::string hosts;
   for (int h = 0; h < kClusterEvbHosts; ++h) {
@@ -70,6 +63,19 @@ pid_t executive_pid_in_log(const std::string& log_path) {
 
 std::string cluster_evb_log(const VirtualCluster& cluster, const std::string& log_dir, int host) {
   return log_dir + "/" + cluster.address(host) + "_" + std::to_string(kClusterEvbControlPort) + ".log";
+}
+
+void check_undisturbed_run(const LauncherProcess& launcher) {
+  const double assigned = launcher.summary_counter("evb/evm/0", "events_assigned");
+  CHECK(assigned > 1000);
+  CHECK(launcher.summary_counter("evb/evm/0", "events_completed") == assigned);
+  CHECK(launcher.summary_counter("evb/evm/0", "events_lost") == -1);  // not printed: zero
+  CHECK(launcher.summary_counter("evb/bu/0", "events_built") + launcher.summary_counter("evb/bu/1", "events_built") == assigned);
+  for (const char* bu : {"evb/bu/0", "evb/bu/1"}) {
+    INFO(bu);
+    CHECK(launcher.summary_counter(bu, "events_corrupt") == -1);
+    CHECK(launcher.summary_counter(bu, "events_incomplete") == -1);
+  }
 }
 
 void check_bu_killed_and_readmitted(LauncherProcess& launcher, const VirtualCluster& cluster, const std::string& log_dir) {

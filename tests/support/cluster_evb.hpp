@@ -18,8 +18,6 @@ inline constexpr int kClusterEvbHosts = 5;  // the EvM on host 0, RUs on 1-2, BU
 inline constexpr std::uint16_t kClusterEvbControlPort = 39600;
 inline constexpr std::uint32_t kClusterEvm = 10, kClusterBu1 = 201;  // the EvM's and the second BU's TIDs
 
-std::string read_text(const std::string& path);
-
 // Writes the partition (scratch/NAME.xml) made by evb_partition.py for the cluster's hosts, with `extra` (e.g. a
 // <Launch> and a <Control> element) added before its end. Fails the test if the generator fails.
 std::string cluster_evb_partition(const VirtualCluster& cluster, const std::string& name, const std::string& extra);
@@ -36,6 +34,10 @@ pid_t executive_pid_in_log(const std::string& log_path);
 
 // The log file the launcher keeps for the context on `host` of the cluster event builder.
 std::string cluster_evb_log(const VirtualCluster& cluster, const std::string& log_dir, int host);
+
+// Checks the launcher's summary of a cluster event-builder run that nothing disturbed: every assigned event
+// completed and built once, none lost, corrupt or incomplete.
+void check_undisturbed_run(const LauncherProcess& launcher);
 
 // Runs the supervision scenario against a launched cluster event builder whose second BU (host 4) restarts on
 // failure: waits until that BU builds, kills its executive with SIGKILL, waits until the EvM has taken the

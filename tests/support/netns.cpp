@@ -32,20 +32,6 @@ using namespace std::chrono_literals;
 constexpr auto command_limit = 10s;  // any one `ip` command; they take milliseconds when the machine is sane
 constexpr auto lock_limit = 30s;     // waiting for another test program to finish choosing its subnet
 
-std::string find_ip_program() {
-  std::string path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
-  // ctest and sudo may run with a PATH without the sbin directories where `ip` lives.
-  path += ":/usr/sbin:/sbin:/usr/bin:/bin";
-  std::stringstream directories(path);
-  std::string directory;
-  while (std::getline(directories, directory, ':')) {
-    if (directory.empty()) continue;
-    std::string candidate = directory + "/ip";
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "";
-}
-
 std::string first_line(const std::string& text) {
   std::string line = text.substr(0, text.find('\n'));
   return line.empty() ? "(no output)" : line;
@@ -58,12 +44,6 @@ std::string joined(const std::vector<std::string>& argv) {
 }
 
 bool succeeded(const ProcessResult& result) { return result.exited && result.exit_code == 0 && !result.timed_out; }
-
-std::string outcome(const ProcessResult& result) {
-  if (result.timed_out) return "timed out";
-  if (!result.exited) return "killed by signal " + std::to_string(result.signal);
-  return "exit code " + std::to_string(result.exit_code);
-}
 
 ProcessResult ip(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {ip_program()};
@@ -240,7 +220,7 @@ std::string read_file(const std::string& path) {
 }  // namespace
 
 std::string ip_program() {
-  static const std::string program = find_ip_program();
+  static const std::string program = find_program("ip");
   return program;
 }
 

@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 namespace daqx::test {
@@ -83,6 +85,58 @@ void skip_for_environment(const char* require, int skip_code, const std::string&
   // _Exit, not exit: a test was cut short, and the leak checker of the sanitizer build would report what the
   // test framework still holds and turn the skip into a failure.
   std::_Exit(fail ? 1 : skip_code);
+}
+
+std::string find_program(const std::string& name) {
+  std::string path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
+  path += ":/usr/sbin:/sbin:/usr/bin:/bin";
+  std::stringstream directories(path);
+  std::string directory;
+  while (std::getline(directories, directory, ':')) {
+    if (directory.empty()) continue;
+    const std::string candidate = directory + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string last_lines(const std::string& text, std::size_t lines) {
+  std::size_t start = text.size();
+  std::size_t seen = 0;
+  // A final newline ends the last line; it does not start an empty one.
+  if (start > 0 && text[start - 1] == '\n') --start;
+  while (start > 0) {
+    if (text[start - 1] == '\n' && ++seen == lines) break;
+    --start;
+  }
+  return text.substr(start);
+}
+
+std::string outcome(const ProcessResult& result) {
+  if (result.timed_out) return "timed out";
+  if (!result.exited) return "killed by signal " + std::to_string(result.signal);
+  return "exit code " + std::to_string(result.exit_code);
+}
+
+void reap_or_kill(pid_t pid, std::chrono::milliseconds grace) {
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  int status = 0;
+  for (;;) {
+    const pid_t reaped = waitpid(pid, &status, WNOHANG);
+    if (reaped == pid || (reaped < 0 && errno != EINTR)) return;
+    if (std::chrono::steady_clock::now() > deadline) break;
+    usleep(5000);
+  }
+  kill(pid, SIGKILL);
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
 }
 
 }  // namespace daqx::test

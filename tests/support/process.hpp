@@ -29,4 +29,20 @@ ProcessResult run_process(const std::vector<std::string>& argv, std::chrono::mil
 // Directory of the running test program (the build tree), for finding helper programs beside it.
 std::string program_directory();
 
+// The path of a program in PATH or, after it, the sbin and bin directories (ctest and sudo may run with a PATH
+// without the sbin directories where ip, sshd and the Slurm daemons live); empty when there is none.
+std::string find_program(const std::string& name);
+
+// A whole file as text; empty when it cannot be read.
+std::string read_text(const std::string& path);
+
+// The last `lines` lines of a text (a log), for a test's message.
+std::string last_lines(const std::string& text, std::size_t lines);
+
+// Waits up to `grace` for the child `pid` (already told to stop) to end, then kills it (SIGKILL); reaps it.
+void reap_or_kill(pid_t pid, std::chrono::milliseconds grace);
+
+// "exit code 3", "killed by signal 9", "timed out": how a run_process ended, in words.
+std::string outcome(const ProcessResult& result);
+
 }  // namespace daqx::test

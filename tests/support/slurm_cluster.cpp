@@ -48,27 +48,6 @@ constexpr int namespace_controller_port = 6817;  // likewise, for a slurmctld in
 constexpr const char* required_programs[] = {"munged", "slurmctld", "slurmd", "sinfo", "srun", "salloc",
                                              "sbatch", "squeue", "scontrol", "scancel", "env"};
 
-std::string find_program(const std::string& name) {
-  std::string path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
-  // ctest and sudo may run with a PATH without the sbin directories where the daemons live.
-  path += ":/usr/sbin:/sbin:/usr/bin:/bin";
-  std::stringstream directories(path);
-  std::string directory;
-  while (std::getline(directories, directory, ':')) {
-    if (directory.empty()) continue;
-    std::string candidate = directory + "/" + name;
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "";
-}
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 void write_text(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::trunc);
   out << text;
@@ -80,24 +59,6 @@ void make_directory(const std::string& path) {
   if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
     throw std::runtime_error("SlurmCluster: cannot create " + path + ": " + std::strerror(errno));
   }
-}
-
-std::string last_lines(const std::string& text, std::size_t lines) {
-  std::size_t start = text.size();
-  std::size_t seen = 0;
-  // A final newline ends the last line; it does not start an empty one.
-  if (start > 0 && text[start - 1] == '\n') --start;
-  while (start > 0) {
-    if (text[start - 1] == '\n' && ++seen == lines) break;
-    --start;
-  }
-  return text.substr(start);
-}
-
-std::string outcome(const ProcessResult& result) {
-  if (result.timed_out) return "timed out";
-  if (!result.exited) return "killed by signal " + std::to_string(result.signal);
-  return "exit code " + std::to_string(result.exit_code);
 }
 
 std::string status_text(int status) {
@@ -189,7 +150,7 @@ std::map<pid_t, ProcessInfo> all_processes() {
     const pid_t pid = static_cast<pid_t>(std::atol(entry->d_name));
     if (pid <= 0) continue;
     // "PID (COMM) STATE PPID ...", COMM possibly with spaces and parentheses of its own.
-    const std::string stat_line = read_all("/proc/" + std::to_string(pid) + "/stat");
+    const std::string stat_line = read_text("/proc/" + std::to_string(pid) + "/stat");
     const std::size_t open_paren = stat_line.find('(');
     const std::size_t close_paren = stat_line.rfind(')');
     if (open_paren == std::string::npos || close_paren == std::string::npos || close_paren < open_paren) continue;
@@ -327,7 +288,7 @@ std::string SlurmCluster::log_tails(std::size_t lines) const {
   std::string text;
   for (const Daemon& daemon : daemons_) {
     text += "---- " + daemon.name + " (" + daemon.log + "), last " + std::to_string(lines) + " lines:\n";
-    std::string tail = last_lines(read_all(daemon.log), lines);
+    std::string tail = last_lines(read_text(daemon.log), lines);
     text += tail.empty() ? "(empty)\n" : tail;
     if (!text.empty() && text.back() != '\n') text += '\n';
   }
@@ -563,17 +524,7 @@ void SlurmCluster::kill_job_processes() const {
 void SlurmCluster::stop(Daemon& daemon) const {
   if (daemon.pid <= 0) return;
   kill(daemon.pid, SIGTERM);
-  const auto deadline = std::chrono::steady_clock::now() + stop_grace;
-  int status = 0;
-  while (waitpid(daemon.pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(daemon.pid, SIGKILL);
-      while (waitpid(daemon.pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      break;
-    }
-    std::this_thread::sleep_for(10ms);
-  }
+  reap_or_kill(daemon.pid, stop_grace);
   daemon.pid = -1;
 }
 

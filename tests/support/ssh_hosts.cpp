@@ -31,27 +31,6 @@ constexpr auto attempt_limit = 15s;   // one `ssh ... true` while waiting for a 
 constexpr auto stop_grace = 10s;      // sshd ends at once on SIGTERM; past this it is killed
 constexpr const char* locked_account_message = "because account is locked";
 
-std::string find_program(const std::string& name) {
-  std::string path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
-  // ctest and sudo may run with a PATH without the sbin directories where sshd lives.
-  path += ":/usr/sbin:/sbin:/usr/bin:/bin";
-  std::stringstream directories(path);
-  std::string directory;
-  while (std::getline(directories, directory, ':')) {
-    if (directory.empty()) continue;
-    std::string candidate = directory + "/" + name;
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "";
-}
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 void write_text(const std::string& path, const std::string& text, mode_t mode) {
   {
     std::ofstream out(path, std::ios::trunc);
@@ -59,24 +38,6 @@ void write_text(const std::string& path, const std::string& text, mode_t mode) {
     if (!out) throw std::runtime_error("SshHosts: cannot write " + path);
   }
   chmod(path.c_str(), mode);
-}
-
-std::string last_lines(const std::string& text, std::size_t lines) {
-  std::size_t start = text.size();
-  std::size_t seen = 0;
-  // A final newline ends the last line; it does not start an empty one.
-  if (start > 0 && text[start - 1] == '\n') --start;
-  while (start > 0) {
-    if (text[start - 1] == '\n' && ++seen == lines) break;
-    --start;
-  }
-  return text.substr(start);
-}
-
-std::string outcome(const ProcessResult& result) {
-  if (result.timed_out) return "timed out";
-  if (!result.exited) return "killed by signal " + std::to_string(result.signal);
-  return "exit code " + std::to_string(result.exit_code);
 }
 
 void make_key(const std::string& path, const std::string& comment) {
@@ -113,7 +74,7 @@ std::map<pid_t, ProcessEntry> process_table() {
     if (end == entry->d_name || *end != '\0' || value <= 0) continue;
     // "PID (COMM) STATE PPID ... STARTTIME ...": COMM may hold spaces and parentheses, so parse after the last
     // ')'. STARTTIME is field 22, the 20th after COMM.
-    const std::string stat_text = read_all(std::string("/proc/") + entry->d_name + "/stat");
+    const std::string stat_text = read_text(std::string("/proc/") + entry->d_name + "/stat");
     const std::size_t close = stat_text.rfind(')');
     if (close == std::string::npos) continue;
     std::istringstream fields(stat_text.substr(close + 1));
@@ -209,10 +170,10 @@ SshHosts::SshHosts(const VirtualCluster& cluster, std::uint16_t port, std::chron
   ensure_privilege_separation_directory();
   make_key(directory_ + "/host_ed25519_key", "daqx-test-host");
   make_key(directory_ + "/client_ed25519_key", "daqx-test-client");
-  write_text(directory_ + "/authorized_keys", read_all(directory_ + "/client_ed25519_key.pub"), 0600);
+  write_text(directory_ + "/authorized_keys", read_text(directory_ + "/client_ed25519_key.pub"), 0600);
 
   // Every host presents the same key; each address gets its line, so StrictHostKeyChecking has nothing to learn.
-  std::istringstream public_key(read_all(directory_ + "/host_ed25519_key.pub"));
+  std::istringstream public_key(read_text(directory_ + "/host_ed25519_key.pub"));
   std::string type, key;
   public_key >> type >> key;
   std::string known_hosts;
@@ -262,7 +223,7 @@ SshHosts::SshHosts(const VirtualCluster& cluster, std::uint16_t port, std::chron
     } catch (const std::runtime_error&) {
       // Without PAM sshd refuses any login, keys included, to an account whose password field starts with '!'
       // (root on some installations). Through PAM it does not: Debian's own sshd_config runs with UsePAM yes.
-      if (use_pam_ || read_all(servers_[0].log).find(locked_account_message) == std::string::npos) throw;
+      if (use_pam_ || read_text(servers_[0].log).find(locked_account_message) == std::string::npos) throw;
       use_pam_ = true;
       for (int host = 0; host < cluster_.size(); ++host) {
         kill_sessions(host, true);
@@ -382,19 +343,7 @@ void SshHosts::wait_ready(int host, std::chrono::milliseconds limit) {
 void SshHosts::reap(int host, std::chrono::milliseconds grace) {
   Server& server = servers_[static_cast<std::size_t>(host)];
   if (server.pid <= 0) return;
-  const auto deadline = std::chrono::steady_clock::now() + grace;
-  int status = 0;
-  for (;;) {
-    const pid_t reaped = waitpid(server.pid, &status, WNOHANG);
-    if (reaped == server.pid || (reaped < 0 && errno != EINTR)) break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(server.pid, SIGKILL);
-      while (waitpid(server.pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      break;
-    }
-    std::this_thread::sleep_for(5ms);
-  }
+  reap_or_kill(server.pid, grace);
   server.pid = -1;
 }
 
@@ -469,7 +418,7 @@ void SshHosts::kill_sessions(int host, bool listener) {
 
 std::string SshHosts::log_tail(int host, std::size_t lines) const {
   check_host(host);
-  return last_lines(read_all(servers_[static_cast<std::size_t>(host)].log), lines);
+  return last_lines(read_text(servers_[static_cast<std::size_t>(host)].log), lines);
 }
 
 }  // namespace daqx::test
