@@ -223,6 +223,11 @@ int main(int argc, char** argv) {
   else if (engine_name == "ssh") engine = make_ssh_engine(options.ssh);
   else if (engine_name != "slurm") { std::fprintf(stderr, "daqx-launch: engine '%s' is not local, ssh or slurm\n", engine_name.c_str()); return 2; }
 
+  // Remote contexts with open control ports: anyone who reaches a port can halt the run. Allowed (a closed
+  // network), but said.
+  if (engine_name != "local" && daqx::default_control_access().token.empty())
+    std::fprintf(stderr, "daqx-launch: warning: no control token (<Control tokenFile>, --token-file or DAQX_TOKEN_FILE): "
+                         "the contexts' control ports accept changes from anyone who can reach them (docs/deploying.md)\n");
   std::error_code made;
   std::filesystem::create_directories(options.log_dir, made);
   if (made) {
