@@ -107,7 +107,11 @@ TEST_CASE("frames larger than the largest block cross as chains", "[transport][p
   CHECK(receiver.metric(21, "bytes_received") == static_cast<double>(shape.count) * shape.frame_size);
   CHECK(receiver.metric(21, "pattern_errors") == 0);
   CHECK(receiver.metric(21, "sequence_errors") == 0);
-  CHECK(transport_metric(receiver, "bytes_received") >= static_cast<double>(shape.count) * shape.frame_size);
+  // The transport counts a message once it has handed it up: its counter may trail the application's by the
+  // last frame for a moment (seen once in CI over ofi/tcp, 96.5 of 100.7 MB), so it is awaited, bounded.
+  CHECK(wait_until([&] {
+    return transport_metric(receiver, "bytes_received") >= static_cast<double>(shape.count) * shape.frame_size;
+  }, std::chrono::seconds(10)));
   for (auto* e : {&sender, &receiver}) CHECK(e->transition("stop").status == 200);
   CHECK(wait_until([&] {
     return pool_blocks_used(receiver, transport.receive_pool) == receive_blocks_at_rest(receiver, transport);
