@@ -1,6 +1,8 @@
 // Starting, driving and stopping real executive processes for process-level tests.
 #include "executive_process.hpp"
 
+#include "process.hpp"
+
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -198,7 +200,10 @@ ExecutiveProcess::Progress ExecutiveProcess::wait_progress(std::uint32_t tid, co
       last_growth = now;
     }
     std::string ended;
-    if (!running()) ended = "the executive is gone";
+    // How it ended and what it said last: the only trace of a crash when the test's output is cut short.
+    if (!running())
+      ended = std::string("the executive is gone (").append(wait_status_words(status_)).append("; its last lines:\n")
+                  .append(last_lines(output(), 12)).append(")");
     else if (now - last_growth >= stall) ended = "no progress for " + std::to_string(stall.count()) + " s";
     else if (now - start >= kBound) ended = "still moving after an hour";
     if (!ended.empty()) {

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -123,6 +124,16 @@ std::string outcome(const ProcessResult& result) {
   if (result.timed_out) return "timed out";
   if (!result.exited) return "killed by signal " + std::to_string(result.signal);
   return "exit code " + std::to_string(result.exit_code);
+}
+
+std::string wait_status_words(int status) {
+  if (WIFEXITED(status)) return "exit code " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    std::string words = "killed by signal ";
+    words.append(std::to_string(WTERMSIG(status))).append(" (").append(strsignal(WTERMSIG(status))).append(")");
+    return words;
+  }
+  return "wait status " + std::to_string(status);
 }
 
 void reap_or_kill(pid_t pid, std::chrono::milliseconds grace) {

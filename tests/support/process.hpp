@@ -44,5 +44,7 @@ void reap_or_kill(pid_t pid, std::chrono::milliseconds grace);
 
 // "exit code 3", "killed by signal 9", "timed out": how a run_process ended, in words.
 std::string outcome(const ProcessResult& result);
+// The same for a wait status from waitpid: "exit code 3", "killed by signal 11 (Segmentation fault)".
+std::string wait_status_words(int status);
 
 }  // namespace daqx::test

@@ -29,6 +29,7 @@
 #include <thread>
 
 #include "executive_process.hpp"
+#include "process_table.hpp"
 
 extern char** environ;
 
@@ -134,39 +135,6 @@ bool accepts_connections(const std::string& address_text, int port, std::chrono:
   }
   close(fd);
   return connected;
-}
-
-struct ProcessInfo {
-  pid_t parent = 0;
-  std::string command;  // comm: the executable's name, which setproctitle (slurmstepd uses it) leaves alone
-  ino_t network_namespace = 0;
-};
-
-std::map<pid_t, ProcessInfo> all_processes() {
-  std::map<pid_t, ProcessInfo> processes;
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return processes;
-  while (dirent* entry = readdir(proc)) {
-    const pid_t pid = static_cast<pid_t>(std::atol(entry->d_name));
-    if (pid <= 0) continue;
-    // "PID (COMM) STATE PPID ...", COMM possibly with spaces and parentheses of its own.
-    const std::string stat_line = read_text("/proc/" + std::to_string(pid) + "/stat");
-    const std::size_t open_paren = stat_line.find('(');
-    const std::size_t close_paren = stat_line.rfind(')');
-    if (open_paren == std::string::npos || close_paren == std::string::npos || close_paren < open_paren) continue;
-    ProcessInfo info;
-    info.command = stat_line.substr(open_paren + 1, close_paren - open_paren - 1);
-    std::stringstream rest(stat_line.substr(close_paren + 1));
-    std::string state;
-    rest >> state >> info.parent;
-    struct stat namespace_stat {};
-    if (::stat(("/proc/" + std::to_string(pid) + "/ns/net").c_str(), &namespace_stat) == 0) {
-      info.network_namespace = namespace_stat.st_ino;
-    }
-    processes[pid] = info;
-  }
-  closedir(proc);
-  return processes;
 }
 
 }  // namespace
@@ -495,21 +463,12 @@ void SlurmCluster::kill_job_processes() const {
   if (namespaces.empty()) return;
   std::set<pid_t> stopped;
   for (int pass = 0; pass < 20; ++pass) {
-    std::map<pid_t, ProcessInfo> processes = all_processes();
-    std::multimap<pid_t, pid_t> children;
-    std::vector<pid_t> pending;
-    for (const auto& [pid, info] : processes) {
-      children.emplace(info.parent, pid);
-      if (info.command == "slurmstepd" && namespaces.count(info.network_namespace) != 0) pending.push_back(pid);
+    const std::map<pid_t, ProcessEntry> processes = process_table();
+    std::vector<pid_t> steps;
+    for (const auto& [pid, process] : processes) {
+      if (process.command == "slurmstepd" && namespaces.count(process.network_namespace) != 0) steps.push_back(pid);
     }
-    std::set<pid_t> tree;
-    while (!pending.empty()) {
-      const pid_t pid = pending.back();
-      pending.pop_back();
-      if (!tree.insert(pid).second) continue;
-      auto [first, last] = children.equal_range(pid);
-      for (auto it = first; it != last; ++it) pending.push_back(it->second);
-    }
+    const std::set<pid_t> tree = process_trees(processes, steps);
     bool found_new = false;
     for (pid_t pid : tree) {
       if (pid == getpid() || !stopped.insert(pid).second) continue;

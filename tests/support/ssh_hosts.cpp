@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "executive_process.hpp"
+#include "process_table.hpp"
 
 namespace daqx::test {
 
@@ -57,58 +58,15 @@ void ensure_privilege_separation_directory() {
   }
 }
 
-// A process as /proc shows it: its parent, and its start time, which tells it from a later process that was
-// given the same pid.
-struct ProcessEntry {
-  pid_t parent = 0;
-  unsigned long long start_time = 0;
-};
-
-std::map<pid_t, ProcessEntry> process_table() {
-  std::map<pid_t, ProcessEntry> table;
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return table;
-  while (dirent* entry = readdir(proc)) {
-    char* end = nullptr;
-    const long value = std::strtol(entry->d_name, &end, 10);
-    if (end == entry->d_name || *end != '\0' || value <= 0) continue;
-    // "PID (COMM) STATE PPID ... STARTTIME ...": COMM may hold spaces and parentheses, so parse after the last
-    // ')'. STARTTIME is field 22, the 20th after COMM.
-    const std::string stat_text = read_text(std::string("/proc/") + entry->d_name + "/stat");
-    const std::size_t close = stat_text.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream fields(stat_text.substr(close + 1));
-    std::string field;
-    ProcessEntry process;
-    for (int index = 3; index <= 22 && fields >> field; ++index) {
-      if (index == 4) process.parent = static_cast<pid_t>(std::atol(field.c_str()));
-      if (index == 22) process.start_time = std::strtoull(field.c_str(), nullptr, 10);
-    }
-    table.emplace(static_cast<pid_t>(value), process);
-  }
-  closedir(proc);
-  return table;
-}
-
 // The roots still alive (same pid, same start time) and all their descendants.
 std::set<pid_t> process_trees(const std::vector<SshHosts::Tracked>& roots) {
   const std::map<pid_t, ProcessEntry> table = process_table();
-  std::multimap<pid_t, pid_t> children;
-  for (const auto& [pid, process] : table) children.emplace(process.parent, pid);
-  std::vector<pid_t> pending;
+  std::vector<pid_t> alive;
   for (const SshHosts::Tracked& root : roots) {
     auto found = table.find(root.pid);
-    if (found != table.end() && found->second.start_time == root.start_time) pending.push_back(root.pid);
+    if (found != table.end() && found->second.start_time == root.start_time) alive.push_back(root.pid);
   }
-  std::set<pid_t> tree;
-  while (!pending.empty()) {
-    const pid_t pid = pending.back();
-    pending.pop_back();
-    if (!tree.insert(pid).second) continue;
-    auto [first, last] = children.equal_range(pid);
-    for (auto child = first; child != last; ++child) pending.push_back(child->second);
-  }
-  return tree;
+  return process_trees(table, alive);
 }
 
 // The children of `parent` now, as roots to follow.
