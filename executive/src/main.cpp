@@ -19,6 +19,7 @@
 #include "daqx/executive/partition.hpp"
 #include "daqx/services/log.hpp"
 #include "daqx/services/log_writer.hpp"
+#include "crash_report.hpp"
 
 namespace {
 
@@ -162,6 +163,7 @@ int main(int argc, char** argv) {
   daqx::set_log_sink(daqx::make_log_writer(STDERR_FILENO, context_url, format));
   const auto say = [](daqx::LogLevel l, const std::string& message) { daqx::log(l, "executive", message); };
 
+  daqx::install_crash_report();
   // Block the stop signals in every thread; main waits for them with sigwait.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);

@@ -3,6 +3,7 @@
 
 #include <numaif.h>
 #include <sched.h>
+#include <signal.h>
 
 #include <Poco/JSON/Parser.h>
 
@@ -10,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "../support/executive_metrics.hpp"
 #include "../support/executive_process.hpp"
 #include "../support/process.hpp"
 
@@ -327,4 +329,24 @@ TEST_CASE("daqx-executive --list-params prints every parameter of a module", "[e
   CHECK(result.exit_code == 0);
   CHECK_THAT(result.output, Contains("application nton::Sender") && Contains("frameSize") && Contains("window") &&
                                 Contains("application nton::Receiver") && Contains("application nton::PingPong"));
+}
+
+TEST_CASE("an executive that faults says so in its log, with the signal and a backtrace, and still ends by that signal",
+          "[executive][process]") {
+  std::uint16_t port = free_port();
+  std::string partition = write_file("fault.xml", one_context("fault", port, ""));
+  ExecutiveProcess executive(partition, url(port));
+  REQUIRE(executive.wait_ready());
+  REQUIRE(::kill(executive.pid(), SIGSEGV) == 0);
+  REQUIRE(wait_until([&] { return !executive.running(); }, std::chrono::seconds(20)));
+  INFO(executive.output());
+#if defined(__SANITIZE_ADDRESS__)
+  // Under AddressSanitizer its own report stands in for ours.
+  CHECK_THAT(executive.output(), Contains("AddressSanitizer"));
+#else
+  CHECK_THAT(executive.output(), Contains("fatal executive: killed by SIGSEGV"));
+  CHECK_THAT(executive.output(), Contains("backtrace"));
+  CHECK_THAT(executive.output(), Contains("daqx-executive"));  // the frames name their modules
+  CHECK(executive.stop() == 128 + SIGSEGV);
+#endif
 }
