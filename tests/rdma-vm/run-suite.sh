@@ -23,7 +23,11 @@ while IFS= read -r name; do
   case $rc in
     0) passed=$((passed + 1)); echo "passed  ${took}s  $name" ;;
     77) skipped=$((skipped + 1)); echo "skipped ${took}s  $name: $(grep -m1 SKIPPED "$output")" ;;
-    *) failed=$((failed + 1)); echo "FAILED  ${took}s  $name (exit $rc)"; cat "$output" ;;
+    *) failed=$((failed + 1)); echo "FAILED  ${took}s  $name (exit $rc)"
+       # What the guest's kernel said lately (an rxe warning, an oops, the OOM killer) may be why; its routine
+       # lines about the dummy device are left out.
+       echo "guest kernel, last lines:"; dmesg 2>/dev/null | grep -v "speed is unknown" | tail -n 15
+       cat "$output" ;;
   esac
 done < "$names"
 rm -f "$names" "$output"
