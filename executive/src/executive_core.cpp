@@ -238,6 +238,8 @@ mem::Pool& ExecutiveCore::make_pool(const std::string& name, const mem::PoolConf
   std::string allocator = policy_.allocator_for_pool(name);
   if (allocator.empty())
     allocator = config.preferred_numa_node >= 0 ? std::string("numa:").append(std::to_string(config.preferred_numa_node)) : std::string("heap");
+  // A pool whose blocks go to other processes (ptshm) is in shared memory, with the pages and node asked for.
+  if (config.shared_memory) allocator = mem::shared_allocator(allocator);
   auto pool = std::make_unique<mem::Pool>(named, mem::make_allocator(allocator));
   std::lock_guard lock(pools_mutex_);
   // A pool made after a transport registered memory is registered with it too, before anyone uses it.

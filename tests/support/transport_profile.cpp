@@ -40,6 +40,11 @@ TransportProfile transport_profile(const std::string& name) {
     p.protocol = "tcp";
     p.module = "libdaqx_pttcp.so";
     p.receive_pool = "pt/tcp/recv";
+  } else if (name == "shm") {
+    p.name = name;
+    p.protocol = "shm";
+    p.module = "libdaqx_ptshm.so";
+    p.receive_pool = "pt/shm/recv";
   } else if (name == "ofi") {
     p = ofi_profile(name, "tcp");
   } else if (name == "ofi-verbs") {
@@ -50,7 +55,7 @@ TransportProfile transport_profile(const std::string& name) {
     p.module = "libdaqx_ptibv.so";
     p.receive_pool = "pt/ibv/recv";
   } else {
-    throw std::runtime_error("DAQX_TRANSPORT=" + name + ": unknown transport (tcp, ofi, ofi-verbs or ibv)");
+    throw std::runtime_error("DAQX_TRANSPORT=" + name + ": unknown transport (tcp, shm, ofi, ofi-verbs or ibv)");
   }
   p.host = data_host();
   return p;
