@@ -16,11 +16,12 @@ constexpr std::uint32_t kSender = 11, kReceiver = 21;
 
 // The receiver's endpoint: a small receive pool, so that what the held frames pin drains it quickly.
 std::string small_receive_pool(std::string context, const TransportProfile& transport) {
-  if (!transport.capabilities.posted_receive_buffers) return context;
+  std::string properties = transport.small_receive_properties;
+  if (properties.empty() && transport.capabilities.posted_receive_buffers)
+    properties = "<recvBufferSize>65536</recvBufferSize><recvDepth>16</recvDepth><recvPoolSize>2097152</recvPoolSize>";
+  if (properties.empty()) return context;
   const std::string end_of_properties = "</Properties></Endpoint>";
-  return context.replace(context.find(end_of_properties), end_of_properties.size(),
-                         "<recvBufferSize>65536</recvBufferSize><recvDepth>16</recvDepth>"
-                         "<recvPoolSize>2097152</recvPoolSize>" + end_of_properties);
+  return context.replace(context.find(end_of_properties), end_of_properties.size(), properties + end_of_properties);
 }
 
 std::string short_send_queue(std::string context) {
