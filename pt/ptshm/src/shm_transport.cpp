@@ -776,18 +776,22 @@ void ShmTransport::released(std::uint64_t token) noexcept {
 }
 
 void ShmTransport::report_wire(MetricSink& sink) const {
-  sink.counter("frames_copied", static_cast<double>(frames_copied_.load(std::memory_order_relaxed)),
-               "frames copied into the transport's shared pool because their blocks were not in shared memory");
-  sink.counter("copy_pool_waits", static_cast<double>(copy_pool_waits_.load(std::memory_order_relaxed)),
-               "times a frame waited for the copy pool");
-  sink.counter("chunks_mapped", static_cast<double>(chunks_mapped_.load(std::memory_order_relaxed)),
-               "peers' chunks mapped (once per chunk and connection)");
+  const struct {
+    const char* name;
+    const std::atomic<std::uint64_t>& value;
+    const char* help;
+  } counters[] = {
+      {"frames_copied", frames_copied_,
+       "frames copied into the transport's shared pool because their blocks were not in shared memory"},
+      {"copy_pool_waits", copy_pool_waits_, "times a frame waited for the copy pool"},
+      {"chunks_mapped", chunks_mapped_, "peers' chunks mapped (once per chunk and connection)"},
+      {"returns_dropped", returns_dropped_, "block returns that found no room (a peer that broke the ring protocol)"},
+      {"wakeups_sent", wakeups_sent_, "eventfd writes to a peer that had said it sleeps"},
+  };
+  for (const auto& counter : counters)
+    sink.counter(counter.name, static_cast<double>(counter.value.load(std::memory_order_relaxed)), counter.help);
   sink.gauge("shared_chunks", static_cast<double>(chunk_count_.load(std::memory_order_relaxed)),
              "chunks of this executive's pools in shared memory, announced to peers");
-  sink.counter("returns_dropped", static_cast<double>(returns_dropped_.load(std::memory_order_relaxed)),
-               "block returns that found no room (a peer that broke the ring protocol)");
-  sink.counter("wakeups_sent", static_cast<double>(wakeups_sent_.load(std::memory_order_relaxed)),
-               "eventfd writes to a peer that had said it sleeps");
   sink.gauge("ring_entries", settings_.ring_entries, "entries of each ring of a connection");
 }
 

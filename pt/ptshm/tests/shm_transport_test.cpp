@@ -2,10 +2,6 @@
 // (the receiver's memory is the sender's block), frames from pools that are not shared are copied and counted,
 // blocks come back when released, and a peer that writes garbage into its ring loses only its own connection.
 #include <catch2/catch.hpp>
-#include <fcntl.h>
-#include <sys/eventfd.h>
-#include <sys/mman.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -19,6 +15,7 @@
 #include <vector>
 
 #include "daqx/mempool/allocator.hpp"
+#include "hostile_peer.hpp"
 #include "ring.hpp"
 #include "settings.hpp"
 #include "shm_transport.hpp"
@@ -235,73 +232,6 @@ TEST_CASE("a shared copy sent to two peers reaches both, and its blocks go back 
   second_receiver->stop();
 }
 
-// A peer that speaks ptshm's set-up properly and then writes into its frames ring whatever it is told.
-class HostilePeer {
- public:
-  explicit HostilePeer(const EndpointAddress& address) {
-    socklen_t length = 0;
-    sockaddr_un name = endpoint_socket_address(address.hostname, address.port, length);
-    socket_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    REQUIRE(::connect(socket_, reinterpret_cast<sockaddr*>(&name), length) == 0);
-    const SegmentLayout layout = SegmentLayout::of(kEntries);
-    int segment = memfd_create("daqx-shm-test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    REQUIRE(ftruncate(segment, static_cast<off_t>(layout.bytes)) == 0);
-    REQUIRE(fcntl(segment, F_ADD_SEALS, F_SEAL_SHRINK) == 0);
-    memory_ = static_cast<std::byte*>(mmap(nullptr, layout.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, segment, 0));
-    bytes_ = layout.bytes;
-    header_ = new (memory_) SegmentHeader{};
-    header_->ring_entries = kEntries;
-    entries_ = reinterpret_cast<FrameEntry*>(memory_ + layout.frames_at);
-    frames_wake_ = eventfd(0, EFD_CLOEXEC);
-    returns_wake_ = eventfd(0, EFD_CLOEXEC);
-    HelloMessage hello;
-    hello.ring_entries = kEntries;
-    hello.segment_bytes = layout.bytes;
-    const int fds[3] = {segment, frames_wake_, returns_wake_};
-    REQUIRE(send_message(socket_, &hello, sizeof hello, fds, 3).empty());
-    close(segment);
-    // One chunk of 64 KiB, id 0, with a valid frame at its start.
-    chunk_ = memfd_create("daqx-shm-test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    REQUIRE(ftruncate(chunk_, 65536) == 0);
-    REQUIRE(fcntl(chunk_, F_ADD_SEALS, F_SEAL_SHRINK) == 0);
-    ChunkMessage announce;
-    announce.id = 0;
-    announce.bytes = 65536;
-    REQUIRE(send_message(socket_, &announce, sizeof announce, &chunk_, 1).empty());
-  }
-  ~HostilePeer() {
-    munmap(memory_, bytes_);
-    close(socket_);
-    close(frames_wake_);
-    close(returns_wake_);
-    close(chunk_);
-  }
-  void write(const FrameEntry& entry) {
-    entries_[tail_ % kEntries] = entry;
-    ++tail_;
-    header_->frames.tail.store(tail_, std::memory_order_release);
-    const std::uint64_t one = 1;
-    REQUIRE(::write(frames_wake_, &one, sizeof one) == sizeof one);
-  }
-  void set_tail(std::uint64_t tail) {
-    header_->frames.tail.store(tail, std::memory_order_release);
-    const std::uint64_t one = 1;
-    REQUIRE(::write(frames_wake_, &one, sizeof one) == sizeof one);
-  }
-
- private:
-  static constexpr std::uint32_t kEntries = 64;
-  int socket_ = -1;
-  int frames_wake_ = -1;
-  int returns_wake_ = -1;
-  int chunk_ = -1;
-  std::byte* memory_ = nullptr;
-  std::size_t bytes_ = 0;
-  SegmentHeader* header_ = nullptr;
-  FrameEntry* entries_ = nullptr;
-  std::uint64_t tail_ = 0;
-};
-
 TEST_CASE("a peer that writes garbage into its ring loses only its own connection, counted in bad_streams, while an "
           "honest peer goes on", "[ptshm][faults]") {
   Pair pair(5);
@@ -312,7 +242,7 @@ TEST_CASE("a peer that writes garbage into its ring loses only its own connectio
     const char* logged;
   };
   const std::vector<Case> cases{
-      {"offset past the chunk", [](HostilePeer& p) { p.write({0, kLastBlock, 65000, 4096, 0}); }, "outside its chunk"},
+      {"offset past the chunk", [](HostilePeer& p) { p.write({0, kLastBlock, HostilePeer::kChunkBytes - 100, 4096, 0}); }, "outside its chunk"},
       {"length wrapping around", [](HostilePeer& p) { p.write({0, kLastBlock, 64, 0xffffffffu, 0}); }, "outside its chunk"},
       {"unknown chunk", [](HostilePeer& p) { p.write({9, kLastBlock, 0, 64, 0}); }, "never announced"},
       {"unknown flags", [](HostilePeer& p) { p.write({0, 0x80, 0, 64, 0}); }, "unknown flags"},
@@ -322,7 +252,7 @@ TEST_CASE("a peer that writes garbage into its ring loses only its own connectio
   double bad = 0;
   for (const Case& c : cases) {
     INFO(c.what);
-    HostilePeer peer(pair.address);
+    HostilePeer peer(pair.address.hostname, pair.address.port);
     c.act(peer);
     ++bad;
     CHECK(wait_until([&] { return metric(*pair.receiver, "bad_streams") == bad; }));
