@@ -130,6 +130,7 @@ TransportCapabilities read_capabilities(const TransportProfile& profile) {
     capabilities.credit_flow = c->getValue<bool>("credit_flow");
     capabilities.posted_receive_buffers = c->getValue<bool>("posted_receive_buffers");
     capabilities.numa_placement = c->getValue<bool>("numa_placement");
+    capabilities.shared_memory_pools = c->getValue<bool>("shared_memory_pools");
     capabilities.plain_tcp_port = c->getValue<bool>("plain_tcp_port");
     capabilities.frames_on_plain_tcp = c->getValue<bool>("frames_on_plain_tcp");
     capabilities.connection_manager = c->getValue<std::string>("connection_manager");

@@ -37,7 +37,7 @@ Settings Settings::from(const ParamSet& params) {
 
 TransportCapabilities describe(const ParamSet&) {
   // Frames by reference, no packing (there is nothing to save), connections made over a Unix socket.
-  return {.memory_registration = true, .connection_manager = "unix"};
+  return {.memory_registration = true, .shared_memory_pools = true, .connection_manager = "unix"};
 }
 
 }  // namespace daqx::ptshm
