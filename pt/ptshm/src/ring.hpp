@@ -72,7 +72,10 @@ class RingProducer {
  public:
   RingProducer() = default;
   RingProducer(RingControl* control, Entry* entries, std::uint32_t capacity) noexcept
-      : control_(control), entries_(entries), capacity_(capacity), tail_(control->tail.load(std::memory_order_relaxed)) {}
+      : control_(control),
+        entries_(entries),
+        capacity_(capacity),
+        tail_(control->tail.load(std::memory_order_relaxed)) {}
 
   // Entries that can be written now; nullopt when the consumer's head is impossible (a broken or hostile peer).
   std::optional<std::uint64_t> room() noexcept {
@@ -106,7 +109,10 @@ class RingConsumer {
  public:
   RingConsumer() = default;
   RingConsumer(RingControl* control, const Entry* entries, std::uint32_t capacity) noexcept
-      : control_(control), entries_(entries), capacity_(capacity), head_(control->head.load(std::memory_order_relaxed)) {}
+      : control_(control),
+        entries_(entries),
+        capacity_(capacity),
+        head_(control->head.load(std::memory_order_relaxed)) {}
 
   // Entries ready to read; nullopt when the producer's tail is impossible.
   std::optional<std::uint64_t> available() noexcept {

@@ -20,8 +20,8 @@ std::vector<ParamSpec> parameter_specs() {
            "blocks of peers that this context's applications can hold at once (descriptors of pt/shm/recv)", 256,
            1u << 24},
           {"copyPoolSize", ParamType::unsigned_integer, "67108864", "bytes",
-           "shared pool that frames from pools not in shared memory are copied into (counted in frames_copied)", 1u << 20,
-           std::uint64_t{1} << 36},
+           "shared pool that frames from pools not in shared memory are copied into (counted in frames_copied)",
+           1u << 20, std::uint64_t{1} << 36},
       });
 }
 

@@ -16,8 +16,8 @@ inline constexpr const char* kHelp =
     "zero copy";
 
 struct Settings {
-  std::uint32_t ring_entries = 4096;          // block references in flight per connection (each direction's ring)
-  std::size_t receive_descriptors = 65536;    // peer blocks this context's applications can hold at once
+  std::uint32_t ring_entries = 4096;        // block references in flight per connection (each direction's ring)
+  std::size_t receive_descriptors = 65536;  // peer blocks this context's applications can hold at once
   std::size_t copy_pool_bytes = std::size_t{64} << 20;  // the pool frames not in shared memory are copied into
 
   static Settings from(const ParamSet& params);

@@ -88,7 +88,10 @@ ShmTransport::ShmTransport(TransportHost& host)
       paths_(new std::unique_ptr<ReturnPath>[kMaxPaths]) {
   // Every shared chunk of the executive gets an id and keeps its memfd here, now and when pools grow.
   register_memory(std::make_unique<pt::CountingRegistrar>(
-      "ptshm", [this](std::byte* base, std::size_t bytes, mem::RegistrationKey& key) { return register_chunk(base, bytes, key); },
+      "ptshm",
+      [this](std::byte* base, std::size_t bytes, mem::RegistrationKey& key) {
+        return register_chunk(base, bytes, key);
+      },
       [this](const mem::RegistrationKey& key) { deregister_chunk(key); }));
   // Received frames are descriptors over the peers' memory (Pool::wrap_foreign): no memory of our own but one
   // small class (a pool needs one).
@@ -151,8 +154,8 @@ std::string ShmTransport::register_chunk(std::byte* base, std::size_t bytes, mem
   std::lock_guard lock(chunks_mutex_);
   const std::size_t id = chunk_count_.load(std::memory_order_relaxed);
   if (id >= kMaxSharedChunks) {
-    host().log(LogLevel::warning, "more than " + std::to_string(kMaxSharedChunks) +
-                                      " shared chunks: frames in the others are copied");
+    host().log(LogLevel::warning,
+               "more than " + std::to_string(kMaxSharedChunks) + " shared chunks: frames in the others are copied");
     return {};
   }
   const int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
@@ -333,7 +336,8 @@ void ShmTransport::pump(pt::OutgoingConnection& base) noexcept {
     if (blocks > settings_.ring_entries) {
       // Can never fit: lost, and counted as an error of the connection, as any frame the wire refuses.
       c.counters.errors.fetch_add(1, std::memory_order_relaxed);
-      host().log(LogLevel::warning, "a frame of " + std::to_string(blocks) + " blocks cannot go over shm (ringEntries=" +
+      host().log(LogLevel::warning, "a frame of " + std::to_string(blocks) +
+                                        " blocks cannot go over shm (ringEntries=" +
                                         std::to_string(settings_.ring_entries) + "): dropped");
       c.pop_front();
       continue;
@@ -460,11 +464,16 @@ pt::ConnectionTransport::SleepCheck ShmTransport::ready_to_sleep_send() {
 
 void ShmTransport::outgoing_metrics(const pt::OutgoingConnection& base, std::vector<Metric>& metrics) const {
   const auto& c = static_cast<const Outgoing&>(base);
-  metrics.push_back({"frames_copied", Metric::Kind::counter,
+  metrics.push_back({"frames_copied",
+                     Metric::Kind::counter,
                      static_cast<double>(c.frames_copied.load(std::memory_order_relaxed)),
-                     "frames copied into shared memory (their pool was not shared)", {}});
-  metrics.push_back({"blocks_in_flight", Metric::Kind::gauge, static_cast<double>(c.blocks_in_flight),
-                     "blocks on the ring or held by the receiver", {}});
+                     "frames copied into shared memory (their pool was not shared)",
+                     {}});
+  metrics.push_back({"blocks_in_flight",
+                     Metric::Kind::gauge,
+                     static_cast<double>(c.blocks_in_flight),
+                     "blocks on the ring or held by the receiver",
+                     {}});
 }
 
 // ---- receive side -----------------------------------------------------------------------------------------
@@ -551,13 +560,14 @@ bool ShmTransport::take_hello(Incoming& c, const HelloMessage& hello, const int*
   {
     std::lock_guard lock(path->mutex);
     path->segment = Mapping(memory, layout.bytes);
-    path->returns = RingProducer<ReturnEntry>(&header->returns, reinterpret_cast<ReturnEntry*>(memory + layout.returns_at),
-                                              entries);
+    path->returns = RingProducer<ReturnEntry>(&header->returns,
+                                              reinterpret_cast<ReturnEntry*>(memory + layout.returns_at), entries);
     path->returns_wake = fds[2];
     path->open = true;
   }
   const_cast<int*>(fds)[2] = -1;
-  c.frames = RingConsumer<FrameEntry>(&header->frames, reinterpret_cast<const FrameEntry*>(memory + layout.frames_at), entries);
+  c.frames = RingConsumer<FrameEntry>(&header->frames, reinterpret_cast<const FrameEntry*>(memory + layout.frames_at),
+                                      entries);
   c.frames_wake = fds[1];
   const_cast<int*>(fds)[1] = -1;
   c.path = index;

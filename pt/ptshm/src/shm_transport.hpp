@@ -50,7 +50,7 @@ class ShmTransport final : public pt::ConnectionTransport, private mem::ForeignR
   struct SharedChunk {
     std::byte* base = nullptr;  // null once deregistered
     std::size_t bytes = 0;
-    int fd = -1;                // our duplicate of the pool's memfd, passed to peers
+    int fd = -1;  // our duplicate of the pool's memfd, passed to peers
   };
   static constexpr std::size_t kMaxSharedChunks = kMaxChunks;
 
@@ -93,12 +93,12 @@ class ShmTransport final : public pt::ConnectionTransport, private mem::ForeignR
     std::mutex mutex;
     std::uint16_t generation = 0;
     bool open = false;
-    std::size_t outstanding = 0;         // blocks out with applications
+    std::size_t outstanding = 0;  // blocks out with applications
     RingProducer<ReturnEntry> returns;
     int returns_wake = -1;
-    std::vector<Mapping> chunks;         // the peer's chunks by id (receive thread adds, under the mutex)
+    std::vector<Mapping> chunks;  // the peer's chunks by id (receive thread adds, under the mutex)
     Mapping segment;
-    void unmap_if_done() noexcept;       // under mutex: closed and nothing out
+    void unmap_if_done() noexcept;  // under mutex: closed and nothing out
   };
   static constexpr std::size_t kMaxPaths = 65535;
 
@@ -107,10 +107,10 @@ class ShmTransport final : public pt::ConnectionTransport, private mem::ForeignR
     int frames_wake = -1;
     bool hello = false;
     std::uint32_t ring_entries = 0;  // of the peer's rings: no frame has more blocks
-    std::uint32_t path = 0;  // index in paths_
+    std::uint32_t path = 0;          // index in paths_
     ReturnPath* return_path = nullptr;
     RingConsumer<FrameEntry> frames;
-    mem::Ref partial;              // blocks of the frame being assembled
+    mem::Ref partial;  // blocks of the frame being assembled
     std::size_t partial_blocks = 0;
     std::size_t partial_bytes = 0;
     bool waiting_for_pool = false;

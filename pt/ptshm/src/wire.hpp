@@ -21,7 +21,7 @@ struct HelloMessage {
   std::uint32_t magic = kHelloMagic;
   std::uint32_t version = 1;
   std::uint32_t ring_entries = 0;
-  std::uint32_t pid = 0;               // of the sender, for logs
+  std::uint32_t pid = 0;  // of the sender, for logs
   std::uint64_t segment_bytes = 0;
   // descriptors: the segment's memfd, the frames ring's eventfd, the returns ring's eventfd
 };

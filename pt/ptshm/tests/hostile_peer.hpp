@@ -83,7 +83,9 @@ class HostilePeer {
   }
 
  private:
-  [[noreturn]] static void fail(const char* what) { throw std::runtime_error(std::string(what) + ": " + std::strerror(errno)); }
+  [[noreturn]] static void fail(const char* what) {
+    throw std::runtime_error(std::string(what) + ": " + std::strerror(errno));
+  }
   static int sealed_memfd(std::size_t bytes) {
     const int fd = memfd_create("daqx-shm-hostile", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0 || ftruncate(fd, static_cast<off_t>(bytes)) != 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) != 0)

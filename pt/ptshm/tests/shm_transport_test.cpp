@@ -165,10 +165,13 @@ struct Pair {
   }
 };
 
-TEST_CASE("a frame from a shared pool crosses as a reference: the receiver's bytes are the sender's block, nothing "
-          "is copied, and the block goes back when the receiver releases it", "[ptshm]") {
+TEST_CASE(
+    "a frame from a shared pool crosses as a reference: the receiver's bytes are the sender's block, nothing "
+    "is copied, and the block goes back when the receiver releases it",
+    "[ptshm]") {
   Pair pair(1);
-  mem::Pool& pool = pair.sender_host.add_pool("app/pool", mem::PoolConfig::geometric("", 4096, 65536, 1 << 20, 4 << 20), "shm");
+  mem::Pool& pool =
+      pair.sender_host.add_pool("app/pool", mem::PoolConfig::geometric("", 4096, 65536, 1 << 20, 4 << 20), "shm");
   mem::Ref frame = frame_of(pool, 8192, std::byte{0x11});
   std::byte* sent = frame.data();
   REQUIRE(pair.sender->post(pair.peer, frame) == SendStatus::ok);
@@ -189,10 +192,13 @@ TEST_CASE("a frame from a shared pool crosses as a reference: the receiver's byt
   CHECK(wait_until([&] { return pool.blocks_in_use() == 0; }));
 }
 
-TEST_CASE("a frame from a pool that is not shared is copied into the transport's shared pool, counted, and arrives "
-          "intact", "[ptshm]") {
+TEST_CASE(
+    "a frame from a pool that is not shared is copied into the transport's shared pool, counted, and arrives "
+    "intact",
+    "[ptshm]") {
   Pair pair(2);
-  mem::Pool& heap = pair.sender_host.add_pool("app/heap", mem::PoolConfig::geometric("", 4096, 65536, 1 << 20, 4 << 20), "heap");
+  mem::Pool& heap =
+      pair.sender_host.add_pool("app/heap", mem::PoolConfig::geometric("", 4096, 65536, 1 << 20, 4 << 20), "heap");
   mem::Ref frame = frame_of(heap, 4096, std::byte{0x22});
   REQUIRE(pair.sender->post(pair.peer, frame) == SendStatus::ok);
   REQUIRE(wait_until([&] { return pair.receiver_host.delivered() == 1; }));
@@ -211,11 +217,13 @@ TEST_CASE("a shared copy sent to two peers reaches both, and its blocks go back 
   auto second_receiver = std::make_unique<ShmTransport>(second_host);
   second_receiver->listen(second);
   auto sender = std::make_unique<ShmTransport>(sender_host);
-  mem::Pool& pool = sender_host.add_pool("app/pool", mem::PoolConfig::geometric("", 4096, 4096, 1 << 20, 1 << 20), "shm");
+  mem::Pool& pool =
+      sender_host.add_pool("app/pool", mem::PoolConfig::geometric("", 4096, 4096, 1 << 20, 1 << 20), "shm");
   const PeerId a = sender->connect(first), b = sender->connect(second);
   mem::Ref frame = frame_of(pool, 4096, std::byte{0x33});
   mem::Ref copy = frame.share();
-  REQUIRE(wait_until([&] { return sender->connections().size() == 2 && sender->connections()[0].up && sender->connections()[1].up; }));
+  REQUIRE(wait_until(
+      [&] { return sender->connections().size() == 2 && sender->connections()[0].up && sender->connections()[1].up; }));
   REQUIRE(sender->post(a, frame) == SendStatus::ok);
   REQUIRE(sender->post(b, copy) == SendStatus::ok);
   REQUIRE(wait_until([&] { return first_host.delivered() == 1 && second_host.delivered() == 1; }));
@@ -232,22 +240,45 @@ TEST_CASE("a shared copy sent to two peers reaches both, and its blocks go back 
   second_receiver->stop();
 }
 
-TEST_CASE("a peer that writes garbage into its ring loses only its own connection, counted in bad_streams, while an "
-          "honest peer goes on", "[ptshm][faults]") {
+TEST_CASE(
+    "a peer that writes garbage into its ring loses only its own connection, counted in bad_streams, while an "
+    "honest peer goes on",
+    "[ptshm][faults]") {
   Pair pair(5);
-  mem::Pool& pool = pair.sender_host.add_pool("app/pool", mem::PoolConfig::geometric("", 4096, 4096, 1 << 20, 1 << 20), "shm");
+  mem::Pool& pool =
+      pair.sender_host.add_pool("app/pool", mem::PoolConfig::geometric("", 4096, 4096, 1 << 20, 1 << 20), "shm");
   struct Case {
     const char* what;
     std::function<void(HostilePeer&)> act;
     const char* logged;
   };
   const std::vector<Case> cases{
-      {"offset past the chunk", [](HostilePeer& p) { p.write({0, kLastBlock, HostilePeer::kChunkBytes - 100, 4096, 0}); }, "outside its chunk"},
-      {"length wrapping around", [](HostilePeer& p) { p.write({0, kLastBlock, 64, 0xffffffffu, 0}); }, "outside its chunk"},
-      {"unknown chunk", [](HostilePeer& p) { p.write({9, kLastBlock, 0, 64, 0}); }, "never announced"},
-      {"unknown flags", [](HostilePeer& p) { p.write({0, 0x80, 0, 64, 0}); }, "unknown flags"},
+      {"offset past the chunk",
+       [](HostilePeer& p) {
+         p.write({0, kLastBlock, HostilePeer::kChunkBytes - 100, 4096, 0});
+       },
+       "outside its chunk"},
+      {"length wrapping around",
+       [](HostilePeer& p) {
+         p.write({0, kLastBlock, 64, 0xffffffffu, 0});
+       },
+       "outside its chunk"},
+      {"unknown chunk",
+       [](HostilePeer& p) {
+         p.write({9, kLastBlock, 0, 64, 0});
+       },
+       "never announced"},
+      {"unknown flags",
+       [](HostilePeer& p) {
+         p.write({0, 0x80, 0, 64, 0});
+       },
+       "unknown flags"},
       {"tail far ahead", [](HostilePeer& p) { p.set_tail(1u << 30); }, "impossible tail"},
-      {"not a frame", [](HostilePeer& p) { p.write({0, kLastBlock, 0, 64, 0}); }, "bad frame"},
+      {"not a frame",
+       [](HostilePeer& p) {
+         p.write({0, kLastBlock, 0, 64, 0});
+       },
+       "bad frame"},
   };
   double bad = 0;
   for (const Case& c : cases) {
@@ -270,7 +301,8 @@ TEST_CASE("a peer that writes garbage into its ring loses only its own connectio
 
 TEST_CASE("when the receiver goes away, every block it held comes back to the sender's pool", "[ptshm][faults]") {
   auto pair = std::make_unique<Pair>(6);
-  mem::Pool& pool = pair->sender_host.add_pool("app/pool", mem::PoolConfig::geometric("", 4096, 4096, 1 << 20, 1 << 20), "shm");
+  mem::Pool& pool =
+      pair->sender_host.add_pool("app/pool", mem::PoolConfig::geometric("", 4096, 4096, 1 << 20, 1 << 20), "shm");
   for (int i = 0; i < 10; ++i) {
     mem::Ref frame = frame_of(pool, 4096, std::byte{0x55});
     REQUIRE(pair->sender->post(pair->peer, frame) == SendStatus::ok);
