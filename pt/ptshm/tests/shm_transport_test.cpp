@@ -163,6 +163,18 @@ struct Pair {
     sender->stop();
     receiver->stop();
   }
+  // An application pool of the sender, from the allocator named.
+  mem::Pool& application_pool(const std::string& allocator) {
+    return sender_host.add_pool("app/" + allocator, mem::PoolConfig::geometric("", 4096, 65536, 1 << 20, 4 << 20),
+                                allocator);
+  }
+  // Posts frame and takes it out of the receiver once it arrived.
+  Frame send_one(mem::Ref frame) {
+    const std::size_t before = receiver_host.delivered();
+    REQUIRE(sender->post(peer, frame) == SendStatus::ok);
+    REQUIRE(wait_until([&] { return receiver_host.delivered() == before + 1; }));
+    return receiver_host.take(before);
+  }
 };
 
 TEST_CASE(
@@ -170,13 +182,10 @@ TEST_CASE(
     "is copied, and the block goes back when the receiver releases it",
     "[ptshm]") {
   Pair pair(1);
-  mem::Pool& pool =
-      pair.sender_host.add_pool("app/pool", mem::PoolConfig::geometric("", 4096, 65536, 1 << 20, 4 << 20), "shm");
+  mem::Pool& pool = pair.application_pool("shm");
   mem::Ref frame = frame_of(pool, 8192, std::byte{0x11});
   std::byte* sent = frame.data();
-  REQUIRE(pair.sender->post(pair.peer, frame) == SendStatus::ok);
-  REQUIRE(wait_until([&] { return pair.receiver_host.delivered() == 1; }));
-  Frame received = pair.receiver_host.take(0);
+  Frame received = pair.send_one(std::move(frame));
   REQUIRE(received.data.total_size() == 8192);
   CHECK(received.header.target == 7);
   CHECK(received.data.head()->is_foreign());
@@ -197,12 +206,8 @@ TEST_CASE(
     "intact",
     "[ptshm]") {
   Pair pair(2);
-  mem::Pool& heap =
-      pair.sender_host.add_pool("app/heap", mem::PoolConfig::geometric("", 4096, 65536, 1 << 20, 4 << 20), "heap");
-  mem::Ref frame = frame_of(heap, 4096, std::byte{0x22});
-  REQUIRE(pair.sender->post(pair.peer, frame) == SendStatus::ok);
-  REQUIRE(wait_until([&] { return pair.receiver_host.delivered() == 1; }));
-  Frame received = pair.receiver_host.take(0);
+  mem::Pool& heap = pair.application_pool("heap");
+  Frame received = pair.send_one(frame_of(heap, 4096, std::byte{0x22}));
   CHECK(metric(*pair.sender, "frames_copied") == 1);
   CHECK(received.data.data()[4000] == std::byte{0x22});
   CHECK(heap.blocks_in_use() == 0);  // the original went back at once: the copy travels
@@ -245,8 +250,7 @@ TEST_CASE(
     "honest peer goes on",
     "[ptshm][faults]") {
   Pair pair(5);
-  mem::Pool& pool =
-      pair.sender_host.add_pool("app/pool", mem::PoolConfig::geometric("", 4096, 4096, 1 << 20, 1 << 20), "shm");
+  mem::Pool& pool = pair.application_pool("shm");
   struct Case {
     const char* what;
     std::function<void(HostilePeer&)> act;
@@ -289,11 +293,7 @@ TEST_CASE(
     CHECK(wait_until([&] { return metric(*pair.receiver, "bad_streams") == bad; }));
     CHECK_THAT(pair.receiver_host.logs(), Catch::Contains(c.logged));
     // The honest sender's connection is untouched.
-    mem::Ref frame = frame_of(pool, 4096, std::byte{0x44});
-    const std::size_t before = pair.receiver_host.delivered();
-    REQUIRE(pair.sender->post(pair.peer, frame) == SendStatus::ok);
-    CHECK(wait_until([&] { return pair.receiver_host.delivered() == before + 1; }));
-    pair.receiver_host.take(before).data.reset();
+    CHECK(pair.send_one(frame_of(pool, 4096, std::byte{0x44})).data.data()[100] == std::byte{0x44});
   }
   CHECK(wait_until([&] { return pool.blocks_in_use() == 0; }));
   CHECK(metric(*pair.sender, "send_errors") == 0);
@@ -301,8 +301,7 @@ TEST_CASE(
 
 TEST_CASE("when the receiver goes away, every block it held comes back to the sender's pool", "[ptshm][faults]") {
   auto pair = std::make_unique<Pair>(6);
-  mem::Pool& pool =
-      pair->sender_host.add_pool("app/pool", mem::PoolConfig::geometric("", 4096, 4096, 1 << 20, 1 << 20), "shm");
+  mem::Pool& pool = pair->application_pool("shm");
   for (int i = 0; i < 10; ++i) {
     mem::Ref frame = frame_of(pool, 4096, std::byte{0x55});
     REQUIRE(pair->sender->post(pair->peer, frame) == SendStatus::ok);
