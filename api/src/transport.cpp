@@ -19,6 +19,7 @@ std::string describe_capabilities(const TransportCapabilities& c) {
   add(c.credit_flow, "credit flow");
   add(c.posted_receive_buffers, "posted receive buffers");
   add(c.numa_placement, "NUMA placement");
+  add(c.shared_memory_pools, "pools in shared memory");
   add(c.plain_tcp_port, c.frames_on_plain_tcp ? "frames on a plain TCP port" : "plain TCP port");
   add(!c.connection_manager.empty(), "connections by " + c.connection_manager);
   return text;

@@ -119,6 +119,10 @@ ExecutiveCore::ExecutiveCore(config::Partition partition, const std::string& con
   std::vector<std::string> problems = config::check_against_catalogue(partition_, *context_, modules_);
   if (!problems.empty()) throw config::ConfigError(problems);
   make_transports();
+  // Before any application makes its pool: a transport that passes blocks by reference to local peers wants them
+  // in shared memory.
+  shared_pools_ = std::any_of(bindings_.begin(), bindings_.end(),
+                              [](const auto& b) { return b->transport().capabilities().shared_memory_pools; });
   make_applications(inbox_capacity);
   make_routes();
   for (auto& host : hosts_) {
@@ -236,8 +240,12 @@ mem::Pool& ExecutiveCore::make_pool(const std::string& name, const mem::PoolConf
   named.name = name;
   // The partition's rules first; then where the pool's maker would like it (a transport near its device).
   std::string allocator = policy_.allocator_for_pool(name);
-  if (allocator.empty())
+  const bool placed_by_rule = !allocator.empty();
+  if (!placed_by_rule)
     allocator = config.preferred_numa_node >= 0 ? std::string("numa:").append(std::to_string(config.preferred_numa_node)) : std::string("heap");
+  // A pool whose blocks go to other processes (ptshm's own) is in shared memory, with the pages and node asked
+  // for; so is every pool no rule places when a transport passes blocks to local peers (zero copy by default).
+  if (config.shared_memory || (!placed_by_rule && shared_pools_)) allocator = mem::shared_allocator(allocator);
   auto pool = std::make_unique<mem::Pool>(named, mem::make_allocator(allocator));
   std::lock_guard lock(pools_mutex_);
   // A pool made after a transport registered memory is registered with it too, before anyone uses it.

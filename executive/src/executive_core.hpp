@@ -136,6 +136,7 @@ class ExecutiveCore final : public ControlModel {
   std::atomic<std::uint64_t> bad_frames_{0};
   std::atomic<std::uint64_t> frames_from_transports_{0};
   std::atomic<bool> all_inline_{false};
+  bool shared_pools_ = false;  // a transport passes blocks to local peers: pools no rule places are shared
   std::atomic<std::uint64_t> run_{0};  // the run the Enabled applications are in; 0: none
 };
 

@@ -77,6 +77,13 @@ std::optional<std::vector<int>> parse_cpu_list(std::string_view text) {
 
 bool is_allocator(std::string_view allocator) noexcept {
   constexpr std::string_view numa_prefix = "numa:";
+  constexpr std::string_view shared_prefix = "shm:";
+  if (allocator == "shm") return true;
+  // The shared-memory variants: "shm:hugepage", "shm:numa:<node>" (not "shm:heap", not "shm:shm:...").
+  if (allocator.substr(0, shared_prefix.size()) == shared_prefix) {
+    allocator.remove_prefix(shared_prefix.size());
+    if (allocator == "heap") return false;
+  }
   if (allocator == "heap" || allocator == "hugepage") return true;
   return allocator.substr(0, numa_prefix.size()) == numa_prefix &&
          parse_number<unsigned>(allocator.substr(numa_prefix.size())).has_value();
@@ -403,7 +410,7 @@ class PartitionReader {
       rule.allocator = value_of(element, "allocator");
       if (!rule.allocator.empty() && !is_allocator(rule.allocator))
         report(line_of(element.attribute("allocator"), element),
-               {"allocator ", quoted(rule.allocator), " is not heap, hugepage or numa:<node>"});
+               {"allocator ", quoted(rule.allocator), " is not heap, hugepage, numa:<node>, shm, shm:hugepage or shm:numa:<node>"});
     }
     read_children(element, [](pugi::xml_node, std::string_view) { return false; });
     partition_.policy.push_back(std::move(rule));

@@ -1,11 +1,16 @@
-// daqxctl: drives the executives of a partition, or one executive, through their HTTP control API.
+// daqxctl: drives the executives of a partition, or one executive, through their HTTP control API; and shows
+// or cleans the shared-memory segments of this host (daqxctl shm list|clean).
 #include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <map>
+#include <set>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -44,6 +49,10 @@ constexpr const char* kUsageText =
     "  set NAME=VALUE  sets a parameter of --app (only while Halted)\n"
     "  connect         opens every outgoing transport connection of every context ahead of a run and waits\n"
     "                  until all are up (exit 0) or --timeout passes (exit 1, naming those still down)\n"
+    "       daqxctl shm list|clean   (this host, no partition needed)\n"
+    "  shm list        the processes that hold daqx shared-memory segments (memfd, ptshm) and their sizes, and\n"
+    "                  files named daqx* in /dev/shm with whether a live process still has them open or mapped\n"
+    "  shm clean       removes the files named daqx* in /dev/shm that no live process has open or mapped\n"
     "access: --token-file FILE (else $DAQX_TOKEN_FILE, else the partition's <Control tokenFile>) is the bearer\n"
     "        token sent with every request; --ca-file FILE (else $DAQX_CA_FILE, else <Control ca>) is the CA an\n"
     "        https:// executive's certificate must chain to\n"
@@ -472,6 +481,91 @@ int connect_all(const std::vector<std::string>& urls, const Options& options) {
   return exit_code;
 }
 
+// ---- shm: shared-memory segments of this host ------------------------------------------------------------
+
+// What every live process has open (/proc/PID/fd) or mapped (/proc/PID/maps) that names a daqx segment.
+struct ShmUse {
+  std::map<int, std::pair<std::size_t, std::uintmax_t>> memfds;  // pid -> (segments, bytes)
+  std::set<std::string> files;                                    // /dev/shm paths in use
+};
+
+ShmUse shm_use() {
+  namespace fs = std::filesystem;
+  ShmUse use;
+  std::error_code error;
+  for (const fs::directory_entry& process : fs::directory_iterator("/proc", error)) {
+    const std::string name = process.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const int pid = std::atoi(name.c_str());
+    std::error_code fd_error;
+    for (const fs::directory_entry& fd : fs::directory_iterator(process.path() / "fd", fd_error)) {
+      std::error_code link_error;
+      const std::string target = fs::read_symlink(fd.path(), link_error).string();
+      if (link_error) continue;
+      if (target.starts_with("/memfd:daqx-shm")) {
+        auto& entry = use.memfds[pid];
+        ++entry.first;
+        std::error_code size_error;
+        const std::uintmax_t bytes = fs::file_size(fd.path(), size_error);
+        if (!size_error) entry.second += bytes;
+      } else if (target.starts_with("/dev/shm/daqx")) {
+        use.files.insert(target);
+      }
+    }
+    std::ifstream maps(process.path() / "maps");
+    std::string line;
+    while (std::getline(maps, line)) {
+      const std::size_t at = line.find("/dev/shm/daqx");
+      if (at != std::string::npos) use.files.insert(line.substr(at, line.find(' ', at) - at));
+    }
+  }
+  return use;
+}
+
+int shm_command(const std::string& what) {
+  namespace fs = std::filesystem;
+  if (what != "list" && what != "clean") {
+    std::cerr << "daqxctl: shm needs list or clean (daqxctl --help for usage)\n";
+    return kUsage;
+  }
+  const ShmUse use = shm_use();
+  std::vector<fs::path> files;
+  std::error_code error;
+  for (const fs::directory_entry& file : fs::directory_iterator("/dev/shm", error))
+    if (file.path().filename().string().starts_with("daqx")) files.push_back(file.path());
+  if (what == "list") {
+    // memfd segments have no name: they go with the last process that has them, however it ends.
+    for (const auto& [pid, segments] : use.memfds) {
+      std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+      std::string command;
+      std::getline(comm, command);
+      std::cout << "memfd  pid " << pid << " (" << command << "): " << segments.first << " segments, " << segments.second
+                << " B\n";
+    }
+    for (const fs::path& file : files) {
+      std::error_code size_error;
+      const std::uintmax_t bytes = fs::file_size(file, size_error);
+      std::cout << "file   " << file.string() << ": " << (size_error ? 0 : bytes) << " B, "
+                << (use.files.count(file.string()) != 0 ? "in use" : "stale (daqxctl shm clean removes it)") << "\n";
+    }
+    if (use.memfds.empty() && files.empty()) std::cout << "no daqx shared-memory segments on this host\n";
+    return kSuccess;
+  }
+  int removed = 0;
+  for (const fs::path& file : files) {
+    if (use.files.count(file.string()) != 0) continue;
+    std::error_code remove_error;
+    if (fs::remove(file, remove_error)) {
+      std::cout << "removed " << file.string() << "\n";
+      ++removed;
+    } else {
+      std::cerr << "daqxctl: cannot remove " << file.string() << ": " << remove_error.message() << "\n";
+    }
+  }
+  std::cout << removed << " stale segments removed; memfd segments of live processes are theirs\n";
+  return kSuccess;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -479,6 +573,8 @@ int main(int argc, char** argv) {
     std::cerr << kUsageText;
     return kUsage;
   }
+  // Local, before any partition or URL: the shared-memory segments of this host.
+  if (std::string_view(argv[1]) == "shm") return shm_command(argc > 2 ? argv[2] : "");
   try {
     const Options options = parse_options(argc, argv);
     std::optional<daqx::config::Partition> partition;

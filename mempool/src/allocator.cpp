@@ -1,6 +1,7 @@
-// The chunk allocators: heap, huge pages with logged fallbacks, and NUMA-bound memory.
+// The chunk allocators: heap, huge pages with logged fallbacks, NUMA-bound memory, and shared memory (memfd).
 #include "daqx/mempool/allocator.hpp"
 
+#include <fcntl.h>
 #include <numa.h>
 #include <numaif.h>
 #include <sys/mman.h>
@@ -10,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -61,6 +64,38 @@ std::byte* map_aligned(std::size_t bytes, std::size_t alignment) {
   std::uintptr_t end = aligned + bytes;
   if (start + span > end) munmap(reinterpret_cast<void*>(end), start + span - end);
   return reinterpret_cast<std::byte*>(aligned);
+}
+
+// Binds [memory, memory+bytes) to node with MPOL_BIND; "" or the reason it failed.
+std::string bind_to_node(void* memory, std::size_t bytes, int node) {
+  bitmask* nodes = numa_allocate_nodemask();
+  numa_bitmask_setbit(nodes, static_cast<unsigned>(node));
+  // MPOL_BIND (not preferred): the pages must be on that node or the allocation fails; +1 as libnuma does.
+  // MPOL_MF_STRICT: should a page be present elsewhere all the same, say so (EIO) rather than hand it out.
+  long bound = mbind(memory, bytes, MPOL_BIND, nodes->maskp, nodes->size + 1, MPOL_MF_STRICT);
+  int error = errno;
+  numa_free_nodemask(nodes);
+  return bound == 0 ? std::string() : "mbind for node " + std::to_string(node) + ": " + errno_text(error);
+}
+
+void check_node(int node) {
+  if (numa_available() < 0) throw std::invalid_argument("NUMA is not available on this system (numa_available() < 0)");
+  if (node < 0 || node > numa_max_node() || numa_bitmask_isbitset(numa_all_nodes_ptr, static_cast<unsigned>(node)) == 0)
+    throw std::invalid_argument("NUMA node " + std::to_string(node) + " does not exist (this machine has nodes 0.." +
+                                std::to_string(numa_max_node()) + ")");
+}
+
+// Every page touched now, so it is placed (and faulted) at chunk creation, not on the data path.
+void touch_pages(void* memory, std::size_t bytes) {
+  auto* bytes_out = static_cast<volatile unsigned char*>(memory);
+  for (std::size_t at = 0; at < bytes; at += kPage) bytes_out[at] = 0;
+}
+
+// The memfd of every shared chunk of this process, by base address: read when a transport registers a chunk.
+std::mutex shared_chunks_mutex;
+std::map<const std::byte*, int>& shared_chunks() {
+  static std::map<const std::byte*, int> chunks;
+  return chunks;
 }
 
 }  // namespace
@@ -128,12 +163,7 @@ ChunkMemory HugePageAllocator::allocate(std::size_t bytes) noexcept {
 
 void HugePageAllocator::deallocate(ChunkMemory memory) noexcept { munmap(memory.base, memory.bytes); }
 
-NumaAllocator::NumaAllocator(int node) : node_(node) {
-  if (numa_available() < 0) throw std::invalid_argument("NUMA is not available on this system (numa_available() < 0)");
-  if (node < 0 || node > numa_max_node() || numa_bitmask_isbitset(numa_all_nodes_ptr, static_cast<unsigned>(node)) == 0)
-    throw std::invalid_argument("NUMA node " + std::to_string(node) + " does not exist (this machine has nodes 0.." +
-                                std::to_string(numa_max_node()) + ")");
-}
+NumaAllocator::NumaAllocator(int node) : node_(node) { check_node(node); }
 
 std::string NumaAllocator::describe() const { return "numa(node=" + std::to_string(node_) + ")"; }
 
@@ -154,22 +184,95 @@ ChunkMemory NumaAllocator::allocate(std::size_t bytes) noexcept {
     munmap(memory, rounded);
     return ChunkMemory{};
   };
-  bitmask* nodes = numa_allocate_nodemask();
-  numa_bitmask_setbit(nodes, static_cast<unsigned>(node_));
-  // MPOL_BIND (not preferred): the pages must be on that node or the allocation fails; +1 as libnuma does.
-  // MPOL_MF_STRICT: should a page be present elsewhere all the same, say so (EIO) rather than hand it out.
-  long bound = mbind(memory, rounded, MPOL_BIND, nodes->maskp, nodes->size + 1, MPOL_MF_STRICT);
-  int error = errno;
-  numa_free_nodemask(nodes);
-  if (bound != 0) return fail("mbind", error);
+  std::string bound = bind_to_node(memory, rounded, node_);
+  if (!bound.empty()) {
+    log(LogLevel::warning, "mempool/numa", bound);
+    munmap(memory, rounded);
+    return {};
+  }
   if (mprotect(memory, rounded, PROT_READ | PROT_WRITE) != 0) return fail("mprotect", errno);
-  // Touch every page now, so they are placed (and faulted) at chunk creation, not on the data path.
-  auto* bytes_out = static_cast<volatile unsigned char*>(memory);
-  for (std::size_t at = 0; at < rounded; at += kPage) bytes_out[at] = 0;
+  touch_pages(memory, rounded);
   return {static_cast<std::byte*>(memory), rounded};
 }
 
 void NumaAllocator::deallocate(ChunkMemory memory) noexcept { munmap(memory.base, memory.bytes); }
+
+SharedMemoryAllocator::SharedMemoryAllocator(bool huge_pages, int node) : huge_pages_(huge_pages), node_(node) {
+  if (node >= 0) check_node(node);
+}
+
+std::string SharedMemoryAllocator::describe() const {
+  std::string text("shm(memfd");
+  if (huge_pages_) text.append(",pages=huge");
+  if (node_ >= 0) text.append(",node=").append(std::to_string(node_));
+  return text.append(")");
+}
+
+ChunkMemory SharedMemoryAllocator::allocate(std::size_t bytes) noexcept {
+  std::size_t rounded = round_up(bytes, kPage);
+  int fd = -1;
+  if (huge_pages_ && meminfo_field("HugePages_Free") > 0) {
+    std::size_t huge_rounded = round_up(bytes, huge_page_bytes());
+    fd = memfd_create("daqx-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_HUGETLB);
+    if (fd >= 0 && ftruncate(fd, static_cast<off_t>(huge_rounded)) == 0) {
+      rounded = huge_rounded;
+    } else {
+      log(LogLevel::warning, "mempool/shm", "memfd with MFD_HUGETLB failed (" + errno_text(errno) + "): normal pages");
+      if (fd >= 0) close(fd);
+      fd = -1;
+    }
+  }
+  if (fd < 0) {
+    fd = memfd_create("daqx-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0 || ftruncate(fd, static_cast<off_t>(rounded)) != 0) {
+      log(LogLevel::warning, "mempool/shm", "memfd of " + std::to_string(rounded) + " bytes failed: " + errno_text(errno));
+      if (fd >= 0) close(fd);
+      return {};
+    }
+  }
+  // Sealed at its size: a process it is passed to can map it without fearing it shrinks under it (SIGBUS).
+  fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+  void* memory = mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (memory == MAP_FAILED) {
+    log(LogLevel::warning, "mempool/shm", "mmap of a memfd of " + std::to_string(rounded) + " bytes failed: " + errno_text(errno));
+    close(fd);
+    return {};
+  }
+  // Transparent huge pages for shmem, where /sys/kernel/mm/transparent_hugepage/shmem_enabled allows advice.
+  if (huge_pages_) madvise(memory, rounded, MADV_HUGEPAGE);
+  if (node_ >= 0) {
+    // The policy of a shared mapping is the memfd's own: it holds for every process that maps it.
+    std::string bound = bind_to_node(memory, rounded, node_);
+    if (!bound.empty()) {
+      log(LogLevel::warning, "mempool/shm", bound);
+      munmap(memory, rounded);
+      close(fd);
+      return {};
+    }
+  }
+  touch_pages(memory, rounded);
+  std::lock_guard lock(shared_chunks_mutex);
+  shared_chunks()[static_cast<std::byte*>(memory)] = fd;
+  return {static_cast<std::byte*>(memory), rounded};
+}
+
+void SharedMemoryAllocator::deallocate(ChunkMemory memory) noexcept {
+  {
+    std::lock_guard lock(shared_chunks_mutex);
+    auto found = shared_chunks().find(memory.base);
+    if (found != shared_chunks().end()) {
+      close(found->second);  // a peer that mapped the chunk keeps it until it unmaps it
+      shared_chunks().erase(found);
+    }
+  }
+  munmap(memory.base, memory.bytes);
+}
+
+int shared_memory_fd(const std::byte* base) noexcept {
+  std::lock_guard lock(shared_chunks_mutex);
+  auto found = shared_chunks().find(base);
+  return found == shared_chunks().end() ? -1 : found->second;
+}
 
 std::vector<int> page_nodes(const void* base, std::size_t bytes) {
   auto first = reinterpret_cast<std::uintptr_t>(base) / kPage * kPage;
@@ -187,17 +290,37 @@ std::vector<int> page_nodes(const void* base, std::size_t bytes) {
 
 int max_numa_node() noexcept { return numa_available() < 0 ? 0 : numa_max_node(); }
 
+namespace {
+
+int parse_node(const std::string& spec, const std::string& number) {
+  char* end = nullptr;
+  long node = std::strtol(number.c_str(), &end, 10);
+  if (number.empty() || *end != '\0') throw std::invalid_argument("bad NUMA node in allocator '" + spec + "'");
+  return static_cast<int>(node);
+}
+
+}  // namespace
+
+bool is_shared_allocator(const std::string& spec) noexcept { return spec == "shm" || spec.rfind("shm:", 0) == 0; }
+
+std::string shared_allocator(const std::string& spec) {
+  if (is_shared_allocator(spec)) return spec;
+  if (spec == "heap" || spec.empty()) return "shm";
+  std::string shared("shm:");
+  return shared.append(spec);
+}
+
 std::shared_ptr<Allocator> make_allocator(const std::string& spec) {
+  if (spec == "shm") return std::make_shared<SharedMemoryAllocator>(false, -1);
+  if (spec == "shm:hugepage") return std::make_shared<SharedMemoryAllocator>(true, -1);
+  if (spec.rfind("shm:numa:", 0) == 0) return std::make_shared<SharedMemoryAllocator>(false, parse_node(spec, spec.substr(9)));
   if (spec == "heap") return std::make_shared<HeapAllocator>();
   if (spec == "hugepage") return std::make_shared<HugePageAllocator>();
   if (spec.rfind("numa:", 0) == 0) {
-    std::string number = spec.substr(5);
-    char* end = nullptr;
-    long node = std::strtol(number.c_str(), &end, 10);
-    if (number.empty() || *end != '\0') throw std::invalid_argument("bad NUMA node in allocator '" + spec + "'");
-    return std::make_shared<NumaAllocator>(static_cast<int>(node));
+    return std::make_shared<NumaAllocator>(parse_node(spec, spec.substr(5)));
   }
-  throw std::invalid_argument("unknown allocator '" + spec + "' (expected heap, hugepage or numa:<node>)");
+  throw std::invalid_argument("unknown allocator '" + spec +
+                              "' (expected heap, hugepage, numa:<node>, shm, shm:hugepage or shm:numa:<node>)");
 }
 
 }  // namespace daqx::mem

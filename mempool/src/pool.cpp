@@ -23,6 +23,9 @@ namespace {
 
 constexpr std::uint64_t kIndexMask = 0xffffffffULL;
 
+// What Block::key() finds in a foreign block: no registration (its memory is not this process's).
+Chunk no_chunk;
+
 constexpr std::uint64_t pack_head(std::uint64_t tag, std::uint32_t index_plus_one) {
   return (tag << 32) | index_plus_one;
 }
@@ -126,6 +129,27 @@ Ref SizeClass::allocate(std::size_t bytes) noexcept {
 }
 
 Ref SizeClass::allocate_view(Block* parent, std::byte* memory, std::size_t size) noexcept {
+  Ref ref = take_view(memory, size);
+  if (!ref) return ref;
+  Block* view = ref.head();
+  parent->owners_.fetch_add(1, std::memory_order_relaxed);  // the view keeps the memory it shows alive
+  view->parent_ = parent;
+  view->chunk_ = parent->chunk_;  // the parent's registrations cover the view: it can be sent on as it is
+  return ref;
+}
+
+Ref SizeClass::allocate_foreign(std::byte* memory, std::size_t size, std::uint64_t token) noexcept {
+  Ref ref = take_view(memory, size);
+  if (!ref) return ref;
+  Block* block = ref.head();
+  block->parent_ = nullptr;
+  block->chunk_ = &no_chunk;
+  block->foreign_ = true;
+  block->token_ = token;
+  return ref;
+}
+
+Ref SizeClass::take_view(std::byte* memory, std::size_t size) noexcept {
   Block* view = pop();
   if (view == nullptr) {
     pool_.note_exhausted();  // as for blocks: on_available says when one is back
@@ -135,7 +159,6 @@ Ref SizeClass::allocate_view(Block* parent, std::byte* memory, std::size_t size)
       return {};
     }
   }
-  parent->owners_.fetch_add(1, std::memory_order_relaxed);  // the view keeps the memory it shows alive
   view->state_.store(Block::in_use_state, std::memory_order_relaxed);
   view->owners_.store(1, std::memory_order_relaxed);
   view->memory_ = memory;
@@ -143,8 +166,6 @@ Ref SizeClass::allocate_view(Block* parent, std::byte* memory, std::size_t size)
   view->offset_ = 0;
   view->size_ = size;
   view->next_ = nullptr;
-  view->parent_ = parent;
-  view->chunk_ = parent->chunk_;  // the parent's registrations cover the view: it can be sent on as it is
   std::size_t used = used_.fetch_add(1, std::memory_order_relaxed) + 1;
   std::size_t high = high_water_.load(std::memory_order_relaxed);
   while (used > high && !high_water_.compare_exchange_weak(high, used, std::memory_order_relaxed)) {
@@ -163,7 +184,18 @@ void SizeClass::free(Block* block) noexcept {
     return;
   }
   block->state_.store(Block::free_state, std::memory_order_relaxed);
-  if (!views_) DAQX_POISON(block->memory_, block->capacity_);  // a view's memory is its parent's
+  if (!views_) {
+    DAQX_POISON(block->memory_, block->capacity_);
+  } else if (block->foreign_) {
+    // Foreign memory: its owner is told once the descriptor is back (read the token before it can be reused).
+    const std::uint64_t token = block->token_;
+    block->foreign_ = false;
+    used_.fetch_sub(1, std::memory_order_relaxed);
+    push(block);
+    if (ForeignRelease* release = pool_.foreign_release_.load(std::memory_order_acquire)) release->released(token);
+    pool_.note_freed();
+    return;
+  }
   used_.fetch_sub(1, std::memory_order_relaxed);
   push(block);
   pool_.note_freed();
@@ -408,6 +440,11 @@ std::vector<Chunk> Pool::chunks() const {
     for (std::size_t c = 0; c < count; ++c) list.push_back(size_class->chunks_[c]);
   }
   return list;
+}
+
+Ref Pool::wrap_foreign(std::byte* memory, std::size_t size, std::uint64_t token) noexcept {
+  if (!views_) return {};
+  return views_->allocate_foreign(memory, size, token);
 }
 
 std::size_t Pool::views_in_use() const noexcept {

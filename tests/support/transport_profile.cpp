@@ -40,6 +40,13 @@ TransportProfile transport_profile(const std::string& name) {
     p.protocol = "tcp";
     p.module = "libdaqx_pttcp.so";
     p.receive_pool = "pt/tcp/recv";
+  } else if (name == "shm") {
+    p.name = name;
+    p.protocol = "shm";
+    p.module = "libdaqx_ptshm.so";
+    p.receive_pool = "pt/shm/recv";
+    // Its receive side is the descriptors of the peers' blocks that applications may hold.
+    p.small_receive_properties = "<receiveDescriptors>256</receiveDescriptors>";
   } else if (name == "ofi") {
     p = ofi_profile(name, "tcp");
   } else if (name == "ofi-verbs") {
@@ -50,7 +57,7 @@ TransportProfile transport_profile(const std::string& name) {
     p.module = "libdaqx_ptibv.so";
     p.receive_pool = "pt/ibv/recv";
   } else {
-    throw std::runtime_error("DAQX_TRANSPORT=" + name + ": unknown transport (tcp, ofi, ofi-verbs or ibv)");
+    throw std::runtime_error("DAQX_TRANSPORT=" + name + ": unknown transport (tcp, shm, ofi, ofi-verbs or ibv)");
   }
   p.host = data_host();
   return p;
@@ -123,6 +130,7 @@ TransportCapabilities read_capabilities(const TransportProfile& profile) {
     capabilities.credit_flow = c->getValue<bool>("credit_flow");
     capabilities.posted_receive_buffers = c->getValue<bool>("posted_receive_buffers");
     capabilities.numa_placement = c->getValue<bool>("numa_placement");
+    capabilities.shared_memory_pools = c->getValue<bool>("shared_memory_pools");
     capabilities.plain_tcp_port = c->getValue<bool>("plain_tcp_port");
     capabilities.frames_on_plain_tcp = c->getValue<bool>("frames_on_plain_tcp");
     capabilities.connection_manager = c->getValue<std::string>("connection_manager");

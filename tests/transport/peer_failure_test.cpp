@@ -112,6 +112,13 @@ std::array<std::byte, daqx::kFrameHeaderSize> header(std::uint32_t total, daqx::
 // A client that connects to the endpoint the proper way and sends one malformed frame, or (ibv) breaks the
 // connection protocol the way kind says: tests/programs/ofi_bad_peer over libfabric, ibv_bad_peer over ptibv.
 ProcessResult run_fabric_bad_peer(const TransportProfile& transport, std::uint16_t port, const std::string& kind) {
+  if (transport.capabilities.connection_manager == "unix") {
+#ifdef DAQX_TEST_SHM_BAD_PEER
+    return run_process({DAQX_TEST_SHM_BAD_PEER, "--host", transport.host, "--port", std::to_string(port), "--case", kind,
+                        "--target", std::to_string(kReceiver)},
+                       std::chrono::seconds(20));
+#endif
+  }
   if (transport.capabilities.connection_manager == "rdma_cm") {
 #ifdef DAQX_TEST_IBV_BAD_PEER
     return run_process({DAQX_TEST_IBV_BAD_PEER, "--host", transport.host, "--port", std::to_string(port), "--case",
@@ -132,6 +139,17 @@ ProcessResult run_fabric_bad_peer(const TransportProfile& transport, std::uint16
   skip_for_environment("DAQX_TRANSPORT_REQUIRE", transport_skip_exit_code,
                        "ofi_bad_peer is not built (libfabric was not found)");
 #endif
+}
+
+// Runs the bad client once for each kind: each ends as planned, and the executive still answers after each.
+void run_bad_clients(const TransportProfile& transport, std::uint16_t port, ExecutiveProcess& receiver,
+                     std::initializer_list<const char*> kinds) {
+  for (const char* kind : kinds) {
+    const ProcessResult client = run_fabric_bad_peer(transport, port, kind);
+    INFO(kind << ":\n" << client.output);
+    CHECK(client.exit_code == 0);
+    CHECK(receiver.get("/api/executive").status == 200);
+  }
 }
 
 }  // namespace
@@ -235,19 +253,14 @@ TEST_CASE("a fabric client sending malformed frames loses only its own connectio
           "every block and serves others", "[transport][process][faults]") {
   const TransportProfile& transport = suite_transport();
   const std::string& manager = transport.capabilities.connection_manager;
-  if (manager != "libfabric" && manager != "rdma_cm")
-    skip_test("no bad client for connections made by " + manager + " (a libfabric or rdma_cm client)");
+  if (manager != "libfabric" && manager != "rdma_cm" && manager != "unix")
+    skip_test("no bad client for connections made by " + manager + " (a libfabric, rdma_cm or ptshm client)");
   HonestTraffic traffic(transport, "bad-fabric-client");
   ExecutiveProcess& receiver = traffic.receiver();
   const double bad_before = transport_metric(receiver, "bad_streams");
   const double truncated_before = transport_metric(receiver, "truncated_frames");
 
-  for (const char* kind : {"bad-magic", "oversized", "unknown-target", "truncated"}) {
-    const ProcessResult client = run_fabric_bad_peer(transport, traffic.receiver_port(), kind);
-    INFO(kind << ":\n" << client.output);
-    CHECK(client.exit_code == 0);
-    CHECK(receiver.get("/api/executive").status == 200);
-  }
+  run_bad_clients(transport, traffic.receiver_port(), receiver, {"bad-magic", "oversized", "unknown-target", "truncated"});
   CHECK(wait_until([&] {
     return transport_metric(receiver, "bad_streams") >= bad_before + 3 &&
            transport_metric(receiver, "truncated_frames") >= truncated_before + 1;
@@ -257,6 +270,23 @@ TEST_CASE("a fabric client sending malformed frames loses only its own connectio
   CHECK(transport_metric(receiver, "truncated_frames") == truncated_before + 1);
   CHECK_THAT(receiver.output(), Contains("bad magic") && Contains("above the maximum frame size") &&
                                     Contains("not here") && Contains("middle of a frame"));
+  traffic.check_undisturbed_and_drained();
+}
+
+TEST_CASE("a local peer writing garbage into its shared-memory ring loses only its own connection, counted: the "
+          "executive stays up, frees every block and serves others", "[transport][process][faults]") {
+  const TransportProfile& transport = suite_transport();
+  if (transport.capabilities.connection_manager != "unix") skip_test("no rings in shared memory: connections are not local");
+  HonestTraffic traffic(transport, "bad-ring");
+  ExecutiveProcess& receiver = traffic.receiver();
+  const double bad_before = transport_metric(receiver, "bad_streams");
+  // A block past its chunk, a length that wraps, a chunk never announced, unknown flags, a tail far ahead.
+  run_bad_clients(transport, traffic.receiver_port(), receiver, {"offset", "length", "chunk", "flags", "tail"});
+  CHECK(wait_until([&] { return transport_metric(receiver, "bad_streams") >= bad_before + 5; }));
+  INFO(receiver.output());
+  CHECK(transport_metric(receiver, "bad_streams") == bad_before + 5);
+  CHECK_THAT(receiver.output(), Contains("outside its chunk") && Contains("never announced") &&
+                                    Contains("unknown flags") && Contains("impossible tail"));
   traffic.check_undisturbed_and_drained();
 }
 
@@ -270,12 +300,8 @@ TEST_CASE("garbage on the rdma_cm port loses only its own connection attempts: t
   const double refused_before = transport_metric(receiver, "connection_requests_refused");
 
   // Connection requests that are not ptibv's, or of another version, or that leave no room for credits: refused.
-  for (const char* kind : {"garbage-private-data", "no-private-data", "wrong-version", "zero-credit-buffers"}) {
-    const ProcessResult client = run_fabric_bad_peer(transport, port, kind);
-    INFO(kind << ":\n" << client.output);
-    CHECK(client.exit_code == 0);
-    CHECK(receiver.get("/api/executive").status == 200);
-  }
+  run_bad_clients(transport, port, receiver,
+                  {"garbage-private-data", "no-private-data", "wrong-version", "zero-credit-buffers"});
   // Noise on the RoCE v2 port, and a peer that connects properly and vanishes without a word.
   for (const char* kind : {"udp-garbage", "connect-and-vanish"}) {
     const ProcessResult client = run_fabric_bad_peer(transport, port, kind);

@@ -240,6 +240,7 @@ Object::Ptr capabilities_object(const TransportCapabilities& c) {
   object->set("credit_flow", c.credit_flow);
   object->set("posted_receive_buffers", c.posted_receive_buffers);
   object->set("numa_placement", c.numa_placement);
+  object->set("shared_memory_pools", c.shared_memory_pools);
   object->set("plain_tcp_port", c.plain_tcp_port);
   object->set("frames_on_plain_tcp", c.frames_on_plain_tcp);
   object->set("connection_manager", c.connection_manager);

@@ -3,6 +3,7 @@
 
 #include <numa.h>
 #include <numaif.h>
+#include <sys/mman.h>
 
 #include <cstring>
 #include <mutex>
@@ -84,4 +85,40 @@ TEST_CASE("a NUMA node that does not exist is refused with the reason", "[alloca
   CHECK_THROWS_WITH(make_allocator("gpu"), Catch::Contains("unknown allocator 'gpu'"));
   CHECK(make_allocator("numa:0")->numa_node() == 0);
   CHECK(make_allocator("heap")->describe() == "heap");
+}
+
+TEST_CASE("the shared-memory allocator makes each chunk a sealed memfd another process can map, and names it",
+          "[allocator][shm]") {
+  auto shared = make_allocator("shm");
+  CHECK(shared->describe() == "shm(memfd)");
+  ChunkMemory memory = shared->allocate(10000);
+  REQUIRE(memory);
+  CHECK(memory.bytes >= 10000);
+  const int fd = shared_memory_fd(memory.base);
+  REQUIRE(fd >= 0);
+  // A second mapping of the same memfd is the same memory: what one writes, the other reads.
+  void* again = mmap(nullptr, memory.bytes, PROT_READ, MAP_SHARED, fd, 0);
+  REQUIRE(again != MAP_FAILED);
+  memory.base[100] = std::byte{0x7e};
+  CHECK(static_cast<const std::byte*>(again)[100] == std::byte{0x7e});
+  munmap(again, memory.bytes);
+  HeapAllocator heap;
+  ChunkMemory private_memory = heap.allocate(4096);
+  CHECK(shared_memory_fd(private_memory.base) == -1);
+  heap.deallocate(private_memory);
+  shared->deallocate(memory);
+  CHECK(shared_memory_fd(memory.base) == -1);
+}
+
+TEST_CASE("shared-memory allocators combine with huge pages and NUMA nodes, and every allocator has its shared "
+          "variant", "[allocator][shm]") {
+  CHECK(make_allocator("shm:hugepage")->describe() == "shm(memfd,pages=huge)");
+  CHECK(make_allocator("shm:numa:0")->numa_node() == 0);
+  CHECK(is_shared_allocator("shm:numa:0"));
+  CHECK_FALSE(is_shared_allocator("numa:0"));
+  CHECK(shared_allocator("heap") == "shm");
+  CHECK(shared_allocator("hugepage") == "shm:hugepage");
+  CHECK(shared_allocator("numa:1") == "shm:numa:1");
+  CHECK(shared_allocator("shm:hugepage") == "shm:hugepage");
+  CHECK_THROWS_WITH(make_allocator("shm:numa:x"), Catch::Contains("bad NUMA node"));
 }

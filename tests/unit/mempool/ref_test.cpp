@@ -251,3 +251,42 @@ TEST_CASE("views run out softly and say when one is back, and there is none out 
   Ref block = plain.allocate(100);
   CHECK_FALSE(block.view(0, 10));  // a pool made without views
 }
+
+namespace {
+
+// Records the tokens of foreign blocks released.
+struct ReleaseLog final : ForeignRelease {
+  std::vector<std::uint64_t> tokens;
+  void released(std::uint64_t token) noexcept override { tokens.push_back(token); }
+};
+
+}  // namespace
+
+TEST_CASE("a foreign block shows memory the pool does not own, and its release tells the pool's ForeignRelease "
+          "its token once", "[ref][foreign]") {
+  Pool pool = make_pool_with_views(2);
+  ReleaseLog log;
+  pool.set_foreign_release(&log);
+  std::vector<std::byte> elsewhere(256);
+  Ref block = pool.wrap_foreign(elsewhere.data(), 200, 42);
+  REQUIRE(block);
+  CHECK(block.data() == elsewhere.data());
+  CHECK(block.size() == 200);
+  CHECK(block.head()->is_foreign());
+  CHECK_FALSE(block.head()->is_view());
+  CHECK(block.head()->key(0).handle == nullptr);  // no registration: the memory is not this process's
+  Ref part = block.view(10, 20);                  // a view of it keeps it alive
+  REQUIRE(part);
+  block.reset();
+  CHECK(log.tokens.empty());
+  part.reset();
+  CHECK(log.tokens == std::vector<std::uint64_t>{42});
+  CHECK(pool.views_in_use() == 0);
+  // Without descriptors left, no foreign block; without a ForeignRelease, releases only free the descriptor.
+  Ref one = pool.wrap_foreign(elsewhere.data(), 1, 1), two = pool.wrap_foreign(elsewhere.data(), 1, 2);
+  CHECK_FALSE(pool.wrap_foreign(elsewhere.data(), 1, 3));
+  pool.set_foreign_release(nullptr);
+  one.reset();
+  two.reset();
+  CHECK(log.tokens.size() == 1);
+}

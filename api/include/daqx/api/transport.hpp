@@ -48,6 +48,9 @@ struct TransportCapabilities {
   bool credit_flow = false;             // sends only into buffers the receiver has posted (stalls count credit_waits)
   bool posted_receive_buffers = false;  // keeps receive buffers posted per incoming connection (in use at rest)
   bool numa_placement = false;          // its own pools follow its numaNode parameter
+  // Passes blocks by reference to peers on this host (shared memory): the executive then makes every pool whose
+  // allocator no policy rule names in shared memory (the shared variant of what it would use), for zero copy.
+  bool shared_memory_pools = false;
   // What can reach its endpoint besides a daqx peer, for tests of hostile peers:
   bool plain_tcp_port = false;          // the endpoint's port accepts plain TCP connections
   bool frames_on_plain_tcp = false;     // ... and reads daqx frames straight from them

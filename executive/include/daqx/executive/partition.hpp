@@ -65,7 +65,7 @@ struct PolicyRule {  // first matching rule wins, in file order
   Kind kind = Kind::thread;
   std::string pattern;        // glob over hierarchical names, e.g. "pt/tcp/*", "evb/ru/*/pool"
   std::vector<int> cores;     // thread: CPUs to pin to ("0", "1-3", "0,2")
-  std::string allocator;      // pool: "heap", "hugepage", "numa:<node>"
+  std::string allocator;      // pool: "heap", "hugepage", "numa:<node>", "shm", "shm:hugepage", "shm:numa:<node>"
   std::string context;        // optional: applies only in the context with this URL
   SourceLocation where;
 };

@@ -1,4 +1,4 @@
-// Where pool chunks come from: the heap, huge pages, or memory bound to one NUMA node.
+// Where pool chunks come from: the heap, huge pages, memory bound to one NUMA node, or shared memory.
 #pragma once
 
 #include <cstddef>
@@ -71,14 +71,43 @@ class NumaAllocator final : public Allocator {
   int node_;
 };
 
+// Memory another process on this host can map: each chunk is its own memfd (no name in /dev/shm, so nothing
+// is left behind when the process ends, however it ends), mapped MAP_SHARED. Huge pages (MFD_HUGETLB when
+// huge pages are reserved, else transparent huge pages where shmem allows them) and a NUMA node (mbind) combine
+// with it as they do for private memory. shared_memory_fd() names the memfd of a chunk for transports that pass
+// it to a peer (ptshm).
+class SharedMemoryAllocator final : public Allocator {
+ public:
+  // node: -1 for no binding. Throws std::invalid_argument when the node does not exist.
+  SharedMemoryAllocator(bool huge_pages, int node);
+  std::string describe() const override;
+  ChunkMemory allocate(std::size_t bytes) noexcept override;
+  void deallocate(ChunkMemory memory) noexcept override;
+  int numa_node() const noexcept override { return node_; }
+
+ private:
+  bool huge_pages_;
+  int node_;
+};
+
+// The memfd of a chunk made by a SharedMemoryAllocator (base as allocate() returned it), -1 for any other
+// memory. The descriptor stays the allocator's: dup it to keep it. A lookup under a lock: for registration
+// time, never for the data path.
+int shared_memory_fd(const std::byte* base) noexcept;
+
 // The nodes the kernel says hold each page of [base, base+bytes) (move_pages query; -errno for a page
 // that is not present). This asks the kernel, so it is the proof of a binding, not the intent.
 std::vector<int> page_nodes(const void* base, std::size_t bytes);
 // The highest NUMA node number of this machine (0 on a machine without NUMA).
 int max_numa_node() noexcept;
 
-// Builds an allocator from its configuration name: "heap", "hugepage", "numa:<node>".
+// Builds an allocator from its configuration name: "heap", "hugepage", "numa:<node>", and the same in shared
+// memory: "shm", "shm:hugepage", "shm:numa:<node>".
 // Throws std::invalid_argument with the reason for an unknown name or node.
 std::shared_ptr<Allocator> make_allocator(const std::string& spec);
+// Whether spec names a shared-memory allocator.
+bool is_shared_allocator(const std::string& spec) noexcept;
+// The shared-memory allocator with the same pages and node as spec ("hugepage" -> "shm:hugepage").
+std::string shared_allocator(const std::string& spec);
 
 }  // namespace daqx::mem

@@ -32,6 +32,9 @@ class Block {
   // A view (Ref::view) is a window into another block's memory that keeps that block alive; it has no memory
   // of its own. Its parent is the block that owns the memory.
   bool is_view() const noexcept { return parent_ != nullptr; }
+  // Memory the pool does not own (another process's, mapped here: Pool::wrap_foreign); releasing the block
+  // tells the pool's ForeignRelease.
+  bool is_foreign() const noexcept { return foreign_; }
   const Block* parent() const noexcept { return parent_; }
 
  private:
@@ -55,6 +58,8 @@ class Block {
   std::atomic<std::uint32_t> next_free_{0};  // free-list link: index + 1, 0 ends the list
   std::atomic<std::uint8_t> state_{free_state};
   std::uint32_t index_ = 0;  // position in its size class, for the free list
+  bool foreign_ = false;     // a view descriptor over foreign memory (Pool::wrap_foreign)
+  std::uint64_t token_ = 0;  // foreign: what the ForeignRelease is told on release
 };
 
 // Gives a chain back: every block whose last owner this was returns to its pool. Iterative, noexcept.

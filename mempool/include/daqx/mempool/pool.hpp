@@ -32,7 +32,11 @@ struct PoolConfig {
   // The executive honours it when no policy rule names the pool's allocator.
   int preferred_numa_node = -1;
   // Views (Ref::view) the pool can have out at once: descriptors without memory, made with the pool. 0: none.
+  // Foreign blocks (Pool::wrap_foreign) are taken from the same descriptors.
   std::size_t views = 0;
+  // The maker passes blocks to other processes (ptshm): the executive gives the pool the shared-memory variant
+  // of the allocator the policy names (mem::shared_allocator).
+  bool shared_memory = false;
 
   // Power-of-two classes from min_block to max_block; each chunk holds chunk_bytes (at least one block)
   // and each class may grow to max_bytes_per_class.
@@ -42,6 +46,14 @@ struct PoolConfig {
 };
 
 class Pool;
+
+// Told when the last owner of a foreign block (Pool::wrap_foreign) lets it go, on the releasing thread: the
+// memory's owner may have it back. Must not block for long and must not throw.
+class ForeignRelease {
+ public:
+  virtual ~ForeignRelease() = default;
+  virtual void released(std::uint64_t token) noexcept = 0;
+};
 
 // The blocks of one size: a lock-free free list (index + tag in one word, so no ABA) over descriptors
 // made once for the maximum size, and chunks added by growth under the pool's mutex, off the hot path.
@@ -63,6 +75,8 @@ class SizeClass {
   Ref allocate(std::size_t bytes) noexcept;
   // A view of size bytes at memory inside parent (which gains an owner); empty when none is left.
   Ref allocate_view(Block* parent, std::byte* memory, std::size_t size) noexcept;
+  // A descriptor over foreign memory (Pool::wrap_foreign).
+  Ref allocate_foreign(std::byte* memory, std::size_t size, std::uint64_t token) noexcept;
   void free(Block* block) noexcept;
 
   SizeClassStats stats() const noexcept;
@@ -71,6 +85,7 @@ class SizeClass {
   friend class Pool;
   Block* pop() noexcept;
   void push(Block* block) noexcept;
+  Ref take_view(std::byte* memory, std::size_t size) noexcept;  // a descriptor with window (0, size), counted
   bool grow() noexcept;  // adds one chunk; false at the limit or when the system or a registrar refuses
   void register_chunks(std::size_t slot, Registrar& registrar);
   void deregister_chunks(std::size_t slot, Registrar& registrar) noexcept;
@@ -106,6 +121,13 @@ class Pool {
   Ref allocate(std::size_t bytes) noexcept;
   // A chain of blocks holding bytes in total (largest class for all but the last piece). All or nothing.
   Ref allocate_chain(std::size_t bytes) noexcept;
+  // A block over memory this pool does not own (a peer's, mapped here), window (0, size), from the view
+  // descriptors; when its last owner releases it, the ForeignRelease is told token. Empty when no descriptor is
+  // left (on_available says when one is back). The normal blocks' hot path is untouched: only the views' free
+  // path looks at the flag.
+  Ref wrap_foreign(std::byte* memory, std::size_t size, std::uint64_t token) noexcept;
+  // Who is told of foreign releases; nullptr: nobody (releases after the teller is gone only free descriptors).
+  void set_foreign_release(ForeignRelease* release) noexcept { foreign_release_.store(release, std::memory_order_release); }
   // Views of this pool's blocks out now (Ref::view), and how many there may be.
   std::size_t views_in_use() const noexcept;
   std::size_t views_total() const noexcept { return config_.views; }
@@ -146,6 +168,7 @@ class Pool {
   std::array<Registrar*, kMaxRegistrars> registrars_{};
   std::atomic<bool> exhausted_{false};
   std::function<void()> on_available_;
+  std::atomic<ForeignRelease*> foreign_release_{nullptr};
 };
 
 }  // namespace daqx::mem

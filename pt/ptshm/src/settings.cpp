@@ -1,0 +1,43 @@
+// ptshm's parameters and their checks.
+#include "settings.hpp"
+
+#include <stdexcept>
+#include <string>
+
+#include "daqx/pt/connection_settings.hpp"
+
+namespace daqx::ptshm {
+
+std::vector<ParamSpec> parameter_specs() {
+  return pt::concatenate(
+      pt::connection_parameter_specs(),
+      {
+          {"ringEntries", ParamType::unsigned_integer, "4096", "entries",
+           "block references in flight per connection (a power of two): a frame of n blocks takes n until the receiver "
+           "releases them",
+           64, 1u << 20},
+          {"receiveDescriptors", ParamType::unsigned_integer, "65536", "blocks",
+           "blocks of peers that this context's applications can hold at once (descriptors of pt/shm/recv)", 256,
+           1u << 24},
+          {"copyPoolSize", ParamType::unsigned_integer, "67108864", "bytes",
+           "shared pool that frames from pools not in shared memory are copied into (counted in frames_copied)",
+           1u << 20, std::uint64_t{1} << 36},
+      });
+}
+
+Settings Settings::from(const ParamSet& params) {
+  Settings s;
+  s.ring_entries = static_cast<std::uint32_t>(params.unsigned_integer("ringEntries"));
+  if ((s.ring_entries & (s.ring_entries - 1)) != 0)
+    throw std::invalid_argument("ringEntries must be a power of two, not " + std::to_string(s.ring_entries));
+  s.receive_descriptors = params.unsigned_integer("receiveDescriptors");
+  s.copy_pool_bytes = params.unsigned_integer("copyPoolSize");
+  return s;
+}
+
+TransportCapabilities describe(const ParamSet&) {
+  // Frames by reference, no packing (there is nothing to save), connections made over a Unix socket.
+  return {.memory_registration = true, .shared_memory_pools = true, .connection_manager = "unix"};
+}
+
+}  // namespace daqx::ptshm

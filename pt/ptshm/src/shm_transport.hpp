@@ -1,0 +1,185 @@
+// ptshm: the shared-memory peer transport, on the shared connection layer (pt/base). Two contexts of one host
+// pass frames as references (chunk, offset, length) into pools both have mapped, through one single-producer
+// single-consumer ring per direction in a segment made for each connection; the receiver's applications see
+// the sender's blocks themselves (zero copy), and their release sends the reference back through the return
+// ring. docs/ptshm.md tells the whole story.
+//
+// What is its own: the registrar that gives every shared chunk of this executive an id and keeps its memfd,
+// connection set-up over a Unix socket (hello with the segment and two eventfds, then one message per chunk,
+// each memfd passed with SCM_RIGHTS), the rings, the receiver's checks of everything the peer wrote, and the
+// return path from any application thread. Connection handling, delivery, waiting and counters are pt/base's.
+#pragma once
+
+#include <sys/un.h>
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "daqx/pt/connection_transport.hpp"
+#include "ring.hpp"
+#include "settings.hpp"
+#include "wire.hpp"
+
+namespace daqx::ptshm {
+
+// A mapping of a peer's memory (a chunk, or a connection's segment), unmapped when destroyed.
+struct Mapping {
+  std::byte* base = nullptr;
+  std::size_t bytes = 0;
+  Mapping() = default;
+  Mapping(std::byte* b, std::size_t n) : base(b), bytes(n) {}
+  Mapping(Mapping&& other) noexcept;
+  Mapping& operator=(Mapping&& other) noexcept;
+  ~Mapping();
+};
+
+class ShmTransport final : public pt::ConnectionTransport, private mem::ForeignRelease {
+ public:
+  explicit ShmTransport(TransportHost& host);
+  ~ShmTransport() override;
+  void listen(const EndpointAddress& local) override;
+
+ private:
+  // One shared chunk of this executive's pools, by id (the registrar's table; ids are never reused).
+  struct SharedChunk {
+    std::byte* base = nullptr;  // null once deregistered
+    std::size_t bytes = 0;
+    int fd = -1;  // our duplicate of the pool's memfd, passed to peers
+  };
+  static constexpr std::size_t kMaxSharedChunks = kMaxChunks;
+
+  // What lets descriptors reported by a waiter name their connection and what they are.
+  struct Tag {
+    void* connection = nullptr;
+    enum Kind { socket, wake } kind = socket;
+  };
+
+  // A frame on the ring, kept until the receiver gave back every block of it.
+  struct Slot {
+    mem::Ref frame;
+    std::uint32_t outstanding = 0;  // blocks not given back yet
+  };
+
+  struct Outgoing : pt::OutgoingConnection {
+    using OutgoingConnection::OutgoingConnection;
+    sockaddr_un address{};
+    socklen_t address_length = 0;
+    int socket = -1;
+    int frames_wake = -1;   // we write it when the receiver sleeps
+    int returns_wake = -1;  // the receiver writes it when we sleep
+    Mapping segment;
+    RingProducer<FrameEntry> frames;
+    RingConsumer<ReturnEntry> returns;
+    std::vector<Slot> slots;
+    std::vector<std::uint32_t> free_slots;
+    std::size_t blocks_in_flight = 0;  // on the ring or held by the receiver: at most ring_entries
+    std::size_t announced = 0;         // chunk ids below this are known to the receiver
+    std::atomic<std::uint64_t> frames_copied{0};
+    Tag socket_tag{this, Tag::socket};
+    Tag wake_tag{this, Tag::wake};
+  };
+
+  // The way back for the blocks of one incoming connection: any application thread that releases one of them
+  // writes its token into the returns ring, under the path's mutex (the ring has one producer at a time). It
+  // outlives its connection while applications hold blocks: the peer's memory stays mapped until the last one
+  // is released.
+  struct ReturnPath {
+    std::mutex mutex;
+    std::uint16_t generation = 0;
+    bool open = false;
+    std::size_t outstanding = 0;  // blocks out with applications
+    RingProducer<ReturnEntry> returns;
+    int returns_wake = -1;
+    std::vector<Mapping> chunks;  // the peer's chunks by id (receive thread adds, under the mutex)
+    Mapping segment;
+    void unmap_if_done() noexcept;  // under mutex: closed and nothing out
+  };
+  static constexpr std::size_t kMaxPaths = 65535;
+
+  struct Incoming : pt::IncomingConnection {
+    int socket = -1;
+    int frames_wake = -1;
+    bool hello = false;
+    std::uint32_t ring_entries = 0;  // of the peer's rings: no frame has more blocks
+    std::uint32_t path = 0;          // index in paths_
+    ReturnPath* return_path = nullptr;
+    RingConsumer<FrameEntry> frames;
+    mem::Ref partial;  // blocks of the frame being assembled
+    std::size_t partial_blocks = 0;
+    std::size_t partial_bytes = 0;
+    bool waiting_for_pool = false;
+    Tag socket_tag{this, Tag::socket};
+    Tag wake_tag{this, Tag::wake};
+  };
+
+  // Registrar.
+  std::string register_chunk(std::byte* base, std::size_t bytes, mem::RegistrationKey& key);
+  void deregister_chunk(const mem::RegistrationKey& key) noexcept;
+
+  // Outgoing (pt::ConnectionTransport).
+  std::unique_ptr<pt::OutgoingConnection> make_outgoing(const EndpointAddress& remote) override;
+  void start_connect(pt::OutgoingConnection& c) override;
+  std::string open_link(Outgoing& c);
+  void pump(pt::OutgoingConnection& c) noexcept override;
+  // Frames whose blocks are not all in shared memory are copied into the copy pool; empty when it is dry.
+  mem::Ref shared_copy(const mem::Ref& frame) noexcept;
+  bool in_shared_memory(const mem::Ref& frame) const noexcept;
+  std::string announce_chunks(Outgoing& c, std::size_t up_to) noexcept;
+  std::size_t close_link(pt::OutgoingConnection& c) noexcept override;
+  void on_send_ready(void* tag, std::uint32_t events) override;
+  bool reap_send() override;
+  // Under c.mutex: blocks given back; false (with error) when the peer gave back what it did not have.
+  bool take_returns(Outgoing& c, bool& any, std::string& error) noexcept;
+  SleepCheck ready_to_sleep_send() override;
+  void outgoing_metrics(const pt::OutgoingConnection& c, std::vector<Metric>& metrics) const override;
+
+  // Incoming.
+  void on_receive_ready(void* tag, std::uint32_t events) override;
+  void accept_connections();
+  // Reads the socket's messages (hello, chunks); false when the connection was closed.
+  bool read_messages(Incoming& c);
+  bool take_hello(Incoming& c, const HelloMessage& hello, const int* fds);
+  bool take_chunk(Incoming& c, const ChunkMessage& chunk, int fd);
+  // Reads the ring and delivers; true when it took any entry.
+  bool serve(Incoming& c);
+  bool reap_receive() override;
+  SleepCheck ready_to_sleep_receive() override;
+  void close_wire(pt::IncomingConnection& c) noexcept override;
+  void delivery_paused(pt::IncomingConnection& c) override;
+  void resume_wire(pt::IncomingConnection& c) override;
+  void receive_housekeeping(Clock::time_point now) override;
+  void stop_endpoints() noexcept override;
+  void report_wire(MetricSink& sink) const override;
+  ReturnPath* open_path(std::uint32_t& index);
+
+  // mem::ForeignRelease: an application released a block of a peer (any thread).
+  void released(std::uint64_t token) noexcept override;
+
+  Settings settings_;
+  mem::Pool* receive_pool_ = nullptr;  // descriptors of peers' blocks
+  mem::Pool* copy_pool_ = nullptr;     // shared memory, for frames that are not
+  EndpointAddress local_;
+  int listen_fd_ = -1;
+
+  std::mutex chunks_mutex_;  // registration (rare); the send path reads ids below chunk_count_ without it
+  std::unique_ptr<SharedChunk[]> chunks_;
+  std::atomic<std::size_t> chunk_count_{0};
+
+  std::unique_ptr<std::unique_ptr<ReturnPath>[]> paths_;
+  std::size_t path_count_ = 0;  // receive thread
+
+  std::atomic<bool> copy_pool_waiting_{false};
+  std::atomic<std::uint64_t> frames_copied_{0};
+  std::atomic<std::uint64_t> copy_pool_waits_{0};
+  std::atomic<std::uint64_t> chunks_mapped_{0};
+  std::atomic<std::uint64_t> returns_dropped_{0};
+  std::atomic<std::uint64_t> wakeups_sent_{0};
+};
+
+}  // namespace daqx::ptshm
