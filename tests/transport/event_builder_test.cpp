@@ -79,7 +79,7 @@ TEST_CASE("2x2 builds every assigned event exactly once and every event passes i
 }
 
 TEST_CASE("2x2 with a short BU timeout and BUs paused over and over: each pause drops a live BU and its return takes it "
-          "in again; events are lost, never a count, a block or a unit", "[transport][process][evb][failure]") {
+          "in again, and events are lost but never a count, a block or a unit", "[transport][process][evb][failure]") {
   const TransportProfile& transport = suite_transport();
   // A pause (SIGSTOP) longer than the timeout drops a BU that is alive and still holds slots, fragments in flight
   // and requests on their way; when it resumes it asks with its old generation and is reset and taken in again.
