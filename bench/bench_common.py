@@ -622,6 +622,12 @@ class Daqx:
         result["run_mean_gbps"] = received["bytes_received"] * 8 / run_seconds / 1e9 if run_seconds else None
         result["would_blocks"] = sent.get("would_blocks")
         result["pool_exhausted"] = sent.get("pool_exhausted")
+        # ptshm counts the frames it had to copy (from a pool not in shared memory): 0 is zero copy, proven.
+        copied = [m["value"] for t in sender.transports() for m in t.get("metrics", [])
+                  if m.get("name") == "frames_copied" and not m.get("labels")]  # the transport-wide one
+        result["frames_copied"] = sum(copied) if copied else None
+        if copied and sum(copied):
+            result["note"] = "; ".join(filter(None, [result["note"], f"frames_copied={sum(copied):.0f}"]))
         return result
 
     def round_trips(self, size, count, warmup):
@@ -654,6 +660,25 @@ class Daqx:
         m = ping.metrics(self.PING)
         return {"median_us": m["rtt_median_us"], "p99_us": m["rtt_p99_us"], "min_us": m["rtt_min_us"],
                 "max_us": m["rtt_max_us"], "samples": m["samples"], "other_cores": other}
+
+    def local_stream(self, size):
+        """nton::Sender -> nton::Receiver in ONE executive, frames handed over without a transport: the
+        application side's own rate on this machine, beside which a transport's rate can be read."""
+        for needed in (self.binary, os.path.join(self.modules, NTON)):
+            if not os.path.exists(needed):
+                return unavailable(f"{os.path.basename(needed)} not built")
+        (port,) = free_ports(1)
+        sender = {"frameSize": size, "duration": self.duration + self.WARM_SECONDS + self.TAIL_SECONDS,
+                  "window": self.window, "pattern": "false", "receivers": self.RECEIVER}
+        if self.ack_every:
+            sender["ackEvery"] = self.ack_every
+        text = one_context_partition("bench-local", port, [("nton::Receiver", self.RECEIVER, {}),
+                                                          ("nton::Sender", self.SENDER, sender)])
+        (executive,) = self.start(f"{self.prefix}local-{size}", text, [f"http://127.0.0.1:{port}"])
+        try:
+            return self.measure_stream(executive, executive, size)
+        finally:
+            self.shut([executive])
 
     def self_check(self, out):
         """Drives the nton applications in ONE executive (no transport) through the same code paths, so the

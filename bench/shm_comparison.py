@@ -119,11 +119,12 @@ class Systems:
         self.duration = duration
 
         shm = [f"shm-{m}" for m in self.shm_modes] or ["shm"]
-        self.throughput = shm + ["tcp-latency", "tcp-throughput", "zmq-ipc"] + [f"ucx-{v}" for v in UCX_VARIANTS]
+        self.throughput = (shm + ["tcp-latency", "tcp-throughput", "zmq-ipc"] + [f"ucx-{v}" for v in UCX_VARIANTS]
+                           + ["local"])
         self.rtt = ["shm", "tcp", "zmq-ipc"] + [f"ucx-{v}" for v in UCX_VARIANTS]
         self.label = {"shm": "daqx-shm", "shm-latency": "shm-lat", "shm-throughput": "shm-thr",
                       "tcp-latency": "pttcp-lat", "tcp-throughput": "pttcp-thr", "tcp": "daqx-pttcp",
-                      "zmq-ipc": "zmq-ipc"}
+                      "zmq-ipc": "zmq-ipc", "local": "no-transport"}
         for m in self.shm_modes:
             self.label.setdefault(f"shm-{m}", f"shm-{m[:3]}")
         self.label.update({f"ucx-{v}": f"ucx-{v}" for v in UCX_VARIANTS})
@@ -132,6 +133,8 @@ class Systems:
         self.peer_rows = ["zmq-ipc"] + [f"ucx-{v}" for v in UCX_VARIANTS]
 
     def throughput_point(self, system, size):
+        if system == "local":
+            return self.shm.local_stream(size)
         if system == "shm":
             return self.shm.throughput(None, size)
         if system.startswith("shm-"):
@@ -299,7 +302,8 @@ def plot(path, throughput, rtt, s, sizes, title):
             points = [(size, get(results, x, size, key)) for size in sizes]
             points = [(a, b * scale) for a, b in points if b is not None]
             if points:
-                style = "-" if x.startswith("shm") else "--" if x.startswith("tcp") else ":"
+                style = ("-" if x.startswith("shm") else "--" if x.startswith("tcp") else "-." if x == "local"
+                         else ":")
                 axes.plot([a for a, _ in points], [b for _, b in points], style, marker="o", label=s.label[x])
         axes.set_xscale("log", base=2)
         axes.set_yscale("log")
@@ -354,7 +358,7 @@ def main():
                         help="CPU lists for the sending and receiving side's processes, e.g. 0/1 (default: not pinned)")
     parser.add_argument("--systems", help="comma-separated subset of the throughput systems (shm-latency, "
                                           "shm-throughput, tcp-latency, tcp-throughput, zmq-ipc, ucx-sm, ucx-posix, "
-                                          "ucx-sysv, ucx-cma) and round-trip ones written rtt-shm, rtt-tcp, "
+                                          "ucx-sysv, ucx-cma, local) and round-trip ones written rtt-shm, rtt-tcp, "
                                           "rtt-zmq-ipc, rtt-ucx-sm ...")
     parser.add_argument("--no-rtt", action="store_true", help="skip the round-trip table")
     parser.add_argument("--no-throughput", action="store_true", help="skip the throughput table")
@@ -436,14 +440,16 @@ def main():
             f"its own), -E {s.ucx_wait_bw}, a calibrating run first, then about {duration:g} s of messages. GB/s = 10^9 "
             "payload bytes/s (for daqx-shm: payload referenced, whether or not it was copied). daqx-shm / pttcp: the "
             "better of each one's two modes; best peer: the fastest of zmq-ipc and the ucx rows (named under peer). "
+            "no-transport: Sender and Receiver in ONE executive (of the ptshm tree), frames handed over without a "
+            "transport: the application side's own rate, a reference rather than a peer. "
             "other cores: CPU used meanwhile by processes outside the point (the worst of the row).")
         if args.repeat > 1:
             spread_table(throughput, throughput_systems, s.label, sizes, "message rate spread over the repeats, %")
         other_load_summary(throughput)
         print_failures(throughput)
         write_csv(os.path.join(out, "shm_throughput.csv"), throughput,
-                  ["msgs_per_s", "gbps", "bytes", "seconds", "cpu_sender_s", "cpu_receiver_s", "other_cores",
-                   "spread_pct", "repeats"])
+                  ["msgs_per_s", "gbps", "bytes", "seconds", "cpu_sender_s", "cpu_receiver_s", "frames_copied",
+                   "other_cores", "spread_pct", "repeats"])
         print(f"wrote {os.path.join(out, 'shm_throughput.csv')}")
     if rtt_systems:
         print()
