@@ -559,8 +559,8 @@ class Daqx:
         if self.missing:
             return unavailable(self.missing)
         ports = free_ports(4)
-        sender = {"frameSize": size, "duration": self.duration + self.WARM_SECONDS + self.TAIL_SECONDS, "window": self.window,
-                  "pattern": "true" if pattern else "false", "receivers": self.RECEIVER}
+        sender = {"frameSize": size, "duration": self.duration + self.WARM_SECONDS + self.TAIL_SECONDS,
+                  "window": self.window, "pattern": "true" if pattern else "false", "receivers": self.RECEIVER}
         if self.ack_every:
             sender["ackEvery"] = self.ack_every
         text = two_context_partition(f"bench-{self.protocol}", ports, self.endpoint_properties(mode),

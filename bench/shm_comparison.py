@@ -103,7 +103,8 @@ class Systems:
             if programs["ucx_perftest"] is None:
                 self.ucx_missing[variant] = "ucx_perftest not installed (Debian's ucx-utils)"
             elif transports is not None and not set(UCX_NEEDS[variant]) <= transports:
-                self.ucx_missing[variant] = f"UCX here has no {'/'.join(set(UCX_NEEDS[variant]) - transports)} (ucx_info -d)"
+                absent = "/".join(sorted(set(UCX_NEEDS[variant]) - transports))
+                self.ucx_missing[variant] = f"UCX here has no {absent} (ucx_info -d)"
         ipc_dir = os.path.join(out, "ipc")
         os.makedirs(ipc_dir, exist_ok=True)
         self.zmq = Baselines(processes, programs, duration, zmq_ipc_dir=ipc_dir)
@@ -245,7 +246,8 @@ def rtt_table(results, s, sizes):
         row = [size_name(size)]
         for x in s.rtt:
             row += [cell(get(results, x, size, "median_us"), 1), cell(get(results, x, size, "p99_us"), 1)]
-        row += [cell(ratio(get(results, "shm", size, k), get(results, "tcp", size, k))) for k in ("median_us", "p99_us")]
+        row += [cell(ratio(get(results, "shm", size, k), get(results, "tcp", size, k)))
+                for k in ("median_us", "p99_us")]
         row.append(other_load_cell(results, s.rtt, size))
         rows.append(row)
     print_table(groups, rows)
@@ -254,6 +256,9 @@ def rtt_table(results, s, sizes):
 def targets(throughput, rtt, s, sizes, copy_gbps):
     """The issue's targets, one line each with the numbers behind the verdict; also returned for the CSV."""
     lines = []
+
+    def times(value):
+        return "n/a" if value is None else f"{value:.2f}x"
 
     def verdict(ok):
         return "n/a" if ok is None else ("met" if ok else "NOT met")
@@ -264,11 +269,12 @@ def targets(throughput, rtt, s, sizes, copy_gbps):
         peer, peer_row = best(throughput, s.peer_rows, size)
         if RATE_SIZES[0] <= size <= RATE_SIZES[1]:
             r = ratio(shm, tcp)
-            lines.append((size, f"message rate >= {RATE_FACTOR:g}x pttcp", verdict(None if r is None else r >= RATE_FACTOR),
-                          f"{cell(shm, 0)} vs {cell(tcp, 0)} msg/s = {cell(r)}x"))
+            lines.append((size, f"message rate >= {RATE_FACTOR:g}x pttcp",
+                          verdict(None if r is None else r >= RATE_FACTOR),
+                          f"{cell(shm, 0)} vs {cell(tcp, 0)} msg/s = {times(r)}"))
         r = ratio(shm, peer)
         lines.append((size, "ahead of ZeroMQ ipc and UCX", verdict(None if r is None else r > 1.0),
-                      f"{cell(shm, 0)} vs {cell(peer, 0)} msg/s ({s.label.get(peer_row, 'n/a')}) = {cell(r)}x"))
+                      f"{cell(shm, 0)} vs {cell(peer, 0)} msg/s ({s.label.get(peer_row, 'n/a')}) = {times(r)}"))
         if size == max(sizes) and size >= 1 << 20:
             gbps = get(throughput, shm_row, size, "gbps") if shm_row else None
             gb = None if gbps is None else gbps / 8
@@ -277,7 +283,7 @@ def targets(throughput, rtt, s, sizes, copy_gbps):
         rr = ratio(get(rtt, "shm", size, "median_us"), get(rtt, "tcp", size, "median_us"))
         lines.append((size, f"round trip <= {RTT_FACTOR:g}x pttcp", verdict(None if rr is None else rr <= RTT_FACTOR),
                       f"median {cell(get(rtt, 'shm', size, 'median_us'), 1)} vs "
-                      f"{cell(get(rtt, 'tcp', size, 'median_us'), 1)} us = {cell(rr)}x"))
+                      f"{cell(get(rtt, 'tcp', size, 'median_us'), 1)} us = {times(rr)}"))
     width = max(len(what) for _, what, _, _ in lines)
     for size, what, result, numbers in lines:
         print(f"  {size_name(size):>8}  {what:<{width}}  {result:<7}  {numbers}")
@@ -437,7 +443,8 @@ def main():
             f"steady {duration:g} s window from {Daqx.WARM_SECONDS} s after enable; message size = frameSize (its "
             "32-byte data header included). zmq-ipc: PUSH/PULL over ipc://, default HWM, zero-copy messages from "
             "16 KiB. ucx-*: ucx_perftest tag_bw with UCX_TLS=sm, posix, sysv, cma,posix (cma has no eager path of "
-            f"its own), -E {s.ucx_wait_bw}, a calibrating run first, then about {duration:g} s of messages. GB/s = 10^9 "
+            f"its own), -E {s.ucx_wait_bw}, a calibrating run first, then about {duration:g} s of messages. "
+            "GB/s = 10^9 "
             "payload bytes/s (for daqx-shm: payload referenced, whether or not it was copied). daqx-shm / pttcp: the "
             "better of each one's two modes; best peer: the fastest of zmq-ipc and the ucx rows (named under peer). "
             "no-transport: Sender and Receiver in ONE executive (of the ptshm tree), frames handed over without a "
@@ -458,7 +465,8 @@ def main():
         print_notes(
             f"daqx-shm / daqx-pttcp = nton::PingPong between two executives over ptshm ({args.shm_rtt_mode} mode) / "
             f"pttcp ({args.tcp_rtt_mode} mode); zmq-ipc = REQ/REP over ipc://, the reply re-sent as the next request; "
-            f"ucx-* = ucx_perftest tag_lat (-E {s.ucx_wait_lat}), two runs per point: -R 50 and -R 99, each value doubled (it reports half "
+            f"ucx-* = ucx_perftest tag_lat (-E {s.ucx_wait_lat}), two runs per point: -R 50 and -R 99, each value "
+            "doubled (it reports half "
             "a round trip, and its percentile covers only its last 2048 iterations). Median and p99 (nearest rank) "
             "after a warmup for daqx and zmq.")
         if args.repeat > 1:
