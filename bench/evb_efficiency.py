@@ -6,7 +6,7 @@ loopback over pttcp, in one run; printed as tables and written as CSV and PNG pl
 Usage: python3 bench/evb_efficiency.py [--build BUILD] [--out DIR] [--sizes 1K 16K ...] [--topologies 1x1,2x2]
                                        [--seconds S] [--warmup S] [--quick] [--pin [CPUS]] [--repeat N]
 See docs/benchmarks.md ("The event-building efficiency") for what every column means.
-Shares its process, HTTP and table helpers with bench/tcp_comparison.py (imported from this folder).
+Shares its process, HTTP and table helpers with the other drivers (bench/bench_common.py, imported from this folder).
 """
 
 import argparse
@@ -19,7 +19,7 @@ import time
 
 sys.dont_write_bytecode = True  # importing the sibling would leave bench/__pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tcp_comparison import (  # noqa: E402  (the shared helpers live beside this file)
+from bench_common import (  # noqa: E402  (the shared helpers live beside this file)
     BenchError, Executive, Processes, cpu_seconds, free_ports, load_average, machine_busy, machine_conditions,
     parse_size, print_notes, print_table, size_name, xml_properties)
 

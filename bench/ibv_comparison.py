@@ -24,7 +24,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ofi_comparison import (  # noqa: E402  (the shared driver lives beside this file)
     COLOR, NTON, PTOFI, DaqxPair, DaqxSystem, attempt, parse_cores, plot, ratio, value)
-from tcp_comparison import (  # noqa: E402
+from bench_common import (  # noqa: E402
     BenchError, Processes, load_average, machine_busy, machine_conditions, median_run, other_cores, parse_size,
     print_notes, print_table, size_name, tail, write_csv)
 

@@ -7,7 +7,7 @@ Usage: python3 bench/ofi_comparison.py [--build BUILD] [--out DIR] [--sizes 64 1
                                        [--systems ofi-epoll,ofi-busy,fi,tcp] [--cores 0/1] [--quick]
                                        [--provider tcp|verbs --host IP] [--fi-msg-bw PATH]
 See docs/benchmarks.md ("ptofi vs libfabric tools") for what every column means and what makes it fair.
-Shares its process, HTTP and table helpers with bench/tcp_comparison.py (imported from this folder).
+Shares its process, HTTP and table helpers with the other drivers (bench/bench_common.py, imported from this folder).
 """
 
 import argparse
@@ -21,7 +21,7 @@ import time
 
 sys.dont_write_bytecode = True  # importing the sibling would leave bench/__pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tcp_comparison import (  # noqa: E402  (the shared helpers live beside this file)
+from bench_common import (  # noqa: E402  (the shared helpers live beside this file)
     BenchError, Executive, Processes, free_ports, listening, load_average, machine_busy, machine_conditions,
     median_run, other_cores, parse_size, print_notes, print_table, size_name, tail, wait_until, write_csv,
     xml_properties)

@@ -20,7 +20,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ofi_comparison import (  # noqa: E402  (the shared driver lives beside this file)
     NTON, PTOFI, PTTCP, DaqxPair, DaqxSystem, attempt, parse_cores, value)
-from tcp_comparison import (  # noqa: E402
+from bench_common import (  # noqa: E402
     Processes, load_average, machine_conditions, median_run, parse_size, print_notes, print_table, size_name,
     write_csv)
 

@@ -21,7 +21,7 @@ import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tcp_comparison import BenchError, Executive, Processes, free_ports  # noqa: E402  (the shared helpers live beside this file)
+from bench_common import BenchError, Executive, Processes, free_ports  # noqa: E402  (the shared helpers live beside this file)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODULES = {"tcp": "libdaqx_pttcp.so", "ofi": "libdaqx_ptofi.so", "ibv": "libdaqx_ptibv.so"}

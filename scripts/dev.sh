@@ -5,6 +5,7 @@
 #   scripts/dev.sh build   packages + release build only
 #   scripts/dev.sh bench   packages + release build + every benchmark (tables and CSV in build/bench-results)
 #   scripts/dev.sh bench-tcp  packages + iperf3, libzmq, matplotlib + release build + the TCP comparison
+#   scripts/dev.sh bench-shm  packages + libzmq, UCX's tools, matplotlib + release build + the shared-memory comparison
 #   scripts/dev.sh bench-evb  packages + matplotlib + release build + the event-building efficiency benchmark
 #   scripts/dev.sh bench-ofi  packages + matplotlib + release build + fi_msg_bw + ptofi vs libfabric's tools
 #   scripts/dev.sh bench-ibv  packages + matplotlib + release build + ptibv vs perftest in the soft-RoCE guest
@@ -32,6 +33,8 @@ packages=(
 
 # What the TCP comparison (bench/tcp_comparison.py) adds: the programs it compares daqx with, and the plot.
 bench_tcp_packages=(iperf3 libzmq3-dev ucx-utils python3-matplotlib)
+# What the shared-memory comparison (bench/shm_comparison.py) adds: ZeroMQ (for ipc://), ucx_perftest, the plot.
+bench_shm_packages=(libzmq3-dev ucx-utils python3-matplotlib)
 # What the event-building efficiency benchmark (bench/evb_efficiency.py) adds: the plots.
 bench_evb_packages=(python3-matplotlib)
 # What the ptofi comparison (bench/ofi_comparison.py) adds: the plots (fi_pingpong is in libfabric-bin above).
@@ -83,6 +86,14 @@ bench_tcp() {
   mkdir -p "$root/build/bench-results"
   # Debian's interpreter: python3-matplotlib is installed for it, not for another python3 on the PATH.
   /usr/bin/python3 "$root/bench/tcp_comparison.py" --build "$root/build/release" --out "$root/build/bench-results" "$@"
+}
+
+bench_shm() {
+  # Its own folder: the driver writes partitions, ipc:// sockets and one log per process there. PTSHM_BUILD names
+  # another build tree with libdaqx_ptshm.so (e.g. the shm branch's) until it is in this one.
+  mkdir -p "$root/build/bench/shm"
+  /usr/bin/python3 "$root/bench/shm_comparison.py" --build "$root/build/release" --out "$root/build/bench/shm" \
+    ${PTSHM_BUILD:+--ptshm-build "$PTSHM_BUILD"} "$@"
 }
 
 bench_evb() {
@@ -157,8 +168,9 @@ case "${1:-}" in
   bench) install_packages; build_release; bench ;;
   # The TCP comparison's packages come before the build: the ZeroMQ programs are built only if libzmq is there.
   bench-tcp) install_packages; install_packages "${bench_tcp_packages[@]}"; build_release; shift; bench_tcp "$@" ;;
+  bench-shm) install_packages; install_packages "${bench_shm_packages[@]}"; build_release; shift; bench_shm "$@" ;;
   bench-evb) install_packages; install_packages "${bench_evb_packages[@]}"; build_release; shift; bench_evb "$@" ;;
   bench-ofi) install_packages; install_packages "${bench_ofi_packages[@]}"; build_release; build_fi_msg_bw; shift; bench_ofi "$@" ;;
   bench-ibv) install_packages; install_packages "${bench_ofi_packages[@]}"; build_release; shift; bench_ibv "$@" ;;
-  *) echo "usage: $0 main|test|build|bench|bench-tcp|bench-evb|bench-ofi|bench-ibv [driver options]" >&2; exit 2 ;;
+  *) echo "usage: $0 main|test|build|bench|bench-tcp|bench-shm|bench-evb|bench-ofi|bench-ibv [driver options]" >&2; exit 2 ;;
 esac

@@ -1,4 +1,4 @@
-// Shared by the TCP comparison programs: option parsing, a deadline, and round-trip statistics computed
+// Shared by the TCP and shared-memory comparison programs: option parsing, the ZeroMQ endpoint, a deadline, and round-trip statistics computed
 // exactly as nton::PingPong publishes them, so the three RTT columns of bench/tcp_comparison.py compare alike.
 #pragma once
 
@@ -70,6 +70,17 @@ class Options {
   std::string role_;
   std::map<std::string, std::string> values_;
 };
+
+// The ZeroMQ programs' endpoint: --endpoint E as given (ipc:///path for the shared-memory comparison), else
+// tcp://127.0.0.1:P from --port P. One of the two is required.
+inline std::string endpoint_option(const Options& options) {
+  std::string endpoint = options.text("endpoint", "");
+  auto port = options.number("port", 0);
+  if (!endpoint.empty() && port != 0) options.fail("--endpoint and --port exclude each other");
+  if (!endpoint.empty()) return endpoint;
+  if (port == 0 || port > 65535) options.fail("--port P (1..65535) or --endpoint E is required");
+  return "tcp://127.0.0.1:" + std::to_string(port);
+}
 
 struct RoundTripSummary {
   double min_us = 0, median_us = 0, p99_us = 0, max_us = 0;

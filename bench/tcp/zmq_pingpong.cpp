@@ -1,4 +1,4 @@
-// ZeroMQ REQ/REP round-trip time over loopback TCP, for bench/tcp_comparison.py: what a message library's
+// ZeroMQ REQ/REP round-trip time over loopback TCP (bench/tcp_comparison.py) or ipc:// (bench/shm_comparison.py): what a message library's
 // I/O thread hand-offs add to the plain TCP round trip.
 #include <zmq.h>
 
@@ -12,17 +12,16 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: daqx-bench-zmq-pingpong rep --port P [--timeout S]\n"
-    "       daqx-bench-zmq-pingpong req --port P --size BYTES [--count N] [--warmup N] [--timeout S]\n"
-    "  rep binds tcp://127.0.0.1:P and echoes every message until an empty one; req connects and prints one\n"
-    "  JSON line with the round-trip times (us) of COUNT round trips after WARMUP.\n";
+    "usage: daqx-bench-zmq-pingpong rep --port P|--endpoint E [--timeout S]\n"
+    "       daqx-bench-zmq-pingpong req --port P|--endpoint E --size BYTES [--count N] [--warmup N]\n"
+    "                                   [--timeout S]\n"
+    "  rep binds tcp://127.0.0.1:P (or E, e.g. ipc:///tmp/x) and echoes every message until an empty one;\n"
+    "  req connects and prints one JSON line with the round-trip times (us) of COUNT round trips after WARMUP.\n";
 
 [[noreturn]] void die(const char* what) {
   std::fprintf(stderr, "daqx-bench-zmq-pingpong: %s: %s\n", what, zmq_strerror(zmq_errno()));
   std::exit(1);
 }
-
-std::string endpoint(std::uint16_t port) { return "tcp://127.0.0.1:" + std::to_string(port); }
 
 void set_int(void* socket, int option, int value, const char* name) {
   if (zmq_setsockopt(socket, option, &value, sizeof value) != 0) die(name);
@@ -43,13 +42,13 @@ void send(zmq_msg_t& message, void* socket) {
   }
 }
 
-int echo(std::uint16_t port, double timeout) {
+int echo(const std::string& endpoint, double timeout) {
   void* context = zmq_ctx_new();
   void* socket = zmq_socket(context, ZMQ_REP);
   set_int(socket, ZMQ_RCVTIMEO, static_cast<int>(timeout * 1000), "ZMQ_RCVTIMEO");
   set_int(socket, ZMQ_SNDTIMEO, static_cast<int>(timeout * 1000), "ZMQ_SNDTIMEO");
   set_int(socket, ZMQ_LINGER, 1000, "ZMQ_LINGER");
-  if (zmq_bind(socket, endpoint(port).c_str()) != 0) die("bind");
+  if (zmq_bind(socket, endpoint.c_str()) != 0) die("bind");
   zmq_msg_t message;
   zmq_msg_init(&message);
   // The received message goes back as it is: no copy on the echo side, as nton::PingPong's pong.
@@ -64,13 +63,13 @@ int echo(std::uint16_t port, double timeout) {
   return 0;
 }
 
-int ping(std::uint16_t port, std::size_t size, std::size_t count, std::size_t warmup, double timeout) {
+int ping(const std::string& endpoint, std::size_t size, std::size_t count, std::size_t warmup, double timeout) {
   void* context = zmq_ctx_new();
   void* socket = zmq_socket(context, ZMQ_REQ);
   set_int(socket, ZMQ_RCVTIMEO, static_cast<int>(timeout * 1000), "ZMQ_RCVTIMEO");
   set_int(socket, ZMQ_SNDTIMEO, static_cast<int>(timeout * 1000), "ZMQ_SNDTIMEO");
   set_int(socket, ZMQ_LINGER, 1000, "ZMQ_LINGER");
-  if (zmq_connect(socket, endpoint(port).c_str()) != 0) die("connect");
+  if (zmq_connect(socket, endpoint.c_str()) != 0) die("connect");
   zmq_msg_t message;
   if (zmq_msg_init_size(&message, size) != 0) die("zmq_msg_init_size");
   std::fill_n(static_cast<char*>(zmq_msg_data(&message)), size, 'p');
@@ -104,15 +103,14 @@ int ping(std::uint16_t port, std::size_t size, std::size_t count, std::size_t wa
 
 int main(int argc, char** argv) {
   daqx::bench::Options options(argc, argv, kUsage);
-  options.only({"port", "size", "count", "warmup", "timeout"});
-  auto port = static_cast<std::uint16_t>(options.number("port", 0));
+  options.only({"port", "endpoint", "size", "count", "warmup", "timeout"});
+  std::string endpoint = daqx::bench::endpoint_option(options);
   double timeout = options.real("timeout", 30);
-  if (port == 0) options.fail("--port is required");
-  if (options.role() == "rep") return echo(port, timeout);
+  if (options.role() == "rep") return echo(endpoint, timeout);
   if (options.role() == "req") {
     std::size_t size = options.number("size", 64);
     if (size == 0) options.fail("--size must be at least 1");
-    return ping(port, size, options.number("count", 10000), options.number("warmup", 100), timeout);
+    return ping(endpoint, size, options.number("count", 10000), options.number("warmup", 100), timeout);
   }
   options.fail("unknown role '" + options.role() + "'");
 }

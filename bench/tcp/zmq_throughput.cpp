@@ -1,5 +1,6 @@
-// ZeroMQ PUSH/PULL throughput over loopback TCP, one stream, for bench/tcp_comparison.py: the best one
-// connection of ZeroMQ can do, so daqx is compared with a competent ZeroMQ program rather than a naive one.
+// ZeroMQ PUSH/PULL throughput, one stream, over loopback TCP (bench/tcp_comparison.py) or ipc://
+// (bench/shm_comparison.py): the best one connection of ZeroMQ can do, so daqx is compared with a competent
+// ZeroMQ program rather than a naive one.
 #include <zmq.h>
 
 #include <cerrno>
@@ -11,12 +12,12 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: daqx-bench-zmq-throughput pull --port P [--timeout S]\n"
-    "       daqx-bench-zmq-throughput push --port P --size BYTES --duration S [--zero-copy auto|on|off]\n"
-    "                                      [--timeout S]\n"
-    "  pull binds tcp://127.0.0.1:P and, at the end-of-run message, prints one JSON line: bytes, messages and\n"
-    "  seconds from the first message to the end; push connects and sends messages of SIZE bytes for S\n"
-    "  seconds, then one empty message that marks the end.\n";
+    "usage: daqx-bench-zmq-throughput pull --port P|--endpoint E [--timeout S]\n"
+    "       daqx-bench-zmq-throughput push --port P|--endpoint E --size BYTES --duration S\n"
+    "                                      [--zero-copy auto|on|off] [--timeout S]\n"
+    "  pull binds tcp://127.0.0.1:P (or E, e.g. ipc:///tmp/x) and, at the end-of-run message, prints one JSON\n"
+    "  line: bytes, messages and seconds from the first message to the end; push connects and sends messages\n"
+    "  of SIZE bytes for S seconds, then one empty message that marks the end.\n";
 
 // Below this size a copy into a fresh message is cheaper than the bookkeeping of a zero-copy message
 // (zmq_msg_init_data allocates a reference-counted content record per message); measured on loopback.
@@ -27,8 +28,6 @@ constexpr std::size_t kZeroCopyFrom = 16 * 1024;
   std::exit(1);
 }
 
-std::string endpoint(std::uint16_t port) { return "tcp://127.0.0.1:" + std::to_string(port); }
-
 void set_int(void* socket, int option, int value, const char* name) {
   if (zmq_setsockopt(socket, option, &value, sizeof value) != 0) die(name);
 }
@@ -36,11 +35,11 @@ void set_int(void* socket, int option, int value, const char* name) {
 // The payload is never written after start, so every in-flight message may point at it: nothing to free.
 void keep_buffer(void*, void*) {}
 
-int pull(std::uint16_t port, double timeout) {
+int pull(const std::string& endpoint, double timeout) {
   void* context = zmq_ctx_new();
   void* socket = zmq_socket(context, ZMQ_PULL);
   set_int(socket, ZMQ_RCVTIMEO, static_cast<int>(timeout * 1000), "ZMQ_RCVTIMEO");
-  if (zmq_bind(socket, endpoint(port).c_str()) != 0) die("bind");
+  if (zmq_bind(socket, endpoint.c_str()) != 0) die("bind");
   zmq_msg_t message;
   zmq_msg_init(&message);
   // The clock starts at the first message, which is not counted: what is measured is the steady stream.
@@ -67,12 +66,12 @@ int pull(std::uint16_t port, double timeout) {
   return 0;
 }
 
-int push(std::uint16_t port, std::size_t size, double duration, bool zero_copy, double timeout) {
+int push(const std::string& endpoint, std::size_t size, double duration, bool zero_copy, double timeout) {
   void* context = zmq_ctx_new();
   void* socket = zmq_socket(context, ZMQ_PUSH);
   set_int(socket, ZMQ_SNDTIMEO, static_cast<int>(timeout * 1000), "ZMQ_SNDTIMEO");
   set_int(socket, ZMQ_LINGER, static_cast<int>(timeout * 1000), "ZMQ_LINGER");  // bounds delivery at close
-  if (zmq_connect(socket, endpoint(port).c_str()) != 0) die("connect");
+  if (zmq_connect(socket, endpoint.c_str()) != 0) die("connect");
   std::vector<char> payload(size, 'z');
   auto end = daqx::bench::Clock::now() + std::chrono::duration_cast<daqx::bench::Clock::duration>(
                                              std::chrono::duration<double>(duration));
@@ -99,11 +98,10 @@ int push(std::uint16_t port, std::size_t size, double duration, bool zero_copy, 
 
 int main(int argc, char** argv) {
   daqx::bench::Options options(argc, argv, kUsage);
-  options.only({"port", "size", "duration", "zero-copy", "timeout"});
-  auto port = static_cast<std::uint16_t>(options.number("port", 0));
+  options.only({"port", "endpoint", "size", "duration", "zero-copy", "timeout"});
+  std::string endpoint = daqx::bench::endpoint_option(options);
   double timeout = options.real("timeout", 30);
-  if (port == 0) options.fail("--port is required");
-  if (options.role() == "pull") return pull(port, timeout);
+  if (options.role() == "pull") return pull(endpoint, timeout);
   if (options.role() == "push") {
     std::size_t size = options.number("size", 0);
     double duration = options.real("duration", 0);
@@ -111,7 +109,7 @@ int main(int argc, char** argv) {
     std::string mode = options.text("zero-copy", "auto");
     if (mode != "on" && mode != "off" && mode != "auto") options.fail("--zero-copy is auto, on or off");
     bool zero_copy = mode == "on" || (mode == "auto" && size >= kZeroCopyFrom);
-    return push(port, size, duration, zero_copy, timeout);
+    return push(endpoint, size, duration, zero_copy, timeout);
   }
   options.fail("unknown role '" + options.role() + "'");
 }
