@@ -184,20 +184,20 @@ void SizeClass::free(Block* block) noexcept {
     return;
   }
   block->state_.store(Block::free_state, std::memory_order_relaxed);
-  if (!views_) {
-    DAQX_POISON(block->memory_, block->capacity_);
-  } else if (block->foreign_) {
-    // Foreign memory: its owner is told once the descriptor is back (read the token before it can be reused).
-    const std::uint64_t token = block->token_;
+  if (!views_) DAQX_POISON(block->memory_, block->capacity_);  // a view's memory is its parent's
+  // Foreign memory (views only, so normal blocks never look): its owner is told once the descriptor is back, the
+  // token read before the descriptor can be reused.
+  const bool foreign = views_ && block->foreign_;
+  std::uint64_t token = 0;
+  if (foreign) {
+    token = block->token_;
     block->foreign_ = false;
-    used_.fetch_sub(1, std::memory_order_relaxed);
-    push(block);
-    if (ForeignRelease* release = pool_.foreign_release_.load(std::memory_order_acquire)) release->released(token);
-    pool_.note_freed();
-    return;
   }
   used_.fetch_sub(1, std::memory_order_relaxed);
   push(block);
+  if (foreign) {
+    if (ForeignRelease* release = pool_.foreign_release_.load(std::memory_order_acquire)) release->released(token);
+  }
   pool_.note_freed();
 }
 

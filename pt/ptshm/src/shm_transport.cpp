@@ -174,10 +174,16 @@ void ShmTransport::deregister_chunk(const mem::RegistrationKey& key) noexcept {
   chunk->base = nullptr;  // never announced again; peers that mapped it keep their mapping
 }
 
-bool ShmTransport::in_shared_memory(const mem::Ref& frame) const noexcept {
-  for (const mem::Block* block = frame.head(); block != nullptr; block = block->next())
-    if (block->key(registration_slot()).handle == nullptr) return false;
-  return true;
+ShmTransport::ChainFacts ShmTransport::chain_facts(const mem::Ref& frame) const noexcept {
+  ChainFacts facts;
+  const std::size_t slot = registration_slot();
+  for (const mem::Block* block = frame.head(); block != nullptr; block = block->next()) {
+    const mem::RegistrationKey& key = block->key(slot);
+    if (key.handle == nullptr) facts.shared = false;
+    facts.highest_chunk = std::max<std::size_t>(facts.highest_chunk, key.key);
+    ++facts.blocks;
+  }
+  return facts;
 }
 
 mem::Ref ShmTransport::shared_copy(const mem::Ref& frame) noexcept {
@@ -320,7 +326,9 @@ void ShmTransport::pump(pt::OutgoingConnection& base) noexcept {
   bool published = false;
   while (!c.queue.empty()) {
     mem::Ref& front = c.queue.front();
-    if (!in_shared_memory(front)) {
+    // One walk of the chain per frame tells all the send path needs of it.
+    ChainFacts facts = chain_facts(front);
+    if (!facts.shared) {
       // From a pool that is not shared (the heap): copied once into ours, and counted, so zero copy is provable.
       mem::Ref copy = shared_copy(front);
       if (!copy) {
@@ -329,10 +337,11 @@ void ShmTransport::pump(pt::OutgoingConnection& base) noexcept {
         break;
       }
       front = std::move(copy);
+      facts = chain_facts(front);
       c.frames_copied.fetch_add(1, std::memory_order_relaxed);
       frames_copied_.fetch_add(1, std::memory_order_relaxed);
     }
-    const std::size_t blocks = front.chain_length();
+    const std::size_t blocks = facts.blocks;
     if (blocks > settings_.ring_entries) {
       // Can never fit: lost, and counted as an error of the connection, as any frame the wire refuses.
       c.counters.errors.fetch_add(1, std::memory_order_relaxed);
@@ -343,10 +352,7 @@ void ShmTransport::pump(pt::OutgoingConnection& base) noexcept {
       continue;
     }
     if (blocks > *room || c.free_slots.empty() || c.blocks_in_flight + blocks > settings_.ring_entries) break;
-    std::size_t highest = 0;
-    for (const mem::Block* block = front.head(); block != nullptr; block = block->next())
-      highest = std::max<std::size_t>(highest, block->key(slot_index).key);
-    if (highest >= c.announced) {
+    if (facts.highest_chunk >= c.announced) {
       std::string error = announce_chunks(c, chunk_count_.load(std::memory_order_acquire));
       if (!error.empty()) {
         c.failure = error;

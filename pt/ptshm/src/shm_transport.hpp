@@ -129,7 +129,14 @@ class ShmTransport final : public pt::ConnectionTransport, private mem::ForeignR
   void pump(pt::OutgoingConnection& c) noexcept override;
   // Frames whose blocks are not all in shared memory are copied into the copy pool; empty when it is dry.
   mem::Ref shared_copy(const mem::Ref& frame) noexcept;
-  bool in_shared_memory(const mem::Ref& frame) const noexcept;
+  // What the send path needs of a frame's chain, from one walk: all blocks in shared memory, how many, and the
+  // highest chunk id among them (announced to the peer before the frame).
+  struct ChainFacts {
+    bool shared = true;
+    std::size_t blocks = 0;
+    std::size_t highest_chunk = 0;
+  };
+  ChainFacts chain_facts(const mem::Ref& frame) const noexcept;
   std::string announce_chunks(Outgoing& c, std::size_t up_to) noexcept;
   std::size_t close_link(pt::OutgoingConnection& c) noexcept override;
   void on_send_ready(void* tag, std::uint32_t events) override;
