@@ -431,6 +431,15 @@ def main():
     repeats = f"the median of {args.repeat} runs (spread: (max-min)/median)" if args.repeat > 1 else "one run"
     s.throughput = throughput_systems
     s.rtt = rtt_systems
+    def close_table(results, systems, spread_title, csv_name, fields):
+        """What follows each table: the spread over the repeats, the outside load, the failures, the CSV."""
+        if args.repeat > 1:
+            spread_table(results, systems, s.label, sizes, spread_title)
+        other_load_summary(results)
+        print_failures(results)
+        write_csv(os.path.join(out, csv_name), results, fields)
+        print(f"wrote {os.path.join(out, csv_name)}")
+
     if throughput_systems:
         print()
         print(f"== Message rate and bandwidth, one stream; {duration:g} s per point, {repeats}; load average now "
@@ -450,14 +459,9 @@ def main():
             "no-transport: Sender and Receiver in ONE executive (of the ptshm tree), frames handed over without a "
             "transport: the application side's own rate, a reference rather than a peer. "
             "other cores: CPU used meanwhile by processes outside the point (the worst of the row).")
-        if args.repeat > 1:
-            spread_table(throughput, throughput_systems, s.label, sizes, "message rate spread over the repeats, %")
-        other_load_summary(throughput)
-        print_failures(throughput)
-        write_csv(os.path.join(out, "shm_throughput.csv"), throughput,
-                  ["msgs_per_s", "gbps", "bytes", "seconds", "cpu_sender_s", "cpu_receiver_s", "frames_copied",
-                   "other_cores", "spread_pct", "repeats"])
-        print(f"wrote {os.path.join(out, 'shm_throughput.csv')}")
+        close_table(throughput, throughput_systems, "message rate spread over the repeats, %", "shm_throughput.csv",
+                    ["msgs_per_s", "gbps", "bytes", "seconds", "cpu_sender_s", "cpu_receiver_s", "frames_copied",
+                     "other_cores", "spread_pct", "repeats"])
     if rtt_systems:
         print()
         print(f"== Round-trip time (ping-pong), microseconds; {repeats}")
@@ -469,13 +473,8 @@ def main():
             "doubled (it reports half "
             "a round trip, and its percentile covers only its last 2048 iterations). Median and p99 (nearest rank) "
             "after a warmup for daqx and zmq.")
-        if args.repeat > 1:
-            spread_table(rtt, rtt_systems, s.label, sizes, "median round-trip spread over the repeats, %")
-        other_load_summary(rtt)
-        print_failures(rtt)
-        write_csv(os.path.join(out, "shm_rtt.csv"), rtt, ["median_us", "p99_us", "min_us", "max_us", "samples",
-                                                            "other_cores", "spread_pct", "repeats"])
-        print(f"wrote {os.path.join(out, 'shm_rtt.csv')}")
+        close_table(rtt, rtt_systems, "median round-trip spread over the repeats, %", "shm_rtt.csv",
+                    ["median_us", "p99_us", "min_us", "max_us", "samples", "other_cores", "spread_pct", "repeats"])
     print()
     print("== Targets (issue 18); daqx-shm = the better of its modes")
     lines = targets(throughput, rtt, s, sizes, copy_gbps)
