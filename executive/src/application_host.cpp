@@ -484,7 +484,7 @@ ApplicationStatus ApplicationHost::status() const {
   sink.counter("frames_dispatched_inline",
                static_cast<double>(frames_dispatched_inline_.load(std::memory_order_relaxed)),
                "of those, frames handled on a transport's receive thread (inline dispatch)");
-  sink.gauge("dispatch_inline", inline_ ? 1 : 0, "1 when frames from transports may be handled on the receive thread");
+  sink.setting("dispatch_inline", inline_ ? 1 : 0, "1 when frames from transports may be handled on the receive thread");
   sink.counter("frames_unhandled", static_cast<double>(frames_unhandled_.load(std::memory_order_relaxed)),
                "frames for a function code with no handler (dropped)");
   sink.counter("sends_would_block", static_cast<double>(sends_would_block_.load(std::memory_order_relaxed)),

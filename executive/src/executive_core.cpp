@@ -203,6 +203,7 @@ void ExecutiveCore::make_routes() {
       auto known = peers.find(key);
       PeerId peer = known != peers.end() ? known->second : (*binding)->transport().connect(address);
       peers[key] = peer;
+      peer_names_[{binding->get(), peer}] = PeerName{address.text(), other.url};
       routes_[app.id] = Route{nullptr, binding->get(), peer, app.network};
     }
   }
@@ -441,6 +442,13 @@ std::vector<TransportStatus> ExecutiveCore::transports() const {
     binding->transport().report(sink);
     status.metrics = sink.metrics();
     status.connections = binding->transport().connections();
+    for (ConnectionInfo& connection : status.connections) {
+      if (!connection.outgoing) continue;
+      auto name = peer_names_.find({binding.get(), connection.peer});
+      if (name == peer_names_.end()) continue;
+      connection.peer_endpoint = name->second.endpoint;
+      connection.peer_context = name->second.context;
+    }
     list.push_back(std::move(status));
   }
   return list;

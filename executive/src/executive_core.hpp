@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -129,6 +130,12 @@ class ExecutiveCore final : public ControlModel {
   std::vector<std::unique_ptr<TransportBinding>> bindings_;
   std::vector<std::unique_ptr<ApplicationHost>> hosts_;  // in partition order
   std::unordered_map<Tid, Route> routes_;                // built once before any application starts
+  // What each outgoing connection goes to (the peer's endpoint and context URL), for stable metric labels.
+  struct PeerName {
+    std::string endpoint;
+    std::string context;
+  };
+  std::map<std::pair<const TransportBinding*, PeerId>, PeerName> peer_names_;  // built with routes_
 
   mutable std::recursive_mutex control_mutex_;  // one control operation at a time
   bool shut_down_ = false;

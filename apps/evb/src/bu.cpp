@@ -116,6 +116,7 @@ void BU::enable() {
       put(*c, 0);
     output_events_.store(0);
     output_bytes_.store(0);
+    build_latency_.reset();
     problems_logged_ = 0;
     rate_.start(Clock::now(), 0, 0);
     request(true);
@@ -360,7 +361,9 @@ void BU::try_build(Slot& s, std::uint32_t index) {
   }
   bump(events_built_);
   bump(bytes_built_, bytes);
-  latencies_.push_back(std::chrono::duration<double, std::micro>(Clock::now() - s.first_data).count());
+  const Clock::duration latency = Clock::now() - s.first_data;
+  build_latency_.record(std::chrono::duration_cast<std::chrono::nanoseconds>(latency));
+  latencies_.push_back(std::chrono::duration<double, std::micro>(latency).count());
   if (++s.built == s.count) slot_built(static_cast<std::uint32_t>(&s - slots_.data()));
 }
 
@@ -627,8 +630,8 @@ void BU::report(MetricSink& sink) const {
   const apps::Rates rates = rate_.read(Clock::now());
   sink.counter("events_built", read(events_built_), "events built (incomplete and corrupt ones included)");
   sink.counter("bytes_built", read(bytes_built_), "bytes of the events built");
-  sink.gauge("event_rate", rates.frames_per_second, "events built per second over the last second");
-  sink.gauge("byte_rate", rates.bytes_per_second, "event bytes built per second over the last second");
+  sink.derived("event_rate", rates.frames_per_second, "events built per second over the last second");
+  sink.derived("byte_rate", rates.bytes_per_second, "event bytes built per second over the last second");
   sink.counter("events_incomplete", read(events_incomplete_), "events built without a contributor that was down");
   sink.counter("events_corrupt", read(events_corrupt_), "events with a super-fragment that failed the checks");
   sink.counter("events_abandoned", read(events_abandoned_), "events given up unbuilt (reset by the EvM, or run over)");
@@ -647,11 +650,14 @@ void BU::report(MetricSink& sink) const {
   sink.gauge("slot_limit", read(slot_limit_), "slots that may be offered or building now (output backlog, memory budget)");
   sink.gauge("batch_bytes", static_cast<double>(batch_bytes_published_.load(std::memory_order_relaxed)),
              "received block bytes a batch holds (largest recent)");
-  sink.gauge("output_state", read(output_state_), "0 running, 1 throttled (fewer slots offered), 2 blocked (none)");
-  sink.gauge("build_latency_median_us", latency_median_us_.load(std::memory_order_relaxed),
+  sink.state("output_state", static_cast<std::size_t>(read(output_state_)), {"running", "throttled", "blocked"},
+             "the output: running, throttled (fewer slots offered), blocked (none offered)");
+  sink.derived("build_latency_median_us", latency_median_us_.load(std::memory_order_relaxed),
              "first block of a batch to event built, median over the last second");
-  sink.gauge("build_latency_p99_us", latency_p99_us_.load(std::memory_order_relaxed),
+  sink.derived("build_latency_p99_us", latency_p99_us_.load(std::memory_order_relaxed),
              "first block of a batch to event built, 99th percentile over the last second");
+  sink.histogram("build_latency_seconds", build_latency_.snapshot(),
+                 "first block of a batch to event built, this run");
   sink.counter("output_events", static_cast<double>(output_events_.load()), "events written to files");
   sink.counter("output_bytes", static_cast<double>(output_bytes_.load()), "bytes written to files");
   sink.counter("files_closed", static_cast<double>(files_closed_.load()), "output files closed (rotated or at stop)");

@@ -160,6 +160,7 @@ class BU final : public Application {
   Counter slot_limit_{0};
   std::atomic<std::uint64_t> batch_bytes_published_{0};
   Counter run_published_{0};
+  LatencyHistogram build_latency_;  // every event of this run, for /metrics (the median is for people)
   std::atomic<double> latency_median_us_{0};
   std::atomic<double> latency_p99_us_{0};
   apps::RateMeter rate_;

@@ -538,7 +538,7 @@ void EvM::report(MetricSink& sink) const {
   sink.counter("events_incomplete", read(events_incomplete_), "completed events built without a contributor");
   sink.counter("events_corrupt", read(events_corrupt_), "completed events that failed the integrity checks");
   sink.gauge("events_in_flight", read(events_in_flight_), "events assigned and not yet given back");
-  sink.gauge("event_rate", rates.frames_per_second, "events completed per second over the last second");
+  sink.derived("event_rate", rates.frames_per_second, "events completed per second over the last second");
   sink.gauge("credits_queued", read(credits_queued_), "free BU slots waiting for events");
   sink.counter("requests", read(requests_), "requests received from builder units");
   sink.counter("stale_requests", read(stale_requests_), "requests refused (other generation): answered with a reset");
@@ -552,20 +552,21 @@ void EvM::report(MetricSink& sink) const {
   sink.gauge("drained", read(drained_), "1 when stopping and every assigned event is completed or lost");
   sink.counter("trigger_bytes", read(trigger_bytes_), "trigger fragment bytes sent");
   sink.counter("malformed_frames", read(malformed_), "frames that did not decode or came from an unknown unit");
-  sink.counter("send_would_blocks", static_cast<double>(outbox_.would_blocks()), "sends that had to wait");
+  sink.counter("sends_deferred", static_cast<double>(outbox_.would_blocks()), "sends refused for lack of room, queued and sent later");
   for (const BuProxy& bu : bus_) {
     std::vector<std::pair<std::string, std::string>> l{{"bu", to_text(std::uint64_t{bu.tid})}};
     sink.counter("bu_events_assigned", read(*bu.assigned), "events assigned to this BU", l);
     sink.counter("bu_events_completed", read(*bu.completed), "events this BU built and gave back", l);
     sink.counter("bu_events_lost", read(*bu.lost), "events lost when this BU was dropped", l);
-    sink.gauge("bu_state", read(*bu.published_state), "0 not yet heard, 1 taking part, 2 dropped", l);
+    sink.state("bu_state", static_cast<std::size_t>(read(*bu.published_state)), {"not_heard", "taking_part", "dropped"},
+               "this BU as the EvM sees it: not yet heard, taking part, dropped", l);
     sink.gauge("bu_credits", read(*bu.published_credits), "free slots of this BU waiting for events", l);
-    sink.gauge("bu_output_state", read(*bu.published_output_state),
-               "this BU's output as it last said: 0 running, 1 throttled, 2 blocked", l);
+    sink.state("bu_output_state", static_cast<std::size_t>(read(*bu.published_output_state)),
+               {"running", "throttled", "blocked"}, "this BU's output as it last said: running, throttled, blocked", l);
   }
   for (const RuProxy& ru : rus_)
-    sink.gauge("ru_state", read(*ru.published_state), "0 not yet heard, 1 taking part, 2 down",
-               {{"ru", to_text(std::uint64_t{ru.tid})}});
+    sink.state("ru_state", static_cast<std::size_t>(read(*ru.published_state)), {"not_heard", "taking_part", "down"},
+               "this RU as the EvM sees it: not yet heard, taking part, down", {{"ru", to_text(std::uint64_t{ru.tid})}});
 }
 
 }  // namespace daqx::evb

@@ -259,8 +259,8 @@ void RU::report(MetricSink& sink) const {
   sink.counter("fragments_sent", read(fragments_sent_), "super-fragments sent (one per event)");
   sink.counter("bytes_sent", read(bytes_sent_), "super-fragment bytes sent");
   sink.counter("blocks_sent", read(blocks_sent_), "fragment blocks sent");
-  sink.gauge("fragment_rate", rates.frames_per_second, "super-fragments sent per second over the last second");
-  sink.gauge("byte_rate", rates.bytes_per_second, "super-fragment bytes sent per second over the last second");
+  sink.derived("fragment_rate", rates.frames_per_second, "super-fragments sent per second over the last second");
+  sink.derived("byte_rate", rates.bytes_per_second, "super-fragment bytes sent per second over the last second");
   sink.gauge("fragments_in_flight", read(events_queued_), "events assigned and not yet completely sent");
   sink.gauge("blocks_waiting", read(frames_waiting_), "blocks waiting for a BU that cannot take them yet");
   sink.counter("allocations", read(allocations_), "allocate messages received from the EvM");
@@ -270,18 +270,18 @@ void RU::report(MetricSink& sink) const {
   sink.counter("stale_frames", read(stale_frames_), "allocations of another run, ignored");
   sink.counter("malformed_frames", read(malformed_), "frames that did not decode or came from another than the EvM");
   sink.counter("pool_waits", read(pool_waits_), "times sending paused for free pool blocks (back-pressure)");
-  sink.counter("send_would_blocks", read(would_blocks_), "sends that had to wait");
+  sink.counter("sends_deferred", read(would_blocks_), "sends refused for lack of room, queued and sent later");
   sink.counter("send_errors", read(send_errors_), "frames (blocks or status reports) lost with their connection");
   sink.counter("status_reports", read(status_reports_), "status reports sent to the EvM");
   sink.counter("status_retries", read(status_retries_),
                "status reports that could not go at once (no block, or the connection to the EvM busy), tried again");
   const Clock::rep sent = last_status_sent_.load(std::memory_order_relaxed);
-  sink.gauge("status_age", sent == 0 ? 0.0 : seconds_between(Clock::time_point(Clock::duration(sent)), Clock::now()),
+  sink.gauge("status_age_seconds", sent == 0 ? 0.0 : seconds_between(Clock::time_point(Clock::duration(sent)), Clock::now()),
              "seconds since the last status report went to the EvM (0: none yet); the EvM's ruTimeout applies to it");
   sink.gauge("run", read(run_published_), "the EvM's run number as last heard");
   const mem::PoolStats pool = context().pool().stats();
   sink.gauge("pool_blocks_used", static_cast<double>(pool.blocks_used()), "blocks of this unit's pool in use");
-  sink.gauge("pool_bytes_reserved", static_cast<double>(pool.bytes_reserved), "bytes this unit's pool holds");
+  sink.gauge("pool_reserved_bytes", static_cast<double>(pool.bytes_reserved), "bytes this unit's pool holds");
 }
 
 }  // namespace daqx::evb

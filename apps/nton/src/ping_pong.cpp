@@ -134,6 +134,7 @@ void PingPong::start(const PingPongConfiguration& config, std::shared_ptr<RoundT
   for (auto* counter : {&round_trips_, &echoes_sent_, &would_blocks_, &stale_frames_, &summary_count_})
     counter->store(0, std::memory_order_relaxed);
   for (auto* value : {&rtt_min_, &rtt_median_, &rtt_p99_, &rtt_max_}) value->store(0, std::memory_order_relaxed);
+  round_trip_.reset();
   done_.store(false, std::memory_order_release);
   held_.reset();
   waiting_for_pool_ = false;
@@ -188,6 +189,7 @@ void PingPong::on_pong(Frame&& frame) {
   const double rtt_us = std::chrono::duration<double, std::micro>(now - sent_at_).count();
   add(round_trips_, 1);
   if (round_ > settings_.warmup) {
+    round_trip_.record(std::chrono::duration_cast<std::chrono::nanoseconds>(now - sent_at_));
     const std::uint64_t index = round_ - settings_.warmup - 1;
     std::vector<std::atomic<double>>& values = measuring_->values;
     values[static_cast<std::size_t>(index % values.size())].store(rtt_us, std::memory_order_relaxed);
@@ -279,16 +281,17 @@ void PingPong::report(MetricSink& sink) const {
     }
     if (samples) summary = summarize(*samples);  // a copy: the dispatch thread goes on writing
   }
-  sink.gauge("rtt_min_us", summary.min, "shortest round trip, microseconds");
-  sink.gauge("rtt_median_us", summary.median, "median round trip, microseconds");
-  sink.gauge("rtt_p99_us", summary.p99, "99th percentile round trip (nearest rank), microseconds");
-  sink.gauge("rtt_max_us", summary.max, "longest round trip, microseconds");
-  sink.gauge("samples", static_cast<double>(summary.count), "round trips measured (after the warmup)");
+  sink.derived("rtt_min_us", summary.min, "shortest round trip, microseconds");
+  sink.derived("rtt_median_us", summary.median, "median round trip, microseconds");
+  sink.derived("rtt_p99_us", summary.p99, "99th percentile round trip (nearest rank), microseconds");
+  sink.derived("rtt_max_us", summary.max, "longest round trip, microseconds");
+  sink.derived("samples", static_cast<double>(summary.count), "round trips measured (after the warmup)");
+  sink.histogram("round_trip_seconds", round_trip_.snapshot(), "round trips measured this run (after the warmup)");
   sink.counter("round_trips", static_cast<double>(round_trips_.load(std::memory_order_relaxed)),
                "round trips completed, warmup included (ping)");
   sink.counter("echoes", static_cast<double>(echoes_sent_.load(std::memory_order_relaxed)),
                "pings echoed back (pong)");
-  sink.counter("would_blocks", static_cast<double>(would_blocks_.load(std::memory_order_relaxed)),
+  sink.counter("sends_deferred", static_cast<double>(would_blocks_.load(std::memory_order_relaxed)),
                "sends refused for lack of room at the target, retried when told");
   sink.counter("stale_frames", static_cast<double>(stale_frames_.load(std::memory_order_relaxed)),
                "pongs that were not for the round trip in flight, ignored");

@@ -93,6 +93,7 @@ class PingPong final : public Application {
   std::atomic<std::uint64_t> stale_frames_{0};
   std::atomic<bool> done_{false};
   std::atomic<std::uint64_t> summary_count_{0};
+  LatencyHistogram round_trip_;  // every measured round trip (after the warmup), for /metrics
   std::atomic<double> rtt_min_{0};
   std::atomic<double> rtt_median_{0};
   std::atomic<double> rtt_p99_{0};

@@ -238,12 +238,12 @@ void Receiver::report(MetricSink& sink) const {
     std::ifstream comm("/proc/self/task/" + std::to_string(thread) + "/comm");
     std::string name;
     std::getline(comm, name);
-    sink.gauge("handler_thread", thread, "kernel thread id of the thread that handled the last data frame",
+    sink.derived("handler_thread", thread, "kernel thread id of the thread that handled the last data frame",
                {{"thread", name}});
   }
   sink.gauge("frames_held", value(frames_held_), "the most frames kept at once during a hold (holdFor)");
-  sink.gauge("receive_rate_frames", rates.frames_per_second, "frames per second over the last second");
-  sink.gauge("receive_rate_bytes", rates.bytes_per_second, "payload bytes per second over the last second");
+  sink.derived("receive_rate_frames", rates.frames_per_second, "frames per second over the last second");
+  sink.derived("receive_rate_bytes", rates.bytes_per_second, "payload bytes per second over the last second");
 }
 
 }  // namespace daqx::nton

@@ -456,7 +456,7 @@ void Sender::report(MetricSink& sink) const {
   sink.counter("bytes_sent", static_cast<double>(bytes_sent_.load(std::memory_order_relaxed)),
                "payload bytes sent (data headers included, frame headers not)");
   sink.counter("acks_received", static_cast<double>(acks), "acknowledgements received this run");
-  sink.counter("would_blocks", static_cast<double>(would_blocks_.load(std::memory_order_relaxed)),
+  sink.counter("sends_deferred", static_cast<double>(would_blocks_.load(std::memory_order_relaxed)),
                "sends refused for lack of room at the target, retried when told");
   sink.counter("pool_exhausted", static_cast<double>(pool_exhausted_.load(std::memory_order_relaxed)),
                "frame allocations that found the pool empty, retried when blocks came back");
@@ -466,8 +466,8 @@ void Sender::report(MetricSink& sink) const {
                "acknowledgements of another run or from an unknown application, ignored");
   sink.gauge("outstanding", static_cast<double>(sent > acked ? sent - acked : 0),
              "frames sent and not yet acknowledged");
-  sink.gauge("send_rate_frames", rates.frames_per_second, "frames per second over the last second");
-  sink.gauge("send_rate_bytes", rates.bytes_per_second, "payload bytes per second over the last second");
+  sink.derived("send_rate_frames", rates.frames_per_second, "frames per second over the last second");
+  sink.derived("send_rate_bytes", rates.bytes_per_second, "payload bytes per second over the last second");
   sink.gauge("run_seconds", seconds, "seconds from the start of sending to its end (or now)");
   sink.gauge("done", done_.load(std::memory_order_acquire) ? 1 : 0,
              "1 when this run has stopped sending and its acknowledgements are in (or given up on)");

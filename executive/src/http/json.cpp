@@ -43,15 +43,47 @@ Object::Ptr labels_object(const std::vector<std::pair<std::string, std::string>>
   return object;
 }
 
+const char* kind_name(Metric::Kind kind) {
+  switch (kind) {
+    case Metric::Kind::counter: return "counter";
+    case Metric::Kind::histogram: return "histogram";
+    case Metric::Kind::state_set: return "state_set";
+    case Metric::Kind::gauge: break;
+  }
+  return "gauge";
+}
+
 Array::Ptr metrics_array(const std::vector<Metric>& metrics) {
   Array::Ptr array = new Array;
   for (const Metric& metric : metrics) {
     Object::Ptr object = new_object();
     object->set("name", metric.name);
-    object->set("kind", std::string(metric.kind == Metric::Kind::counter ? "counter" : "gauge"));
+    object->set("kind", std::string(kind_name(metric.kind)));
     object->set("value", number(metric.value));
     object->set("help", metric.help);
     object->set("labels", labels_object(metric.labels));
+    // false: for people only (a rate, a percentile, a setting); /metrics leaves it out
+    object->set("exported", metric.audience == Metric::Audience::everyone);
+    if (metric.kind == Metric::Kind::state_set) {
+      Array::Ptr states = new Array;
+      for (const std::string& state : metric.states) states->add(state);
+      object->set("states", states);
+      const auto current = static_cast<std::size_t>(metric.value);
+      object->set("state", current < metric.states.size() ? metric.states[current] : std::string());
+    }
+    if (metric.kind == Metric::Kind::histogram) {
+      Array::Ptr buckets = new Array;
+      const HistogramSnapshot& histogram = metric.histogram;
+      for (std::size_t i = 0; i < histogram.upper_bounds.size() && i < histogram.cumulative.size(); ++i) {
+        Object::Ptr bucket = new_object();
+        bucket->set("le", histogram.upper_bounds[i]);
+        bucket->set("count", histogram.cumulative[i]);
+        buckets->add(bucket);
+      }
+      object->set("buckets", buckets);
+      object->set("sum", number(histogram.sum));
+      object->set("count", histogram.count);
+    }
     array->add(object);
   }
   return array;
@@ -276,6 +308,8 @@ std::string json_transports(const std::vector<TransportStatus>& transports) {
       entry->set("remote", connection.remote);
       entry->set("up", connection.up);
       entry->set("outgoing", connection.outgoing);
+      entry->set("peer_endpoint", connection.peer_endpoint);
+      entry->set("peer_context", connection.peer_context);
       entry->set("metrics", metrics_array(connection.metrics));
       connections->add(entry);
     }

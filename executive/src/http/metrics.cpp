@@ -62,36 +62,57 @@ std::string format_value(double value) {
   return std::string(text, end);
 }
 
+const char* type_name(Metric::Kind kind) {
+  switch (kind) {
+    case Metric::Kind::counter: return "counter";
+    case Metric::Kind::histogram: return "histogram";
+    case Metric::Kind::state_set: return "gauge";  // the text format has no stateset type: a gauge per state
+    case Metric::Kind::gauge: break;
+  }
+  return "gauge";
+}
+
 // Collects samples by family first, because the format wants each family's samples together under one HELP and
 // TYPE while the model hands them out per owner (application, pool, connection).
 class Exposition {
  public:
   void add(const std::string& name, Metric::Kind kind, const std::string& help, const Labels& labels, double value) {
-    auto [found, inserted] = index_.try_emplace(name, families_.size());
-    if (inserted) families_.push_back({name, kind, help, {}, {}});
-    Family& family = families_[found->second];
-    if (family.help.empty()) family.help = help;
+    add_sample(family(name, kind, help), name, labels, value);
+  }
 
-    std::string label_text;
-    std::set<std::string> label_names;
-    for (const auto& [label, label_value] : labels) {
-      std::string label_name = sanitize_label_name(label);
-      // A metric's own label may not redefine the owner's labels (tid, pool, ...): duplicates are invalid.
-      if (!label_names.insert(label_name).second) continue;
-      label_text += (label_text.empty() ? "" : ",") + label_name + "=\"" + escape_label_value(label_value) + "\"";
+  // name_bucket{le=...}, name_sum and name_count under one family `name`.
+  void add_histogram(const std::string& name, const std::string& help, const Labels& labels,
+                     const HistogramSnapshot& histogram) {
+    Family& family = this->family(name, Metric::Kind::histogram, help);
+    for (std::size_t i = 0; i < histogram.upper_bounds.size() && i < histogram.cumulative.size(); ++i) {
+      Labels bucket = labels;
+      bucket.emplace_back("le", format_value(histogram.upper_bounds[i]));
+      add_sample(family, name + "_bucket", bucket, static_cast<double>(histogram.cumulative[i]));
     }
-    std::string series = name;
-    if (!label_text.empty()) series += "{" + label_text + "}";
-    // Two identical series would make the whole scrape invalid; the first one wins.
-    if (!family.series.insert(series).second) return;
-    family.samples += series + " " + format_value(value) + "\n";
+    Labels infinite = labels;
+    infinite.emplace_back("le", "+Inf");
+    add_sample(family, name + "_bucket", infinite, static_cast<double>(histogram.count));
+    add_sample(family, name + "_sum", labels, histogram.sum);
+    add_sample(family, name + "_count", labels, static_cast<double>(histogram.count));
+  }
+
+  // One series per state, labelled `label`, 1 for the current one: a query need not know the states' codes,
+  // and a state left shows as a 0 instead of a series that vanishes.
+  void add_state_set(const std::string& name, const std::string& help, const Labels& labels, const std::string& label,
+                     const std::vector<std::string>& states, std::size_t current) {
+    Family& family = this->family(name, Metric::Kind::state_set, help);
+    for (std::size_t i = 0; i < states.size(); ++i) {
+      Labels state = labels;
+      state.emplace_back(label, states[i]);
+      add_sample(family, name, state, i == current ? 1 : 0);
+    }
   }
 
   std::string text() const {
     std::string text;
     for (const Family& family : families_) {
       text += "# HELP " + family.name + " " + escape_help(family.help.empty() ? family.name : family.help) + "\n";
-      text += "# TYPE " + family.name + (family.kind == Metric::Kind::counter ? " counter\n" : " gauge\n");
+      text += "# TYPE " + family.name + " " + type_name(family.kind) + "\n";
       text += family.samples;
     }
     return text;
@@ -105,6 +126,31 @@ class Exposition {
     std::string samples;
     std::set<std::string> series;
   };
+
+  Family& family(const std::string& name, Metric::Kind kind, const std::string& help) {
+    auto [found, inserted] = index_.try_emplace(name, families_.size());
+    if (inserted) families_.push_back({name, kind, help, {}, {}});
+    Family& family = families_[found->second];
+    if (family.help.empty()) family.help = help;
+    return family;
+  }
+
+  static void add_sample(Family& family, const std::string& series_name, const Labels& labels, double value) {
+    std::string label_text;
+    std::set<std::string> label_names;
+    for (const auto& [label, label_value] : labels) {
+      std::string label_name = sanitize_label_name(label);
+      // A metric's own label may not redefine the owner's labels (tid, pool, ...): duplicates are invalid.
+      if (!label_names.insert(label_name).second) continue;
+      label_text += (label_text.empty() ? "" : ",") + label_name + "=\"" + escape_label_value(label_value) + "\"";
+    }
+    std::string series = series_name;
+    if (!label_text.empty()) series += "{" + label_text + "}";
+    // Two identical series would make the whole scrape invalid; the first one wins.
+    if (!family.series.insert(series).second) return;
+    family.samples += series + " " + format_value(value) + "\n";
+  }
+
   std::vector<Family> families_;
   std::unordered_map<std::string, std::size_t> index_;
 };
@@ -119,21 +165,37 @@ std::string family_name(std::string_view owner, const Metric& metric) {
 void add_metrics(Exposition& exposition, std::string_view owner, const std::vector<Metric>& metrics,
                  const Labels& owner_labels) {
   for (const Metric& metric : metrics) {
+    if (metric.audience != Metric::Audience::everyone) continue;  // rates, settings, medians: JSON only
     Labels labels = owner_labels;
     labels.insert(labels.end(), metric.labels.begin(), metric.labels.end());
-    exposition.add(family_name(owner, metric), metric.kind, metric.help, labels, metric.value);
+    const std::string name = family_name(owner, metric);
+    switch (metric.kind) {
+      case Metric::Kind::histogram: exposition.add_histogram(name, metric.help, labels, metric.histogram); break;
+      case Metric::Kind::state_set:
+        exposition.add_state_set(name, metric.help, labels, "state", metric.states,
+                                 static_cast<std::size_t>(metric.value));
+        break;
+      default: exposition.add(name, metric.kind, metric.help, labels, metric.value); break;
+    }
   }
 }
 
 void add_applications(Exposition& exposition, const std::vector<ApplicationStatus>& applications) {
+  static const std::vector<std::string> states = [] {
+    std::vector<std::string> names;
+    for (State state : {State::halted, State::configured, State::enabled, State::failed})
+      names.emplace_back(to_string(state));
+    return names;
+  }();
   for (const ApplicationStatus& application : applications) {
+    // Not "instance": Prometheus gives every series its target's instance label, and would rename ours.
     const Labels labels = {{"tid", std::to_string(application.tid)},
                            {"class", application.class_name},
-                           {"instance", std::to_string(application.instance)}};
-    Labels state_labels = labels;
-    state_labels.emplace_back("state", std::string(to_string(application.state)));
-    exposition.add("daqx_application_state", Metric::Kind::gauge,
-                   "1 for the state the application is in (Halted, Configured, Enabled, Failed)", state_labels, 1);
+                           {"application_instance", std::to_string(application.instance)}};
+    exposition.add_state_set("daqx_application_state",
+                             "1 for the state the application is in, 0 for the others (Halted, Configured, Enabled, "
+                             "Failed)",
+                             labels, "state", states, static_cast<std::size_t>(application.state));
     add_metrics(exposition, "application", application.metrics, labels);
   }
 }
@@ -146,7 +208,7 @@ void add_pools(Exposition& exposition, const std::vector<PoolStatus>& pools) {
                     {"allocator", pool.stats.allocator},
                     {"numa_node", std::to_string(pool.numa_node)}},
                    1);
-    exposition.add("daqx_pool_bytes_reserved", Kind::gauge, "Bytes held in the pool's chunks",
+    exposition.add("daqx_pool_reserved_bytes", Kind::gauge, "Bytes held in the pool's chunks",
                    {{"pool", pool.stats.name}}, static_cast<double>(pool.stats.bytes_reserved));
   }
   struct ClassMetric {
@@ -156,7 +218,7 @@ void add_pools(Exposition& exposition, const std::vector<PoolStatus>& pools) {
     double (*value)(const mem::SizeClassStats&);
   };
   static const ClassMetric class_metrics[] = {
-      {"daqx_pool_blocks_total", Kind::gauge, "Blocks carved from the chunks made so far",
+      {"daqx_pool_blocks", Kind::gauge, "Blocks carved from the chunks made so far (used and free)",
        [](const mem::SizeClassStats& s) { return static_cast<double>(s.blocks_total); }},
       {"daqx_pool_blocks_used", Kind::gauge, "Blocks in use",
        [](const mem::SizeClassStats& s) { return static_cast<double>(s.blocks_used); }},
@@ -183,11 +245,18 @@ void add_pools(Exposition& exposition, const std::vector<PoolStatus>& pools) {
 
 void add_transports(Exposition& exposition, const std::vector<TransportStatus>& transports) {
   for (const TransportStatus& transport : transports) {
-    add_metrics(exposition, "transport", transport.metrics, {{"protocol", transport.protocol}});
+    add_metrics(exposition, "transport", transport.metrics,
+                {{"protocol", transport.protocol}, {"endpoint", transport.endpoint}});
   }
   for (const TransportStatus& transport : transports) {
     for (const ConnectionInfo& connection : transport.connections) {
-      const Labels labels = {{"protocol", transport.protocol}, {"remote", connection.remote}};
+      // A connection is exported by the side that opened it, labelled by what it connected to: the same series
+      // across reconnects. The accepting side knows only an ephemeral address; its frames are in the totals.
+      if (!connection.outgoing || connection.peer_endpoint.empty()) continue;
+      const Labels labels = {{"protocol", transport.protocol},
+                             {"endpoint", transport.endpoint},
+                             {"peer_endpoint", connection.peer_endpoint},
+                             {"peer_context", connection.peer_context}};
       exposition.add("daqx_transport_connection_up", Metric::Kind::gauge, "1 while the connection is up, else 0",
                      labels, connection.up ? 1 : 0);
       add_metrics(exposition, "transport_connection", connection.metrics, labels);
@@ -195,10 +264,25 @@ void add_transports(Exposition& exposition, const std::vector<TransportStatus>& 
   }
 }
 
+#if defined(__clang__)
+constexpr const char* kCompiler = "clang " __clang_version__;
+#elif defined(__GNUC__)
+constexpr const char* kCompiler = "gcc " __VERSION__;
+#else
+constexpr const char* kCompiler = "unknown";
+#endif
+
+void add_build_info(Exposition& exposition) {
+  exposition.add("daqx_build_info", Metric::Kind::gauge,
+                 "1, labelled with the version, compiler and build type of this executive",
+                 {{"version", DAQX_BUILD_VERSION}, {"compiler", kCompiler}, {"build_type", DAQX_BUILD_TYPE}}, 1);
+}
+
 }  // namespace
 
 std::string prometheus_metrics(const ControlModel& model, const std::vector<Metric>& control) {
   Exposition exposition;
+  add_build_info(exposition);
   add_applications(exposition, model.applications());
   add_pools(exposition, model.pools());
   add_transports(exposition, model.transports());

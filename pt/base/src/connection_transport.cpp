@@ -447,8 +447,8 @@ void ConnectionTransport::report(MetricSink& sink) const {
   sink.gauge("registered_bytes", d(r ? r->registered_bytes() : 0), "bytes of pool memory registered now");
   sink.counter("registration_seconds", r ? r->registration_seconds() : 0, "time spent registering memory");
   sink.counter("registration_failures", d(r ? r->failures() : 0), "chunks the device refused to register");
-  sink.gauge("memory_registration", r ? 1 : 0, "1 when pools are registered with the device");
-  sink.gauge("busy_poll", busy_polling() ? 1 : 0, "1 when the transport's threads busy-poll, 0 when they sleep on epoll");
+  sink.setting("memory_registration", r ? 1 : 0, "1 when pools are registered with the device");
+  sink.setting("busy_poll", busy_polling() ? 1 : 0, "1 when the transport's threads busy-poll, 0 when they sleep on epoll");
   report_wire(sink);
 }
 

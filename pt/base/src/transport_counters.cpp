@@ -15,7 +15,7 @@ std::uint64_t load(const std::atomic<std::uint64_t>& counter) { return counter.l
 void add_outgoing_metrics(std::vector<Metric>& metrics, const ConnectionCounters& c) {
   metrics.push_back({"frames_sent", Metric::Kind::counter, value(c.frames), "frames sent", {}});
   metrics.push_back({"bytes_sent", Metric::Kind::counter, value(c.bytes), "bytes sent", {}});
-  metrics.push_back({"would_blocks", Metric::Kind::counter, value(c.would_blocks), "posts refused: queue full", {}});
+  metrics.push_back({"sends_would_block", Metric::Kind::counter, value(c.would_blocks), "posts refused: queue full", {}});
   metrics.push_back({"errors", Metric::Kind::counter, value(c.errors), "failures and frames lost with them", {}});
   metrics.push_back({"reconnects", Metric::Kind::counter, value(c.reconnects), "times re-established", {}});
   metrics.push_back({"credit_waits", Metric::Kind::counter, value(c.credit_waits), "stalls for credits", {}});
@@ -48,7 +48,7 @@ void report_totals(MetricSink& sink, const TransportTotals& t, const TransportEv
   sink.counter("bytes_sent", d(t.bytes_sent), "bytes of frames sent");
   sink.counter("frames_received", d(t.frames_received), "frames received and accepted by the executive");
   sink.counter("bytes_received", d(t.bytes_received), "bytes of frames received");
-  sink.counter("would_blocks", d(t.would_blocks), "posts refused because a connection's queue was full");
+  sink.counter("sends_would_block", d(t.would_blocks), "posts refused because a connection's queue was full");
   sink.counter("send_errors", d(t.send_errors), "connection failures and frames lost with them");
   sink.counter("reconnects", d(t.reconnects), "outgoing connections re-established");
   sink.counter("credit_waits", d(t.credit_waits), "times a connection had frames to send and no credits");

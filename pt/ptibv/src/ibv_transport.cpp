@@ -903,10 +903,10 @@ void IbvTransport::report_wire(MetricSink& sink) const {
   sink.counter("inline_messages", d(inline_messages_.load()), "messages sent inline (copied into the work request)");
   sink.counter("qp_errors", d(qp_errors_.load()), "connections torn down by a queue pair error");
   sink.counter("async_events", d(async_events_.load()), "asynchronous device events (logged)");
-  sink.gauge("shared_receive_queue", srq_ != nullptr ? 1 : 0, "1 when receive buffers go to a shared receive queue");
+  sink.setting("shared_receive_queue", srq_ != nullptr ? 1 : 0, "1 when receive buffers go to a shared receive queue");
   sink.gauge("receive_buffers_posted", d(receive_buffers_posted_.load(std::memory_order_relaxed)),
              "receive buffers posted now (per connection, or in the shared receive queue)");
-  sink.gauge("numa_node", numa_node_, "NUMA node of ptibv's pools (-1: as the policy says)");
+  sink.setting("numa_node", numa_node_, "NUMA node of ptibv's pools (-1: as the policy says)");
 }
 
 }  // namespace daqx::ptibv

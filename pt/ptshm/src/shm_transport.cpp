@@ -808,7 +808,7 @@ void ShmTransport::report_wire(MetricSink& sink) const {
     sink.counter(counter.name, static_cast<double>(counter.value.load(std::memory_order_relaxed)), counter.help);
   sink.gauge("shared_chunks", static_cast<double>(chunk_count_.load(std::memory_order_relaxed)),
              "chunks of this executive's pools in shared memory, announced to peers");
-  sink.gauge("ring_entries", settings_.ring_entries, "entries of each ring of a connection");
+  sink.setting("ring_entries", settings_.ring_entries, "entries of each ring of a connection");
 }
 
 }  // namespace daqx::ptshm

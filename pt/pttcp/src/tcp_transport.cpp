@@ -308,7 +308,7 @@ void TcpTransport::receive_housekeeping(Clock::time_point) {
 }
 
 void TcpTransport::report_wire(MetricSink& sink) const {
-  sink.gauge("mode_throughput", connection_settings().throughput_mode ? 1 : 0, "1 in throughput mode, 0 in latency mode");
+  sink.setting("mode_throughput", connection_settings().throughput_mode ? 1 : 0, "1 in throughput mode, 0 in latency mode");
 }
 
 }  // namespace daqx::pttcp
