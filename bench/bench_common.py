@@ -620,7 +620,7 @@ class Daqx:
                                    "; ".join(notes))
         run_seconds = sent.get("run_seconds") or 0
         result["run_mean_gbps"] = received["bytes_received"] * 8 / run_seconds / 1e9 if run_seconds else None
-        result["would_blocks"] = sent.get("would_blocks")
+        result["would_blocks"] = sent.get("sends_deferred")
         result["pool_exhausted"] = sent.get("pool_exhausted")
         # ptshm counts the frames it had to copy (from a pool not in shared memory): 0 is zero copy, proven.
         copied = [m["value"] for t in sender.transports() for m in t.get("metrics", [])

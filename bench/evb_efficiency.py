@@ -350,7 +350,7 @@ def run_evb(setup, rus, bus, size, integrity=False, sized=False):
             "ru_fragments_in_flight": window.gauge("ru", "fragments_in_flight"),
             "ru_blocks_waiting": window.gauge("ru", "blocks_waiting"),
             "ru_pool_waits_per_s": window.rate("ru", "pool_waits"),
-            "ru_would_blocks_per_s": window.rate("ru", "send_would_blocks"),
+            "ru_would_blocks_per_s": window.rate("ru", "sends_deferred"),
             "ru_blocks_per_s": window.rate("ru", "blocks_sent"),
             "requests_per_s": window.rate("evm", "requests"),
             "block_size": block_size_for(size),
@@ -418,7 +418,7 @@ def run_nton(setup, senders, receivers, size):
             "cores_receivers": window.cores("receiver"),
             "other_cores": window.other_cores(),
             "pool_exhausted_per_s": window.rate("sender", "pool_exhausted"),
-            "would_blocks_per_s": window.rate("sender", "would_blocks"),
+            "would_blocks_per_s": window.rate("sender", "sends_deferred"),
         }
         result["note"] = "; ".join(window.problems({"sender": SENDER_PROBLEMS, "receiver": RECEIVER_PROBLEMS}))
         run.shut()

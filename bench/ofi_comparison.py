@@ -198,7 +198,7 @@ class DaqxPair:
         for e, tid in ((ping, PING), (pong, PONG)):
             command(e, tid, "halt")
         if trips <= 0:
-            raise BenchError(f"no round trip in {elapsed:.2f} s (would_blocks {m.get('would_blocks')})")
+            raise BenchError(f"no round trip in {elapsed:.2f} s (sends deferred {m.get('sends_deferred')})")
         mean = elapsed / trips * 1e6
         kept = m["samples"] > 0  # none when the run was shorter than the warmup
         return {"median_us": m["rtt_median_us"] if kept else None, "p99_us": m["rtt_p99_us"] if kept else None,
@@ -239,7 +239,7 @@ class DaqxPair:
             raise BenchError(f"no byte received in {elapsed:.2f} s ({'; '.join(notes) or 'no error counted'})")
         return {"mb_per_s": moved / elapsed / 1e6, "msgs_per_s": moved / size / elapsed, "bytes": moved,
                 "seconds": elapsed, "cores_sender": cores[0], "cores_receiver": cores[1], "other_cores": other,
-                "would_blocks": sent.get("would_blocks"), "pool_exhausted": sent.get("pool_exhausted"),
+                "would_blocks": sent.get("sends_deferred"), "pool_exhausted": sent.get("pool_exhausted"),
                 "note": "; ".join(notes)}
 
 

@@ -307,7 +307,7 @@ TEST_CASE("no control request can crash an executive", "[executive][process][htt
   daqx::HttpReply metrics = executive.get("/metrics");
   CHECK(metrics.status == 200);
   CHECK_THAT(metrics.body, Contains("daqx_application_frames_dispatched_total{"));
-  CHECK_THAT(metrics.body, Contains("daqx_pool_blocks_total{"));
+  CHECK_THAT(metrics.body, Contains("daqx_pool_blocks{"));
   CHECK(executive.get("/api/applications").status == 200);  // still serving
   Poco::JSON::Object::Ptr app = executive.application(1);
   REQUIRE(app);

@@ -69,7 +69,7 @@ TEST_CASE("a receiver that stops releasing blocks stalls its sender without erro
   CHECK(taken == 0);  // nothing taken yet: all held
   // A transport that passes the sender's own blocks to the receiver (shared memory) holds the sender back through
   // its pool as well: the blocks the receiver holds are the sender's.
-  const double sender_waits = transport_metric(sender, "would_blocks") +
+  const double sender_waits = transport_metric(sender, "sends_would_block") +
                               (transport.capabilities.credit_flow ? transport_metric(sender, "credit_waits") : 0.0) +
                               (transport.capabilities.shared_memory_pools ? sender.metric(kSender, "pool_exhausted") : 0.0);
   CHECK(sender_waits > 0);

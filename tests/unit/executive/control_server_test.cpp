@@ -173,13 +173,20 @@ class TestExecutive : public daqx::ControlModel {
     tcp.endpoint = "tcp://127.0.0.1:40000";
     tcp.params = {{"mode", "string", "throughput", "throughput", "", "packing of small frames"}};
     tcp.metrics = {{"frames_sent", daqx::Metric::Kind::counter, 42, "Frames sent", {}},
-                   {"would_blocks_total", daqx::Metric::Kind::counter, 3, "Sends that would block", {}}};
+                   {"sends_would_block", daqx::Metric::Kind::counter, 3, "Sends that would block", {}}};
+    daqx::MetricSink settings;
+    settings.setting("busy_poll", 1, "a setting: JSON only");
+    tcp.metrics.push_back(settings.metrics()[0]);
     tcp.connections = {
         {1, "10.0.0.2:40000", true, {{"frames_sent", daqx::Metric::Kind::counter, 40, "Frames sent", {}},
                                      {"bytes_sent", daqx::Metric::Kind::counter, 4e9, "Bytes sent", {}}}},
         {2, "10.0.0.3:40000", false, {{"frames_sent", daqx::Metric::Kind::counter, 2, "Frames sent", {}}}},
         {3, "10.0.0.4:51234", true, {}}};  // accepted from a peer: not ours to open
     tcp.connections[0].outgoing = tcp.connections[1].outgoing = true;
+    tcp.connections[0].peer_endpoint = "tcp://10.0.0.2:40000";
+    tcp.connections[0].peer_context = "http://10.0.0.2:9000";
+    tcp.connections[1].peer_endpoint = "tcp://10.0.0.3:40000";
+    tcp.connections[1].peer_context = "http://10.0.0.3:9000";
     tcp.connections[1].up = second_up_.load();
     return {tcp};
   }
@@ -221,6 +228,14 @@ class TestExecutive : public daqx::ControlModel {
         {"queue depth.now", daqx::Metric::Kind::gauge, 2, "Frames waiting\nin the queue", {}},
         {"frames_from_peer", daqx::Metric::Kind::counter, 7, "Frames from one peer",
          {{"peer", "host \"a\"\\b\nc"}, {"tid", "must not duplicate the tid label"}}}};
+    daqx::MetricSink sink;
+    sink.derived("frame_rate", 50, "a rate: JSON only");
+    daqx::LatencyHistogram latency;
+    latency.record(std::chrono::microseconds(3));
+    latency.record(std::chrono::milliseconds(20));
+    sink.histogram("build_latency_seconds", latency.snapshot(), "Build latency");
+    sink.state("output_state", 1, {"running", "throttled", "blocked"}, "Output");
+    status.metrics.insert(status.metrics.end(), sink.metrics().begin(), sink.metrics().end());
     return status;
   }
 
@@ -888,10 +903,12 @@ TEST_CASE("GET /api/applications lists every application with its parameters and
       CHECK(parameters[0][key].is(Json::Type::string));
     }
     const Json& metrics = application["metrics"];
-    REQUIRE(metrics.size() == 3);
+    REQUIRE(metrics.size() == 6);
     for (std::size_t m = 0; m < metrics.size(); ++m) {
       CHECK(metrics[m]["name"].is(Json::Type::string));
-      CHECK((metrics[m]["kind"].string == "counter" || metrics[m]["kind"].string == "gauge"));
+      CHECK((metrics[m]["kind"].string == "counter" || metrics[m]["kind"].string == "gauge" ||
+             metrics[m]["kind"].string == "histogram" || metrics[m]["kind"].string == "state_set"));
+      CHECK(metrics[m]["exported"].is(Json::Type::boolean));
       CHECK(metrics[m]["value"].is(Json::Type::number));
       CHECK(metrics[m]["help"].is(Json::Type::string));
       CHECK(metrics[m]["labels"].is(Json::Type::object));
@@ -1128,14 +1145,44 @@ TEST_CASE("/metrics is valid Prometheus text exposition with the daqx names and 
   for (const std::string& problem : check.problems) FAIL_CHECK(problem);
   REQUIRE(check.problems.empty());
 
+  // A state set: one series per state, 1 for the current one; "application_instance", as Prometheus keeps
+  // "instance" for its target.
   CHECK(check.types.at("daqx_application_state") == "gauge");
-  const Sample* configured = check.find("daqx_application_state", {{"tid", "2"}});
+  const Sample* configured = check.find("daqx_application_state", {{"tid", "2"}, {"state", "Configured"}});
   REQUIRE(configured != nullptr);
-  CHECK(configured->labels == std::map<std::string, std::string>{
-                                  {"tid", "2"}, {"class", "evb::RU"}, {"instance", "0"}, {"state", "Configured"}});
+  CHECK(configured->labels == std::map<std::string, std::string>{{"tid", "2"},
+                                                                 {"class", "evb::RU"},
+                                                                 {"application_instance", "0"},
+                                                                 {"state", "Configured"}});
   CHECK(configured->value == 1);
-  CHECK(answer.body.find("daqx_application_state{tid=\"1\",class=\"evb::EvM\",instance=\"0\",state=\"Halted\"} 1\n") !=
+  for (const char* state : {"Halted", "Enabled", "Failed"}) CHECK(value("daqx_application_state", {{"tid", "2"}, {"state", state}}) == 0);
+  CHECK(answer.body.find("daqx_application_state{tid=\"1\",class=\"evb::EvM\",application_instance=\"0\",state=\"Halted\"} 1\n") !=
         std::string::npos);
+  CHECK(value("daqx_application_output_state", {{"tid", "2"}, {"state", "throttled"}}) == 1);
+  CHECK(value("daqx_application_output_state", {{"tid", "2"}, {"state", "running"}}) == 0);
+  for (const Sample& sample : check.samples) {
+    INFO(sample.name);
+    CHECK(sample.labels.count("instance") == 0);
+  }
+
+  // Histograms in seconds: cumulative buckets, +Inf equal to the count, the sum in seconds.
+  CHECK(check.types.at("daqx_application_build_latency_seconds") == "histogram");
+  CHECK(value("daqx_application_build_latency_seconds_bucket", {{"tid", "2"}, {"le", "1e-06"}}) == 0);
+  CHECK(value("daqx_application_build_latency_seconds_bucket", {{"tid", "2"}, {"le", "5e-06"}}) == 1);
+  CHECK(value("daqx_application_build_latency_seconds_bucket", {{"tid", "2"}, {"le", "0.025"}}) == 2);
+  CHECK(value("daqx_application_build_latency_seconds_bucket", {{"tid", "2"}, {"le", "+Inf"}}) == 2);
+  CHECK(value("daqx_application_build_latency_seconds_count", {{"tid", "2"}}) == 2);
+  CHECK(value("daqx_application_build_latency_seconds_sum", {{"tid", "2"}}) == Approx(0.020003));
+  // Rates and settings are for the JSON API: Prometheus computes rates, and settings are not measurements.
+  CHECK(check.types.count("daqx_application_frame_rate") == 0);
+  CHECK(check.types.count("daqx_transport_busy_poll") == 0);
+  // What was built.
+  const Sample* build = check.find("daqx_build_info", {});
+  REQUIRE(build != nullptr);
+  CHECK(build->value == 1);
+  CHECK(!build->labels.at("version").empty());
+  CHECK(!build->labels.at("compiler").empty());
+  CHECK(build->labels.count("build_type") == 1);
 
   CHECK(check.types.at("daqx_application_frames_received_total") == "counter");
   CHECK(check.helps.at("daqx_application_frames_received_total") == "Frames received");
@@ -1150,8 +1197,8 @@ TEST_CASE("/metrics is valid Prometheus text exposition with the daqx names and 
   CHECK(from_peer->labels.at("peer") == "host \"a\"\\b\nc");
   CHECK(from_peer->labels.at("class") == "test::Fragile<&>");
 
-  CHECK(check.types.at("daqx_pool_blocks_total") == "gauge");
-  for (const char* name : {"daqx_pool_blocks_total", "daqx_pool_blocks_used", "daqx_pool_blocks_free",
+  CHECK(check.types.at("daqx_pool_blocks") == "gauge");
+  for (const char* name : {"daqx_pool_blocks", "daqx_pool_blocks_used", "daqx_pool_blocks_free",
                            "daqx_pool_blocks_high_water", "daqx_pool_failed_allocations_total"}) {
     INFO(name);
     CHECK(check.find(name, {{"pool", "evb/ru/0/pool"}, {"block_size", "4096"}}) != nullptr);
@@ -1160,18 +1207,24 @@ TEST_CASE("/metrics is valid Prometheus text exposition with the daqx names and 
   CHECK(value("daqx_pool_failed_allocations_total", {{"block_size", "65536"}}) == 7);
 
   CHECK(value("daqx_transport_frames_sent_total", {{"protocol", "tcp"}}) == 42);
-  CHECK(value("daqx_transport_would_blocks_total", {{"protocol", "tcp"}}) == 3);
-  CHECK(value("daqx_transport_connection_up", {{"remote", "10.0.0.2:40000"}}) == 1);
-  CHECK(value("daqx_transport_connection_up", {{"remote", "10.0.0.3:40000"}}) == 0);
-  CHECK(value("daqx_transport_connection_bytes_sent_total", {{"protocol", "tcp"}, {"remote", "10.0.0.2:40000"}}) ==
-        4e9);
+  CHECK(value("daqx_transport_sends_would_block_total", {{"protocol", "tcp"}}) == 3);
+  // Connections by what they go to (stable across reconnects), only from the side that opened them.
+  CHECK(value("daqx_transport_connection_up", {{"peer_endpoint", "tcp://10.0.0.2:40000"},
+                                               {"peer_context", "http://10.0.0.2:9000"}}) == 1);
+  CHECK(value("daqx_transport_connection_up", {{"peer_endpoint", "tcp://10.0.0.3:40000"}}) == 0);
+  CHECK(value("daqx_transport_connection_bytes_sent_total",
+              {{"protocol", "tcp"}, {"peer_endpoint", "tcp://10.0.0.2:40000"}}) == 4e9);
+  CHECK(answer.body.find("10.0.0.4:51234") == std::string::npos);
+  for (const Sample& sample : check.samples) CHECK(sample.labels.count("remote") == 0);
 
   CHECK(value("daqx_executive_frames_dispatched_total", {}) == 1e6);
   CHECK(value("daqx_executive_uptime_seconds", {}) == 12.5);
   CHECK(std::isnan(value("daqx_executive_bad_frames_total", {})));
 
   for (const auto& [family, type] : check.types) {
+    INFO(family);
     if (type == "counter") CHECK(family.ends_with("_total"));
+    if (type != "counter") CHECK_FALSE(family.ends_with("_total"));
   }
 }
 

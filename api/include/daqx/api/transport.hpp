@@ -68,8 +68,8 @@ struct ConnectionInfo {
   bool outgoing = false;  // we connected (named by connect()); else accepted from a peer
   // Filled by the executive for the connections it opened (outgoing): what it connected to, the same across
   // reconnects (remote may carry a port the system chose). /metrics labels a connection by these.
-  std::string peer_endpoint;  // the peer's endpoint as configured, e.g. "tcp://10.0.0.2:31101"
-  std::string peer_context;   // the URL of the context that endpoint belongs to
+  std::string peer_endpoint{};  // the peer's endpoint as configured, e.g. "tcp://10.0.0.2:31101"
+  std::string peer_context{};   // the URL of the context that endpoint belongs to
 };
 
 // What the executive gives a transport.
