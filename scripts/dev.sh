@@ -29,6 +29,9 @@ packages=(
   # (controller, node daemons, client commands) with munge for its authentication; openssl makes the test's
   # certificates for the control port's TLS.
   openssh-server openssh-client slurmctld slurmd slurm-client munge openssl
+  # A real Prometheus and its promtool: tests/integration/prometheus_test.cpp scrapes a running partition and
+  # checks every executive's /metrics with them (docs/metrics.md).
+  prometheus
 )
 
 # What the TCP comparison (bench/tcp_comparison.py) adds: the programs it compares daqx with, and the plot.
