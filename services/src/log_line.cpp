@@ -1,6 +1,7 @@
 // Log records as text or JSON lines: the timestamp without locale, the escaping that keeps a record on one
 // line, and JSON that parses whatever bytes a message holds.
 #include "daqx/services/log_line.hpp"
+#include "daqx/services/text.hpp"
 
 #include <time.h>
 
@@ -38,36 +39,13 @@ void append_text_escaped(std::string& out, std::string_view text) {
   }
 }
 
-// Length of the well-formed UTF-8 sequence at text[i] (RFC 3629: no overlong forms, no surrogates, nothing
-// past U+10FFFF), or 0 when the bytes there are not one.
-std::size_t utf8_sequence(std::string_view text, std::size_t i) {
-  const auto at = [&](std::size_t k) { return static_cast<unsigned char>(text[i + k]); };
-  const auto continuation = [&](std::size_t k) { return i + k < text.size() && (at(k) & 0xc0) == 0x80; };
-  const unsigned char lead = at(0);
-  if (lead < 0x80) return 1;
-  if (lead >= 0xc2 && lead <= 0xdf) return continuation(1) ? 2 : 0;
-  if (lead >= 0xe0 && lead <= 0xef) {
-    if (!continuation(1) || !continuation(2)) return 0;
-    if (lead == 0xe0 && at(1) < 0xa0) return 0;   // overlong
-    if (lead == 0xed && at(1) >= 0xa0) return 0;  // UTF-16 surrogates
-    return 3;
-  }
-  if (lead >= 0xf0 && lead <= 0xf4) {
-    if (!continuation(1) || !continuation(2) || !continuation(3)) return 0;
-    if (lead == 0xf0 && at(1) < 0x90) return 0;   // overlong
-    if (lead == 0xf4 && at(1) >= 0x90) return 0;  // past U+10FFFF
-    return 4;
-  }
-  return 0;
-}
-
 void append_json_string(std::string& out, std::string_view text) {
   out.push_back('"');
   for (std::size_t i = 0; i < text.size();) {
     const char c = text[i];
     const auto byte = static_cast<unsigned char>(c);
     if (byte >= 0x80) {
-      const std::size_t length = utf8_sequence(text, i);
+      const std::size_t length = strings::utf8_sequence(text, i);
       if (length == 0) {
         out += "\\ufffd";  // one replacement per stray byte: a shipper must not choke on a bad message
         ++i;

@@ -59,6 +59,14 @@ class ShippedPartition {
     for (auto& executive : executives) executive->stop(std::chrono::seconds(10));
   }
 
+  // Ends every executive with SIGTERM: each must exit 0 (a sanitizer report or a hang would not).
+  void finish() {
+    for (std::size_t i = 0; i < executives.size(); ++i) {
+      INFO(urls[i] << ":\n" << executives[i]->output());
+      CHECK(executives[i]->stop(std::chrono::seconds(20)) == 0);
+    }
+  }
+
   // As the launcher does: configure every context in file order, then enable them.
   void start_run() {
     for (auto& executive : executives) REQUIRE(executive->transition("configure").status == 200);
@@ -130,10 +138,12 @@ void promtool_passes_on(const std::string& file) {
     const daqx::HttpReply metrics = partition.executives[i]->get("/metrics");
     INFO(file << ": " << partition.urls[i] << "/metrics:\n" << metrics.body);
     REQUIRE(metrics.status == 200);
-    CHECK(promtool_problems(metrics.body).empty());
-    INFO(promtool_problems(metrics.body));
+    const std::string problems = promtool_problems(metrics.body);
+    INFO(problems);
+    CHECK(problems.empty());
     check_names(metrics.body);
   }
+  partition.finish();
 }
 
 }  // namespace
@@ -159,13 +169,15 @@ TEST_CASE("promtool check metrics passes on the ping-pong executive", "[promethe
   const daqx::HttpReply metrics = executive.get("/metrics");
   INFO(metrics.body);
   REQUIRE(metrics.status == 200);
-  INFO(promtool_problems(metrics.body));
-  CHECK(promtool_problems(metrics.body).empty());
+  const std::string problems = promtool_problems(metrics.body);
+  INFO(problems);
+  CHECK(problems.empty());
   check_names(metrics.body);
   // Round trips as a histogram in seconds; the median and p99 in microseconds stay in the JSON API.
   CHECK_THAT(metrics.body, Contains("# TYPE daqx_application_round_trip_seconds histogram"));
   CHECK(metrics.body.find("rtt_median_us") == std::string::npos);
   CHECK(executive.metric(1, "rtt_median_us") >= 0);
+  partition.finish();
 }
 
 TEST_CASE("promtool finds what is wrong in an exposition (the check can fail)", "[prometheus]") {
@@ -182,8 +194,11 @@ TEST_CASE("a real Prometheus scrapes a running event builder: built-event rate, 
   ShippedPartition partition("local-evb.xml");
   partition.start_run();
   PrometheusServer prometheus(partition.targets());
-  INFO(prometheus.output());
-  REQUIRE(prometheus.wait_ready());
+  {
+    const bool ready = prometheus.wait_ready();
+    INFO("Prometheus's log:\n" << prometheus.output());
+    REQUIRE(ready);
+  }
 
   // Every target up, and the events built rate above zero: Prometheus computed it from the counters it
   // scraped (two samples at least, a second apart). Bounded: a stalled run fails here, a slow one does not.
@@ -198,10 +213,14 @@ TEST_CASE("a real Prometheus scrapes a running event builder: built-event rate, 
     const std::vector<double> values = prometheus.values(expr);
     return values.size() == 1 && values[0] > 0;
   };
-  CHECK(wait_until(all_up, std::chrono::seconds(60)));
-  CHECK(wait_until([&] { return positive(rate); }, std::chrono::seconds(90)));
-  CHECK(wait_until([&] { return positive(bytes); }, std::chrono::seconds(30)));
-  INFO("answers: " << prometheus.values(rate).size() << " " << prometheus.values(bytes).size());
+  const bool targets_up = wait_until(all_up, std::chrono::seconds(60));
+  const bool building = wait_until([&] { return positive(rate); }, std::chrono::seconds(90));
+  const bool sending = wait_until([&] { return positive(bytes); }, std::chrono::seconds(30));
+  INFO("Prometheus's log:\n" << prometheus.output());
+  INFO("targets answering: " << prometheus.values("up").size() << " of " << partition.targets().size());
+  CHECK(targets_up);
+  CHECK(building);
+  CHECK(sending);
 
   // Our labels survived: no series had its instance label renamed to exported_instance.
   Poco::JSON::Object::Ptr renamed = prometheus.query("count({exported_instance!=\"\"})");
@@ -213,12 +232,13 @@ TEST_CASE("a real Prometheus scrapes a running event builder: built-event rate, 
   CHECK(enabled.size() == 5);
   CHECK(prometheus.values("sum by (tid) (daqx_application_state) != 1").empty());
   // Connections labelled by their peer: every outgoing connection up, named by the context it goes to.
-  const std::vector<double> up = prometheus.values("daqx_transport_connection_up{peer_context=~\"http://.+\"}");
-  CHECK(!up.empty());
+  const std::vector<double> connections = prometheus.values("daqx_transport_connection_up{peer_context=~\"http://.+\"} == 1");
+  CHECK(!connections.empty());
   // Built-event latency quantiles from the histogram.
   CHECK(wait_until([&] {
     return positive("histogram_quantile(0.99, sum by (le) (rate(daqx_application_build_latency_seconds_bucket[10s])))");
   }, std::chrono::seconds(30)));
+  partition.finish();
 }
 
 TEST_CASE("the Grafana dashboard in docs/ parses and uses only metrics a running event builder exports",
@@ -289,8 +309,11 @@ TEST_CASE("the Grafana dashboard in docs/ parses and uses only metrics a running
   // And Prometheus accepts every expression (with Grafana's variables filled in) against that partition.
   if (find_program("prometheus").empty()) return;  // the test above already says so where it is required
   PrometheusServer prometheus(partition.targets());
-  INFO(prometheus.output());
-  REQUIRE(prometheus.wait_ready());
+  {
+    const bool ready = prometheus.wait_ready();
+    INFO("Prometheus's log:\n" << prometheus.output());
+    REQUIRE(ready);
+  }
   for (std::string expr : expressions) {
     for (const auto& [variable, value] : std::vector<std::pair<std::string, std::string>>{
              {"$__rate_interval", "10s"}, {"$__interval", "1s"}, {"$instance", ".*"}, {"$job", ".*"}}) {
@@ -302,4 +325,5 @@ TEST_CASE("the Grafana dashboard in docs/ parses and uses only metrics a running
     REQUIRE(answer);
     CHECK(answer->getValue<std::string>("status") == "success");
   }
+  partition.finish();
 }

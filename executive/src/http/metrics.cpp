@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "control_routes.hpp"
+#include "daqx/services/text.hpp"
 
 namespace daqx::http {
 namespace {
@@ -31,7 +32,9 @@ std::string sanitize_label_name(std::string_view name) {
   return prefix.empty() ? sanitized : prefix.append(sanitized);
 }
 
-std::string escape_label_value(std::string_view value) {
+// Prometheus wants UTF-8: a stray byte from an application's label would make the whole scrape fail.
+std::string escape_label_value(std::string_view raw) {
+  const std::string value = strings::valid_utf8(raw);
   std::string escaped;
   for (char c : value) {
     if (c == '\\') escaped += "\\\\";
@@ -42,7 +45,8 @@ std::string escape_label_value(std::string_view value) {
   return escaped;
 }
 
-std::string escape_help(std::string_view help) {
+std::string escape_help(std::string_view raw) {
+  const std::string help = strings::valid_utf8(raw);
   std::string escaped;
   for (char c : help) {
     if (c == '\\') escaped += "\\\\";

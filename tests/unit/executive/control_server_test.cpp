@@ -227,7 +227,7 @@ class TestExecutive : public daqx::ControlModel {
         {"frames_received", daqx::Metric::Kind::counter, 100.0 * application.tid, "Frames received", {}},
         {"queue depth.now", daqx::Metric::Kind::gauge, 2, "Frames waiting\nin the queue", {}},
         {"frames_from_peer", daqx::Metric::Kind::counter, 7, "Frames from one peer",
-         {{"peer", "host \"a\"\\b\nc"}, {"tid", "must not duplicate the tid label"}}}};
+         {{"peer", "host \"a\"\\b\nc"}, {"tid", "must not duplicate the tid label"}, {"note", "bad \xff byte"}}}};
     daqx::MetricSink sink;
     sink.derived("frame_rate", 50, "a rate: JSON only");
     daqx::LatencyHistogram latency;
@@ -1196,6 +1196,7 @@ TEST_CASE("/metrics is valid Prometheus text exposition with the daqx names and 
   REQUIRE(from_peer != nullptr);
   CHECK(from_peer->labels.at("peer") == "host \"a\"\\b\nc");
   CHECK(from_peer->labels.at("class") == "test::Fragile<&>");
+  CHECK(from_peer->labels.at("note") == "bad \xef\xbf\xbd byte");  // Prometheus wants UTF-8: U+FFFD for a stray byte
 
   CHECK(check.types.at("daqx_pool_blocks") == "gauge");
   for (const char* name : {"daqx_pool_blocks", "daqx_pool_blocks_used", "daqx_pool_blocks_free",

@@ -1,6 +1,7 @@
-// Small text helpers shared by the partition parser, the parameter checks and messages.
+// Small text helpers shared by the partition parser, the parameter checks, messages, logs and /metrics.
 #pragma once
 
+#include <cstddef>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -30,6 +31,47 @@ inline std::string concatenate(std::initializer_list<std::string_view> parts) {
   std::string text;
   for (std::string_view part : parts) text += part;
   return text;
+}
+
+// Length of the well-formed UTF-8 sequence at text[i] (RFC 3629: no overlong forms, no surrogates, nothing
+// past U+10FFFF), or 0 when the bytes there are not one.
+inline std::size_t utf8_sequence(std::string_view text, std::size_t i) noexcept {
+  const auto at = [&](std::size_t k) { return static_cast<unsigned char>(text[i + k]); };
+  const auto continuation = [&](std::size_t k) { return i + k < text.size() && (at(k) & 0xc0) == 0x80; };
+  const unsigned char lead = at(0);
+  if (lead < 0x80) return 1;
+  if (lead >= 0xc2 && lead <= 0xdf) return continuation(1) ? 2 : 0;
+  if (lead >= 0xe0 && lead <= 0xef) {
+    if (!continuation(1) || !continuation(2)) return 0;
+    if (lead == 0xe0 && at(1) < 0xa0) return 0;   // overlong
+    if (lead == 0xed && at(1) >= 0xa0) return 0;  // UTF-16 surrogates
+    return 3;
+  }
+  if (lead >= 0xf0 && lead <= 0xf4) {
+    if (!continuation(1) || !continuation(2) || !continuation(3)) return 0;
+    if (lead == 0xf0 && at(1) < 0x90) return 0;   // overlong
+    if (lead == 0xf4 && at(1) >= 0x90) return 0;  // past U+10FFFF
+    return 4;
+  }
+  return 0;
+}
+
+// The text with every byte that is not part of well-formed UTF-8 replaced by U+FFFD (one per byte), for
+// formats that must be UTF-8 whatever an application handed in (Prometheus label values).
+inline std::string valid_utf8(std::string_view text) {
+  std::string valid;
+  valid.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t length = utf8_sequence(text, i);
+    if (length == 0) {
+      valid += "\xef\xbf\xbd";
+      ++i;
+    } else {
+      valid.append(text.substr(i, length));
+      i += length;
+    }
+  }
+  return valid;
 }
 
 }  // namespace daqx::strings
