@@ -81,22 +81,10 @@ ExecutiveProcess::ExecutiveProcess(const std::string& partition_path, const std:
     : client_(context_url, std::chrono::seconds(10)) {
   static int counter = 0;
   log_path_ = scratch_directory() + "/executive-" + std::to_string(getpid()) + "-" + std::to_string(++counter) + ".log";
-  int log_fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   std::vector<std::string> args = std::move(wrapper);
   args.insert(args.end(), {program, "--config", partition_path, "--context", context_url});
   args.insert(args.end(), extra_args.begin(), extra_args.end());
-  pid_ = fork();
-  if (pid_ == 0) {
-    dup2(log_fd, STDOUT_FILENO);
-    dup2(log_fd, STDERR_FILENO);
-    setenv("DAQX_MODULE_PATH", module_directory().c_str(), 1);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  close(log_fd);
+  pid_ = start_process(std::move(args), log_path_, {"DAQX_MODULE_PATH=" + module_directory()});
 }
 
 ExecutiveProcess::~ExecutiveProcess() {

@@ -17,6 +17,25 @@
 
 namespace daqx::test {
 
+pid_t start_process(std::vector<std::string> argv, const std::string& log_path,
+                    const std::vector<std::string>& extra_env) {
+  const int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const pid_t child = fork();
+  if (child < 0) throw std::runtime_error("fork failed");
+  if (child == 0) {
+    dup2(log_fd, STDOUT_FILENO);
+    dup2(log_fd, STDERR_FILENO);
+    for (const std::string& assignment : extra_env) putenv(const_cast<char*>(assignment.c_str()));
+    std::vector<char*> args;
+    for (auto& arg : argv) args.push_back(arg.data());
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(log_fd);
+  return child;
+}
+
 ProcessResult run_process(const std::vector<std::string>& argv, std::chrono::milliseconds limit,
                           const std::vector<std::string>& extra_env) {
   int pipe_fds[2];

@@ -21,6 +21,11 @@ struct ProcessResult {
 ProcessResult run_process(const std::vector<std::string>& argv, std::chrono::milliseconds limit,
                           const std::vector<std::string>& extra_env = {});
 
+// Starts argv[0] with argv in the background, its output (stdout and stderr) written to the file log_path
+// (created or truncated), with extra_env ("NAME=value") set; returns its pid. The caller reaps it.
+pid_t start_process(std::vector<std::string> argv, const std::string& log_path,
+                    const std::vector<std::string>& extra_env = {});
+
 // Ends a test that cannot run here (no namespaces, a helper not built): exit code skip_code, which ctest reports
 // as skipped, with the reason on stdout; or, when the environment variable `require` is 1 (CI sets it: there a
 // test that should have run and did not is a failure), exit code 1 with the same reason.

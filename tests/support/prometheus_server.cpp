@@ -1,7 +1,6 @@
 // Starting a real Prometheus for tests, and asking it and promtool what they make of daqx's /metrics.
 #include "prometheus_server.hpp"
 
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -61,19 +60,7 @@ PrometheusServer::PrometheusServer(const std::vector<std::string>& targets) : po
                                    "--storage.tsdb.path=" + directory_ + "/data",
                                    "--web.listen-address=127.0.0.1:" + std::to_string(port_),
                                    "--log.level=warn"};
-  const std::string log = directory_ + "/prometheus.log";
-  const int log_fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  pid_ = fork();
-  if (pid_ == 0) {
-    dup2(log_fd, STDOUT_FILENO);
-    dup2(log_fd, STDERR_FILENO);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  close(log_fd);
+  pid_ = start_process(std::move(args), directory_ + "/prometheus.log");
 }
 
 PrometheusServer::~PrometheusServer() {
