@@ -127,9 +127,10 @@ bool RunDisplay::sample(double elapsed, const ContextFilter& filter) {
   const std::vector<console::UnitRates> units = rates_.update(samples);
   const bool terminal = view_.mode() == console::LiveView::Mode::in_place;
   const std::string when = console::elapsed_of(elapsed, planned_seconds_);
+  // Plain lines start with the time, right-aligned so that "9.0 / 20 s" and "10.0 / 20 s" line up.
+  const std::string prefix = std::string(when.size() < 12 ? 12 - when.size() : 0, ' ') + when + "  ";
   view_.show(console::unit_table(units, terminal ? console::Layout::terminal : console::Layout::plain,
-                                 "run " + std::to_string(run_) + "  " + when + "  partition " + partition_.name,
-                                 when + "  "));
+                                 "run " + std::to_string(run_) + "  " + when + "  partition " + partition_.name, prefix));
   bool healthy = true;
   for (const console::ContextSample& context : samples) {
     if (context.answered || context.down_state == "restarting") continue;

@@ -340,7 +340,7 @@ TEST_CASE("daqx-launch --drive prints a line per application per second, a rate 
   CHECK(output.find('\x1b') == std::string::npos);
   const std::vector<std::string> receiver = lines_with(output, "nton/receiver/0 ");
   REQUIRE(receiver.size() >= 3);
-  CHECK(receiver[0].rfind("0.0 / 3 s  nton/receiver/0", 0) == 0);
+  CHECK(receiver[0].rfind("   0.0 / 3 s  nton/receiver/0", 0) == 0);
   CHECK_THAT(receiver[0], Contains("Enabled") && !Contains("frames/s"));  // the first reading: nothing to compare
   CHECK_THAT(receiver[1], Contains(" / 3 s  nton/receiver/0") && Contains(" frames/s") && Contains("B/s"));
   CHECK_THAT(output, Contains("nton/receiver (2)"));
