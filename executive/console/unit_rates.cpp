@@ -64,6 +64,22 @@ RateTracker::Unit* RateTracker::find(const std::string& context, const std::stri
   return nullptr;
 }
 
+// A unit's row as it stands: its state now and its amounts this run, without rates.
+UnitRates RateTracker::row_of(const Unit& unit, const std::string& state, const std::string& reason) const {
+  const Throughput throughput = throughput_of(unit.counters);
+  UnitRates row;
+  row.context = unit.context;
+  row.name = unit.name;
+  row.kind = kind_of(unit.name);
+  row.state = state;
+  row.reason = reason;
+  row.item_word = throughput.item_word;
+  row.reports_bytes = !throughput.bytes_counter.empty();
+  row.items = value_of(unit.carried, throughput.items_counter) + value_of(unit.counters, throughput.items_counter);
+  row.bytes = value_of(unit.carried, throughput.bytes_counter) + value_of(unit.counters, throughput.bytes_counter);
+  return row;
+}
+
 std::vector<UnitRates> RateTracker::update(const std::vector<ContextSample>& samples) {
   std::vector<UnitRates> rows;
   for (const ContextSample& context : samples) {
@@ -74,18 +90,7 @@ std::vector<UnitRates> RateTracker::update(const std::vector<ContextSample>& sam
         known = true;
         unit.enabled = false;  // no rate across a gap: the next answer starts a new window
         unit.state = context.down_state;
-        UnitRates row;
-        row.context = context.url;
-        row.name = unit.name;
-        row.kind = kind_of(unit.name);
-        row.state = context.down_state;
-        row.reason = context.error;
-        const Throughput throughput = throughput_of(unit.counters);
-        row.item_word = throughput.item_word;
-        row.reports_bytes = !throughput.bytes_counter.empty();
-        row.items = value_of(unit.carried, throughput.items_counter) + value_of(unit.counters, throughput.items_counter);
-        row.bytes = value_of(unit.carried, throughput.bytes_counter) + value_of(unit.counters, throughput.bytes_counter);
-        rows.push_back(std::move(row));
+        rows.push_back(row_of(unit, context.down_state, context.error));
       }
       if (!known) {
         UnitRates row;
@@ -109,22 +114,15 @@ std::vector<UnitRates> RateTracker::update(const std::vector<ContextSample>& sam
       const bool same_run = sample.run == unit->run;
       const bool restarted = !first && same_run && went_back(unit->counters, sample.counters);
       const Throughput throughput = throughput_of(sample.counters);
-      UnitRates row;
-      row.context = context.url;
-      row.name = sample.name;
-      row.kind = kind_of(sample.name);
-      row.state = sample.state;
-      row.reason = sample.reason;
-      row.item_word = throughput.item_word;
-      row.reports_bytes = !throughput.bytes_counter.empty();
       const double seconds = std::chrono::duration<double>(context.at - unit->at).count();
+      std::optional<double> items_per_second, bytes_per_second;
       if (!first && same_run && !restarted && enabled && unit->enabled && seconds > 0) {
         if (!throughput.items_counter.empty())
-          row.items_per_second = (value_of(sample.counters, throughput.items_counter) -
-                                  value_of(unit->counters, throughput.items_counter)) / seconds;
+          items_per_second = (value_of(sample.counters, throughput.items_counter) -
+                              value_of(unit->counters, throughput.items_counter)) / seconds;
         if (!throughput.bytes_counter.empty())
-          row.bytes_per_second = (value_of(sample.counters, throughput.bytes_counter) -
-                                  value_of(unit->counters, throughput.bytes_counter)) / seconds;
+          bytes_per_second = (value_of(sample.counters, throughput.bytes_counter) -
+                              value_of(unit->counters, throughput.bytes_counter)) / seconds;
       }
       if (!same_run) {
         unit->carried.clear();  // a new run counts from zero
@@ -136,8 +134,9 @@ std::vector<UnitRates> RateTracker::update(const std::vector<ContextSample>& sam
       unit->enabled = enabled;
       unit->at = context.at;
       unit->counters = sample.counters;
-      row.items = value_of(unit->carried, throughput.items_counter) + value_of(unit->counters, throughput.items_counter);
-      row.bytes = value_of(unit->carried, throughput.bytes_counter) + value_of(unit->counters, throughput.bytes_counter);
+      UnitRates row = row_of(*unit, sample.state, sample.reason);
+      row.items_per_second = items_per_second;
+      row.bytes_per_second = bytes_per_second;
       rows.push_back(std::move(row));
     }
   }

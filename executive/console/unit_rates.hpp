@@ -82,6 +82,7 @@ class RateTracker {
     std::map<std::string, double> carried;   // from before its context restarted, in this run
   };
   Unit* find(const std::string& context, const std::string& name);
+  UnitRates row_of(const Unit& unit, const std::string& state, const std::string& reason) const;
   std::vector<Unit> units_;
 };
 

@@ -111,6 +111,18 @@ std::string normalized_url(std::string url) {
   return url;
 }
 
+// A number of seconds, the whole text; NaN when it is not one (every range check then fails).
+double seconds_in(const std::string& text) {
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  return used == text.size() && used != 0 ? value : std::nan("");
+}
+
 Options parse_options(int argc, char** argv) {
   Options options;
   std::vector<std::string> positional;
@@ -151,13 +163,8 @@ Options parse_options(int argc, char** argv) {
       options.app = tid;
     } else if (arg == "--timeout") {
       const std::string text = take_value();
-      std::size_t used = 0;
-      try {
-        options.timeout_seconds = std::stod(text, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != text.size() || !(options.timeout_seconds > 0) || !std::isfinite(options.timeout_seconds)) {
+      options.timeout_seconds = seconds_in(text);
+      if (!(options.timeout_seconds > 0) || !std::isfinite(options.timeout_seconds)) {
         throw UsageError{"--timeout needs a positive number of seconds, not '" + text + "'"};
       }
     } else if (arg == "--run") {
@@ -171,13 +178,8 @@ Options parse_options(int argc, char** argv) {
       options.run = run;
     } else if (arg == "--interval") {
       const std::string text = take_value();
-      std::size_t used = 0;
-      try {
-        options.interval_seconds = std::stod(text, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != text.size() || !(options.interval_seconds >= 0.1) || !(options.interval_seconds <= 3600)) {
+      options.interval_seconds = seconds_in(text);
+      if (!(options.interval_seconds >= 0.1) || !(options.interval_seconds <= 3600)) {
         throw UsageError{"--interval needs seconds from 0.1 to 3600, not '" + text + "'"};
       }
     } else if (arg == "--count") {

@@ -69,6 +69,25 @@ std::size_t occurrences(const std::string& text, const std::string& what) {
   return count;
 }
 
+// Two executives of two_contexts() that answer, for daqxctl watch to look at.
+struct WatchedPartition {
+  explicit WatchedPartition(const std::string& file)
+      : a(free_port()), b(free_port()), partition(write_file(file, two_contexts(a, b))), first(partition, url(a)),
+        second(partition, url(b)) {
+    REQUIRE(first.wait_ready());
+    REQUIRE(second.wait_ready());
+  }
+  // Configured and enabled, with frames going.
+  void run() {
+    for (const char* command : {"configure", "enable"}) REQUIRE(daqxctl(partition, {command}).exit_code == 0);
+    REQUIRE(first.wait_metric(21, "frames_received", 100));
+    REQUIRE(second.wait_metric(22, "frames_received", 100));
+  }
+  std::uint16_t a, b;
+  std::string partition;
+  ExecutiveProcess first, second;
+};
+
 // What a view redrawn in place writes before each redraw: back up over the lines drawn, clear to the end.
 const std::regex kRedraw("\x1b\\[[0-9]+A\r\x1b\\[J");
 
@@ -231,12 +250,9 @@ TEST_CASE("Ctrl-C stops a launched partition cleanly", "[tools][process]") {
 }
 
 TEST_CASE("daqxctl watch shows each application's state and rates, which change while a run goes", "[tools][process][watch]") {
-  std::uint16_t a = free_port(), b = free_port();
-  std::string partition = write_file("watch.xml", two_contexts(a, b));
-  ExecutiveProcess first(partition, url(a));
-  ExecutiveProcess second(partition, url(b));
-  REQUIRE(first.wait_ready());
-  REQUIRE(second.wait_ready());
+  WatchedPartition watched("watch.xml");
+  const std::string& partition = watched.partition;
+  const std::uint16_t a = watched.a, b = watched.b;
 
   ProcessResult halted = daqxctl(partition, {"watch", "--count", "1"});
   INFO(halted.output);
@@ -246,8 +262,7 @@ TEST_CASE("daqxctl watch shows each application's state and rates, which change 
   CHECK_THAT(before[0], Contains("Halted") && !Contains("frames/s"));
   CHECK_THAT(halted.output, Contains(url(b) + "  answering"));
 
-  for (const char* command : {"configure", "enable"}) REQUIRE(daqxctl(partition, {command}).exit_code == 0);
-  REQUIRE(second.wait_metric(22, "frames_received", 100));
+  watched.run();
   ProcessResult running = daqxctl(partition, {"watch", "--count", "3", "--interval", "0.5"});
   INFO(running.output);
   CHECK(running.exit_code == 0);
@@ -278,16 +293,12 @@ TEST_CASE("daqxctl watch shows each application's state and rates, which change 
 }
 
 TEST_CASE("daqxctl watch shows a killed context as unreachable and goes on with the others", "[tools][process][watch]") {
-  std::uint16_t a = free_port(), b = free_port();
-  std::string partition = write_file("watch-killed.xml", two_contexts(a, b));
-  ExecutiveProcess first(partition, url(a));
-  ExecutiveProcess second(partition, url(b));
-  REQUIRE(first.wait_ready());
-  REQUIRE(second.wait_ready());
-  for (const char* command : {"configure", "enable"}) REQUIRE(daqxctl(partition, {command}).exit_code == 0);
-  REQUIRE(first.wait_metric(21, "frames_received", 100));
+  WatchedPartition watched("watch-killed.xml");
+  const std::string& partition = watched.partition;
+  const std::uint16_t a = watched.a, b = watched.b;
+  watched.run();
   CHECK_THAT(daqxctl(partition, {"watch", "--count", "1"}).output, Contains(url(b) + "  answering"));
-  second.kill_now();
+  watched.second.kill_now();
   ProcessResult after = daqxctl(partition, {"watch", "--count", "2", "--interval", "0.5"});
   INFO(after.output);
   CHECK(after.exit_code == 0);  // a viewer: what it shows is the news, not an error
@@ -303,14 +314,9 @@ TEST_CASE("daqxctl watch shows a killed context as unreachable and goes on with 
 }
 
 TEST_CASE("on a terminal daqxctl watch redraws its table in place, off one it only appends lines", "[tools][process][watch]") {
-  std::uint16_t a = free_port(), b = free_port();
-  std::string partition = write_file("watch-tty.xml", two_contexts(a, b));
-  ExecutiveProcess first(partition, url(a));
-  ExecutiveProcess second(partition, url(b));
-  REQUIRE(first.wait_ready());
-  REQUIRE(second.wait_ready());
-  for (const char* command : {"configure", "enable"}) REQUIRE(daqxctl(partition, {command}).exit_code == 0);
-  const std::vector<std::string> watch = {tool_program("daqxctl"), "--config", partition, "watch", "--count", "3",
+  WatchedPartition watched("watch-tty.xml");
+  watched.run();
+  const std::vector<std::string> watch = {tool_program("daqxctl"), "--config", watched.partition, "watch", "--count", "3",
                                           "--interval", "0.3"};
   ProcessResult terminal = run_in_terminal(watch, std::chrono::seconds(60));
   INFO(terminal.output);
