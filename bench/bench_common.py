@@ -1,7 +1,8 @@
 """What the benchmark drivers in this folder share (tcp_comparison.py, shm_comparison.py, evb_efficiency.py,
 ofi_comparison.py, ibv_comparison.py, poll_time.py, profile_pair.py): sizes and ports, the processes a driver starts and
 their CPU time, daqx executives driven over HTTP with the nton test application over one transport, the
-ZeroMQ programs and ucx_perftest, the median of repeated points, tables and CSV. Not a program.
+ZeroMQ programs and ucx_perftest, the median of repeated points, progress through the points, tables and CSV.
+Not a program.
 """
 
 import csv
@@ -789,8 +790,42 @@ def write_csv(path, results, fields):
 
 # ---------------------------------------------------------------- points
 
-def attempt_point(what, size, attempt, run):
-    print(f"  {what:>34} {size_name(size):>8} #{attempt + 1} ...", end="", flush=True)
+def clock(seconds):
+    """12:05 (minutes:seconds), 1:02:05 past an hour."""
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
+
+
+class Progress:
+    """How far a driver is through its points, at the start of each point's line: the point's number of the
+    total, the time since the first began and, once one is done, an estimate of the time left (the mean time of
+    the points done so far times the points left):  [ 7/40 2:31 elapsed, about 11:52 left]"""
+
+    def __init__(self, total):
+        self.total = max(1, total)
+        self.done = 0
+        self.started = time.monotonic()
+
+    def next_point(self):
+        """The prefix for the point about to run, which it counts."""
+        elapsed = time.monotonic() - self.started
+        width = len(str(self.total))
+        text = f"[{min(self.done + 1, self.total):>{width}}/{self.total} {clock(elapsed)} elapsed"
+        if self.done:
+            text += f", about {clock(elapsed / self.done * max(0, self.total - self.done))} left"
+        self.done += 1
+        # One width for every line, so that what follows the prefix stays in its columns.
+        return (text + "]").ljust(len(f"[{self.total}/{self.total} 00:00 elapsed, about 00:00 left]"))
+
+
+def point_prefix(progress):
+    """What a point's line starts with: the progress through the run when there is one."""
+    return progress.next_point() + " " if progress is not None else ""
+
+
+def attempt_point(what, size, attempt, run, progress=None):
+    print(f"  {point_prefix(progress)}{what:>34} {size_name(size):>8} #{attempt + 1} ...", end="", flush=True)
     try:
         r = run()
     except BenchError as e:

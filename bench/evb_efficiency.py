@@ -20,8 +20,8 @@ import time
 sys.dont_write_bytecode = True  # importing the sibling would leave bench/__pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_common import (  # noqa: E402  (the shared helpers live beside this file)
-    BenchError, Executive, Processes, cpu_seconds, free_ports, load_average, machine_busy, machine_conditions,
-    parse_size, print_notes, print_table, size_name, xml_properties)
+    BenchError, Executive, Processes, Progress, cpu_seconds, free_ports, load_average, machine_busy,
+    machine_conditions, parse_size, point_prefix, print_notes, print_table, size_name, xml_properties)
 
 PTTCP = "libdaqx_pttcp.so"
 EVB = "libdaqx_evb.so"
@@ -429,8 +429,8 @@ def run_nton(setup, senders, receivers, size):
 
 # ---------------------------------------------------------------- repeats, tables, CSV, plots
 
-def attempt(what, run):
-    print(f"  {what:>40} ...", end="", flush=True)
+def attempt(what, run, progress=None):
+    print(f"  {point_prefix(progress)}{what:>40} ...", end="", flush=True)
     started = time.monotonic()
     try:
         r = run()
@@ -773,12 +773,14 @@ def main():
     }
     by_size, by_topology = {}, {}
     started = time.monotonic()
+    progress = Progress(args.repeat * (len(sizes) * len(systems) + len(topologies) * len(topology_systems)))
     try:
         tries = {}
         for size in sizes:
             for n_try in range(args.repeat):
                 for s in systems:
-                    r = attempt(f"{LABEL[s]} {rus}x{bus} {size_name(size)} #{n_try + 1}", lambda: runs[s](rus, bus, size))
+                    r = attempt(f"{LABEL[s]} {rus}x{bus} {size_name(size)} #{n_try + 1}", lambda: runs[s](rus, bus, size),
+                                progress)
                     tries.setdefault((s, size), []).append(r)
             for s in systems:
                 by_size[(s, size)] = median_run(tries[(s, size)])
@@ -786,7 +788,7 @@ def main():
             for n_try in range(args.repeat):
                 for s in topology_systems:
                     r = attempt(f"{LABEL[s]} {n}x{m} {size_name(nxm_size)} #{n_try + 1}",
-                                lambda: runs[s](n, m, nxm_size))
+                                lambda: runs[s](n, m, nxm_size), progress)
                     tries.setdefault((s, n, m), []).append(r)
             for s in topology_systems:
                 by_topology[(s, n, m)] = median_run(tries[(s, n, m)])

@@ -25,8 +25,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ofi_comparison import (  # noqa: E402  (the shared driver lives beside this file)
     COLOR, NTON, PTOFI, DaqxPair, DaqxSystem, attempt, parse_cores, plot, ratio, value)
 from bench_common import (  # noqa: E402
-    BenchError, Processes, load_average, machine_busy, machine_conditions, median_run, other_cores, parse_size,
-    print_notes, print_table, size_name, tail, write_csv)
+    BenchError, Processes, Progress, load_average, machine_busy, machine_conditions, median_run, other_cores,
+    parse_size, print_notes, print_table, size_name, tail, write_csv)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PTIBV = "libdaqx_ptibv.so"
@@ -204,6 +204,8 @@ def in_guest(args):
     tries = {}
     started = time.monotonic()
     serial = 0
+    per_size = sum(int(bool(x.latency)) + int(bool(x.throughput)) for x in systems) + 2 * len(tools_chosen)
+    progress = Progress(repeat * len(sizes) * per_size)
     try:
         for round_index in range(repeat):
             for system in systems:
@@ -226,7 +228,7 @@ def in_guest(args):
                                 pair = None
                                 raise
                         tries.setdefault((kind, system.name, size), []).append(
-                            attempt(f"{kind} {system.name}", size, round_index, point))
+                            attempt(f"{kind} {system.name}", size, round_index, point, progress))
                 if pair is not None:
                     pair.shut()
             for events in tools_chosen:
@@ -234,10 +236,10 @@ def in_guest(args):
                 for size in sizes:
                     tries.setdefault(("latency", "ib_send_lat" + suffix, size), []).append(
                         attempt("latency ib_send_lat" + suffix, size, round_index,
-                                lambda: tools.run("lat", size, events)))
+                                lambda: tools.run("lat", size, events), progress))
                     tries.setdefault(("throughput", "ib_send_bw" + suffix, size), []).append(
                         attempt("throughput ib_send_bw" + suffix, size, round_index,
-                                lambda: tools.run("bw", size, events)))
+                                lambda: tools.run("bw", size, events), progress))
     finally:
         processes.stop_all()
 

@@ -22,9 +22,9 @@ import time
 sys.dont_write_bytecode = True  # importing the sibling would leave bench/__pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_common import (  # noqa: E402  (the shared helpers live beside this file)
-    BenchError, Executive, Processes, free_ports, listening, load_average, machine_busy, machine_conditions,
-    median_run, other_cores, parse_size, print_notes, print_table, size_name, tail, wait_until, write_csv,
-    xml_properties)
+    BenchError, Executive, Processes, Progress, free_ports, listening, load_average, machine_busy, machine_conditions,
+    median_run, other_cores, parse_size, point_prefix, print_notes, print_table, size_name, tail, wait_until,
+    write_csv, xml_properties)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PTOFI = "libdaqx_ptofi.so"
@@ -392,8 +392,8 @@ def find_fabtests(given, name):
 
 # ---------------------------------------------------------------- results
 
-def attempt(what, size, repeat, run):
-    print(f"  {what:>30} {size_name(size):>8} #{repeat + 1} ...", end="", flush=True)
+def attempt(what, size, repeat, run, progress=None):
+    print(f"  {point_prefix(progress)}{what:>30} {size_name(size):>8} #{repeat + 1} ...", end="", flush=True)
     try:
         r = run()
     except BenchError as e:
@@ -655,6 +655,15 @@ def main():
     started = time.monotonic()
     serial = 0
     try:
+        fi_points = 0
+        if "fi" in chosen:
+            fi_points += int(not args.no_latency or tool_throughput == "fi_pingpong")
+            fi_points += int(not args.no_throughput and bool(programs["fi_msg_bw"]))
+        if "fi-fd" in chosen:
+            fi_points += int(not args.no_latency and bool(programs["fi_msg_pingpong"]))
+            fi_points += int(not args.no_throughput and bool(programs["fi_msg_bw"]))
+        per_size = sum(int(bool(x.latency)) + int(bool(x.throughput)) for x in systems) + fi_points
+        progress = Progress(repeat * len(sizes) * per_size)
         # Repeats go round every system, so that whatever else loads the machine meanwhile falls on all alike.
         for round_index in range(repeat):
             for system in systems:
@@ -678,28 +687,30 @@ def main():
                                 raise
 
                         tries.setdefault((kind, system.name, size), []).append(
-                            attempt(f"{kind} {system.name}", size, round_index, point))
+                            attempt(f"{kind} {system.name}", size, round_index, point, progress))
                 if pair is not None:
                     pair.shut()
             if "fi" in chosen or "fi-fd" in chosen:
                 for size in sizes if "fi" in chosen else []:
                     if not args.no_latency or tool_throughput == "fi_pingpong":
                         tries.setdefault(("latency", "fi_pingpong", size), []).append(
-                            attempt("latency fi_pingpong", size, round_index, lambda: tools.pingpong(size)))
+                            attempt("latency fi_pingpong", size, round_index, lambda: tools.pingpong(size),
+                                    progress))
                     if not args.no_throughput and programs["fi_msg_bw"]:
                         tries.setdefault(("throughput", "fi_msg_bw", size), []).append(
-                            attempt("throughput fi_msg_bw", size, round_index, lambda: tools.bandwidth(size)))
+                            attempt("throughput fi_msg_bw", size, round_index, lambda: tools.bandwidth(size),
+                                    progress))
                 # The same tools waiting on the CQ's file descriptor: what ptofi's waitMode=epoll does.
                 if "fi-fd" in chosen:
                     for size in sizes:
                         if not args.no_latency and programs["fi_msg_pingpong"]:
                             tries.setdefault(("latency", "fi-fd", size), []).append(
                                 attempt("latency fi_msg_pingpong -c fd", size, round_index,
-                                        lambda: tools.fabtests_pingpong(size, "fd")))
+                                        lambda: tools.fabtests_pingpong(size, "fd"), progress))
                         if not args.no_throughput and programs["fi_msg_bw"]:
                             tries.setdefault(("throughput", "fi-fd", size), []).append(
                                 attempt("throughput fi_msg_bw -c fd", size, round_index,
-                                        lambda: tools.bandwidth(size, "fd")))
+                                        lambda: tools.bandwidth(size, "fd"), progress))
     finally:
         processes.stop_all()
 

@@ -21,8 +21,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ofi_comparison import (  # noqa: E402  (the shared driver lives beside this file)
     NTON, PTOFI, PTTCP, DaqxPair, DaqxSystem, attempt, parse_cores, value)
 from bench_common import (  # noqa: E402
-    Processes, load_average, machine_conditions, median_run, parse_size, print_notes, print_table, size_name,
-    write_csv)
+    Processes, Progress, load_average, machine_conditions, median_run, parse_size, print_notes, print_table,
+    size_name, write_csv)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRANSPORTS = {
@@ -82,6 +82,7 @@ def main():
     tries = {}
     started = time.monotonic()
     serial = 0
+    progress = Progress(args.repeat * len(chosen) * len(sizes))
     try:
         for round_index in range(args.repeat):
             for system in chosen:
@@ -95,7 +96,7 @@ def main():
                                             args.seconds, serial)
                         return pair.round_trips(size)
                     tries.setdefault((system.name, size), []).append(
-                        attempt(f"latency {system.name}", size, round_index, point))
+                        attempt(f"latency {system.name}", size, round_index, point, progress))
                 if pair is not None:
                     pair.shut()
     finally:

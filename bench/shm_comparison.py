@@ -18,7 +18,7 @@ import time
 sys.dont_write_bytecode = True  # importing the sibling would leave bench/__pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_common import (  # noqa: E402  (the shared driver lives beside this file)
-    Baselines, Daqx, Processes, attempt_point, cell, find_programs, get, load_average,
+    Baselines, Daqx, Processes, Progress, attempt_point, cell, find_programs, get, load_average,
     machine_conditions, median_run, other_load_cell, other_load_summary, parse_pin, parse_size, print_failures,
     print_notes, print_table, ratio, round_trip_counts, size_name, write_csv)
 
@@ -407,12 +407,13 @@ def main():
     throughput, rtt, tries = {}, {}, {}
     started = time.monotonic()
     try:
+        progress = Progress(len(sizes) * args.repeat * (len(throughput_systems) + len(rtt_systems)))
         # Repeats go round the systems, so that whatever else loads the machine meanwhile falls on all alike.
         for size in sizes:
             for attempt in range(args.repeat):
                 for system in throughput_systems:
                     r = attempt_point(f"throughput {system}", size, attempt,
-                                      lambda: s.throughput_point(system, size))
+                                      lambda: s.throughput_point(system, size), progress)
                     tries.setdefault(("t", system, size), []).append(r)
             for system in throughput_systems:
                 throughput[(system, size)] = median_with_spread(tries[("t", system, size)], "msgs_per_s")
@@ -421,7 +422,7 @@ def main():
             for attempt in range(args.repeat):
                 for system in rtt_systems:
                     r = attempt_point(f"round trip {system}", size, attempt,
-                                      lambda: s.rtt_point(system, size, count, warmup))
+                                      lambda: s.rtt_point(system, size, count, warmup), progress)
                     tries.setdefault(("r", system, size), []).append(r)
             for system in rtt_systems:
                 rtt[(system, size)] = median_with_spread(tries[("r", system, size)], "median_us")

@@ -15,7 +15,7 @@ import time
 sys.dont_write_bytecode = True  # importing the sibling would leave bench/__pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_common import (  # noqa: E402
-    PTTCP, Baselines, BenchError, Daqx, Processes, attempt_point, cell, find_programs, get, load_average,
+    PTTCP, Baselines, BenchError, Daqx, Processes, Progress, attempt_point, cell, find_programs, get, load_average,
     machine_conditions, median_run, other_load_cell, other_load_summary, parse_pin, parse_size, print_failures,
     print_notes, print_table, ratio, round_trip_counts, size_name, write_csv)
 
@@ -233,12 +233,13 @@ def main():
             "zmq": lambda size, count, warmup: baselines.round_trips("zmq", size, count, warmup),
             "ucx": lambda size, count, warmup: baselines.round_trips("ucx", size, count, warmup),
         }
+        progress = Progress(len(sizes) * args.repeat * (len(throughput_systems) + len(rtt_systems)))
         # Repeats go round the systems, so that whatever else loads the machine meanwhile falls on all alike.
         tries = {}
         for size in sizes:
             for attempt in range(args.repeat):
                 for system in throughput_systems:
-                    r = attempt_point(f"throughput {system}", size, attempt, lambda: runs[system](size))
+                    r = attempt_point(f"throughput {system}", size, attempt, lambda: runs[system](size), progress)
                     tries.setdefault(("t", system, size), []).append(r)
             for system in throughput_systems:
                 throughput[(system, size)] = median_run(tries[("t", system, size)], "gbps")
@@ -247,7 +248,7 @@ def main():
             for attempt in range(args.repeat):
                 for system in rtt_systems:
                     r = attempt_point(f"round trip {system}", size, attempt,
-                                      lambda: rtt_runs[system](size, count, warmup))
+                                      lambda: rtt_runs[system](size, count, warmup), progress)
                     tries.setdefault(("r", system, size), []).append(r)
             for system in rtt_systems:
                 rtt[(system, size)] = median_run(tries[("r", system, size)], "median_us")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # daqx developer entry point: installs the Debian packages the project needs, builds, runs.
-#   scripts/dev.sh main    packages + release build + the main job
+#   scripts/dev.sh main    the packages and the part of the release build it needs + the main job
 #   scripts/dev.sh test    packages + release and sanitizer builds + every test in both
 #   scripts/dev.sh build   packages + release build only
 #   scripts/dev.sh bench   packages + release build + every benchmark (tables and CSV in build/bench-results)
@@ -34,6 +34,11 @@ packages=(
   prometheus
 )
 
+# What the main job alone needs: the compiler, CMake and Ninja, and the libraries of the executive and the event
+# builder over TCP (pugixml, Poco with its OpenSSL, libnuma for the pools). It builds no tests (catch2), no
+# benchmarks and neither the libfabric nor the verbs transport (libfabric-dev, libibverbs-dev, librdmacm-dev).
+main_packages=(build-essential cmake ninja-build libpugixml-dev libpoco-dev libnuma-dev)
+
 # What the TCP comparison (bench/tcp_comparison.py) adds: the programs it compares daqx with, and the plot.
 bench_tcp_packages=(iperf3 libzmq3-dev ucx-utils python3-matplotlib)
 # What the shared-memory comparison (bench/shm_comparison.py) adds: ZeroMQ (for ipc://), ucx_perftest, the plot.
@@ -50,23 +55,66 @@ install_packages() {  # install_packages [package ...]: the given list, or the p
   for p in "${wanted[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
-  if ((${#missing[@]})); then
-    echo "== installing: ${missing[*]}"
-    local sudo=""
-    [[ $(id -u) -ne 0 ]] && sudo="sudo"
-    $sudo apt-get update -q
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+  if ((${#missing[@]} == 0)); then
+    echo "== packages: the ${#wanted[@]} needed are installed"
+    return 0
   fi
+  echo "== installing ${#missing[@]} packages: ${missing[*]}"
+  # apt-get's hundreds of lines go to a log, shown only when it fails.
+  mkdir -p "$root/build"
+  local log="$root/build/apt-get.log" sudo=""
+  [[ $(id -u) -ne 0 ]] && sudo="sudo"
+  local started=$SECONDS
+  if ! { $sudo apt-get update -q && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends \
+      "${missing[@]}"; } >"$log" 2>&1; then
+    cat "$log" >&2
+    echo "== apt-get failed (its output above, and in $log)" >&2
+    exit 1
+  fi
+  echo "== installed in $((SECONDS - started)) s (apt-get's output in $log)"
 }
 
-build() {  # build <dir> <cmake args...>
+build() {  # build <dir> <cmake args...> [--target TARGET...]: configure, then build everything or the targets
   local dir="$1"; shift
-  cmake -S "$root" -B "$dir" -G Ninja "$@"
-  cmake --build "$dir" -j "$jobs"
+  local args=() targets=()
+  while (($#)); do
+    if [[ "$1" == "--target" ]]; then targets+=("$2"); shift 2; else args+=("$1"); shift; fi
+  done
+  local name="${dir#"$root/"}"
+  mkdir -p "$dir"
+  echo "== configuring $name (cmake; its output in $dir/configure.log)"
+  if ! cmake -S "$root" -B "$dir" -G Ninja "${args[@]}" >"$dir/configure.log" 2>&1; then
+    cat "$dir/configure.log" >&2
+    echo "== cmake failed for $name" >&2
+    exit 1
+  fi
+  echo "== building $name${targets[*]:+ (${targets[*]})} with $jobs jobs"
+  local started=$SECONDS
+  local target_args=()
+  ((${#targets[@]})) && target_args=(--target "${targets[@]}")
+  if [[ -t 1 ]]; then
+    # On a terminal Ninja's one progress line redraws itself; only what a compiler says is printed besides.
+    cmake --build "$dir" -j "$jobs" "${target_args[@]}"
+  elif ! cmake --build "$dir" -j "$jobs" "${target_args[@]}" >"$dir/build.log" 2>&1; then
+    grep -E -A40 "^FAILED:" "$dir/build.log" >&2 || tail -n 80 "$dir/build.log" >&2
+    echo "== the build of $name failed (all of its output in $dir/build.log)" >&2
+    exit 1
+  fi
+  echo "== built $name in $((SECONDS - started)) s"
 }
 
-build_release() { build "$root/build/release" -DCMAKE_BUILD_TYPE=Release; }
+# The release build with every part on: also after the main job's configuration, which turned parts off.
+build_release() {
+  build "$root/build/release" -DCMAKE_BUILD_TYPE=Release -DDAQX_BUILD_TESTS=ON -DDAQX_BUILD_BENCH=ON \
+    -DDAQX_WITH_OFI=ON -DDAQX_WITH_IBV=ON
+}
 build_sanitize() { build "$root/build/sanitize" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDAQX_SANITIZE=ON; }
+# The main job's programs only: the executive, the launcher, the TCP transport and the event builder.
+build_main() {
+  build "$root/build/release" -DCMAKE_BUILD_TYPE=Release -DDAQX_BUILD_TESTS=OFF -DDAQX_BUILD_BENCH=OFF \
+    -DDAQX_WITH_OFI=OFF -DDAQX_WITH_IBV=OFF \
+    --target daqx-executive --target daqx-launch --target daqx_pttcp --target daqx_evb
+}
 
 run_tests() {  # run_tests <dir> <name>
   echo "== tests: $2"
@@ -75,7 +123,7 @@ run_tests() {  # run_tests <dir> <name>
 
 main_job() {
   echo "== main job: local event builder, EvM + 2 RUs + 2 BUs, one executive each over TCP (config/local-evb.xml),"
-  echo "   20 s: events/s and GB/s every second, then a summary"
+  echo "   20 s: each unit's state, events/s and GB/s every second, then the run's summary"
   "$root/build/release/executive/daqx-launch" --config "$root/config/local-evb.xml" --drive --run 20 \
     --log-dir "$root/build/logs"
 }
@@ -157,7 +205,7 @@ bench_ibv() {
 }
 
 case "${1:-}" in
-  main) install_packages; build_release; main_job ;;
+  main) install_packages "${main_packages[@]}"; build_main; main_job ;;
   test)
     install_packages
     build_release

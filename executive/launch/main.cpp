@@ -46,7 +46,9 @@ void usage(FILE* out) {
                "  OpenSSH in batch mode (the user's ssh configuration, or --ssh-config), slurm as tasks of the\n"
                "  current allocation. Waits until each answers on its control URL; each context's output goes to\n"
                "  DIR/HOST_PORT.log (default daqx-logs). With --drive it configures and enables every context,\n"
-               "  prints the applications' rates every second, and stops and halts them at the end. It runs until\n"
+               "  shows every application's state and rates each second (a table redrawn in place on a terminal,\n"
+               "  one line per application per second otherwise), stops and halts them at the end and prints the\n"
+               "  run's summary (every counter in DIR/run-N-counters.txt). It runs until\n"
                "  --run seconds have passed (default: until Ctrl-C / SIGTERM / SIGHUP), then stops every executive\n"
                "  (stop, halt, then SIGTERM, SIGKILL after --stop-timeout, default 15 s). Contexts that end on their\n"
                "  own are restarted by the partition's <Launch><Restart> rules and brought back into the run.\n"
@@ -321,18 +323,25 @@ int main(int argc, char** argv) {
     supervisor.set_target(target);
   }
   const auto start = Clock::now();
-  std::map<std::string, double> counters;
+  std::optional<RunDisplay> display;
+  if (options.drive && healthy) {
+    // A first look right after enable: every unit's rates then come from two of its own samples a second apart.
+    display.emplace(partition, options.run_seconds, *run_number);
+    supervisor.set_before_message([&] { display->before_message(); });
+    healthy = display->sample(0, up);
+  }
   auto next_report = start + std::chrono::seconds(1);
   while (!g_stop && healthy) {
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
     if (options.run_seconds > 0 && elapsed >= options.run_seconds) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     healthy = supervisor.tick();
-    if (options.drive && healthy && Clock::now() >= next_report) {
+    if (display && healthy && Clock::now() >= next_report) {
       next_report += std::chrono::seconds(1);
-      healthy = print_rates(partition, std::chrono::duration<double>(Clock::now() - start).count(), counters, up);
+      healthy = display->sample(std::chrono::duration<double>(Clock::now() - start).count(), up);
     }
   }
+  supervisor.set_before_message({});
   // The engine gone under the launcher (the Slurm allocation ended): what ran there is stopped by it already.
   const std::string gone = engine->unavailable();
   if (!gone.empty()) {
@@ -340,13 +349,11 @@ int main(int argc, char** argv) {
     healthy = false;
   }
   if (options.drive && gone.empty()) {
-    const double run_time = std::chrono::duration<double>(Clock::now() - start).count();
     transition_all(partition, "stop", true, {}, up);
-    print_rates(partition, std::chrono::duration<double>(Clock::now() - start).count(), counters, up);  // final counts
-    std::printf("daqx-launch: summary after %.1fs\n", std::chrono::duration<double>(Clock::now() - start).count());
-    for (const auto& [key, value] : counters)
-      if (value != 0 && key.find("rate") == std::string::npos) std::printf("  %-52s %.0f\n", key.c_str(), value);
-    print_totals(counters, run_time);
+    // Enabled from the end of enable to the end of stop: stop drains, and what it drains is counted.
+    const double enabled_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    if (display)
+      display->summary(enabled_seconds, options.log_dir + "/run-" + std::to_string(*run_number) + "-counters.txt", up);
     transition_all(partition, "halt", true, {}, up);
   }
   const bool clean = supervisor.stop_all(grace);

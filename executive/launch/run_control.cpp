@@ -10,28 +10,13 @@
 #include <vector>
 
 #include "daqx/executive/control_client.hpp"
+#include "rate_table.hpp"
+#include "run_summary.hpp"
 
 namespace daqx::launch {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string human_rate(const std::string& name, double value) {
-  char text[64];
-  if (name.find("byte") != std::string::npos) {
-    std::snprintf(text, sizeof text, "%.3f GB/s", value / 1e9);
-  } else {
-    std::snprintf(text, sizeof text, "%.0f/s", value);
-  }
-  return text;
-}
-
-// One line per application with its rate gauges; returns false when an application is Failed.
-// "evb/bu/1" -> "evb/bu": applications of one class are summed under this name.
-std::string kind_of(const std::string& name) {
-  const std::size_t slash = name.rfind('/');
-  return slash == std::string::npos ? name : name.substr(0, slash);
-}
 
 }  // namespace
 
@@ -110,87 +95,68 @@ bool connect_one(const std::string& url, std::chrono::seconds limit) {
   return wait_connections(url, Clock::now() + limit, limit, up, total);
 }
 
-bool print_rates(const config::Partition& partition, double elapsed, std::map<std::string, double>& last_counters,
-                 const ContextFilter& filter) {
+RunDisplay::RunDisplay(const config::Partition& partition, double planned_seconds, std::uint64_t run)
+    : partition_(partition),
+      planned_seconds_(planned_seconds),
+      run_(run),
+      view_(stdout, console::LiveView::mode_for(stdout)) {}
+
+std::vector<console::ContextSample> RunDisplay::poll(const ContextFilter& filter, console::PollDetail detail) const {
+  std::vector<std::string> asked;
+  for (const auto& c : partition_.contexts)
+    if (!filter || filter(c.url)) asked.push_back(c.url);
+  std::vector<console::ContextSample> answers = console::poll_contexts(asked, detail, std::chrono::seconds(3));
+  // In partition order, with the contexts between restarts in their place.
+  std::vector<console::ContextSample> samples;
+  auto answer = answers.begin();
+  for (const auto& c : partition_.contexts) {
+    if (!filter || filter(c.url)) {
+      samples.push_back(std::move(*answer++));
+      continue;
+    }
+    console::ContextSample restarting;
+    restarting.url = c.url;
+    restarting.down_state = "restarting";
+    samples.push_back(std::move(restarting));
+  }
+  return samples;
+}
+
+bool RunDisplay::sample(double elapsed, const ContextFilter& filter) {
+  const std::vector<console::ContextSample> samples = poll(filter, console::PollDetail::applications);
+  const std::vector<console::UnitRates> units = rates_.update(samples);
+  const bool terminal = view_.mode() == console::LiveView::Mode::in_place;
+  const std::string when = console::elapsed_of(elapsed, planned_seconds_);
+  // Plain lines start with the time, right-aligned so that "9.0 / 20 s" and "10.0 / 20 s" line up.
+  const std::string prefix = std::string(when.size() < 12 ? 12 - when.size() : 0, ' ') + when + "  ";
+  view_.show(console::unit_table(units, terminal ? console::Layout::terminal : console::Layout::plain,
+                                 "run " + std::to_string(run_) + "  " + when + "  partition " + partition_.name, prefix));
   bool healthy = true;
-  std::map<std::string, std::map<std::string, double>> kind_rates;  // kind -> rate gauge -> sum
-  std::map<std::string, int> kind_count;
-  for (const auto& c : partition.contexts) {
-    if (filter && !filter(c.url)) {
-      std::printf("%7.1fs %-24s (not up: restarting)\n", elapsed, c.url.c_str());
-      continue;
-    }
-    daqx::HttpReply reply = daqx::ControlClient(c.url, std::chrono::seconds(3)).get("/api/applications");
-    if (reply.status != 200) {
-      std::printf("%7.1fs %s: no answer\n", elapsed, c.url.c_str());
-      healthy = false;
-      continue;
-    }
-    Poco::JSON::Array::Ptr apps = Poco::JSON::Parser().parse(reply.body).extract<Poco::JSON::Array::Ptr>();
-    for (std::size_t i = 0; i < apps->size(); ++i) {
-      Poco::JSON::Object::Ptr app = apps->getObject(static_cast<unsigned>(i));
-      std::string name = app->getValue<std::string>("name");
-      std::string state = app->getValue<std::string>("state");
-      std::string line;
-      Poco::JSON::Array::Ptr metrics = app->getArray("metrics");
-      for (std::size_t m = 0; metrics && m < metrics->size(); ++m) {
-        Poco::JSON::Object::Ptr metric = metrics->getObject(static_cast<unsigned>(m));
-        std::string metric_name = metric->getValue<std::string>("name");
-        double value = metric->getValue<double>("value");
-        // Per-peer metrics (labelled) would overwrite each other under one name: the summary keeps the rest.
-        const bool labelled = metric->has("labels") && metric->getObject("labels") && metric->getObject("labels")->size() != 0;
-        const bool counter = metric->optValue<std::string>("kind", "gauge") == "counter";
-        if (!labelled) last_counters[name + " " + metric_name + (counter ? "" : " ")] = value;
-        if (metric_name.find("rate") != std::string::npos) {
-          line += "  " + metric_name + " " + human_rate(metric_name, value);
-          kind_rates[kind_of(name)][metric_name] += value;
-        }
-      }
-      ++kind_count[kind_of(name)];
-      if (state == "Failed") {
-        healthy = false;
-        line += "  FAILED: " + app->optValue<std::string>("reason", "");
-      }
-      std::printf("%7.1fs %-24s %-10s%s\n", elapsed, name.c_str(), state.c_str(), line.c_str());
-    }
+  for (const console::ContextSample& context : samples) {
+    if (context.answered || context.down_state == "restarting") continue;
+    std::fprintf(stderr, "daqx-launch: %s does not answer: %s\n", context.url.c_str(), context.error.c_str());
+    healthy = false;
   }
-  // With several applications of a kind, their sum is what the partition does (e.g. all BUs together).
-  for (const auto& [kind, rates] : kind_rates) {
-    if (kind_count[kind] < 2) continue;
-    std::string line;
-    for (const auto& [metric_name, value] : rates) line += "  " + metric_name + " " + human_rate(metric_name, value);
-    const std::string label = kind + "/* (" + std::to_string(kind_count[kind]) + ")";
-    std::printf("%7.1fs %-24s %-10s%s\n", elapsed, label.c_str(), "total", line.c_str());
+  for (const console::UnitRates& unit : units) {
+    if (unit.state != "Failed") continue;
+    std::fprintf(stderr, "daqx-launch: %s on %s Failed: %s\n", unit.name.c_str(), unit.context.c_str(), unit.reason.c_str());
+    healthy = false;
   }
-  std::fflush(stdout);
   return healthy;
 }
 
-// After the run: per kind of application, the sum of its throughput counters and their average rate.
-void print_totals(const std::map<std::string, double>& counters, double seconds) {
-  std::map<std::string, std::map<std::string, double>> sums;
-  for (const auto& [key, value] : counters) {
-    const std::size_t space = key.find(' ');
-    if (key.ends_with(" ")) continue;  // a gauge (see print_rates): a level, not an amount
-    const std::string app = key.substr(0, space), metric_name = key.substr(space + 1);
-    const bool throughput = metric_name.find("bytes") != std::string::npos || metric_name.ends_with("_built") ||
-                            metric_name.ends_with("_completed") || metric_name.ends_with("_sent") ||
-                            metric_name.ends_with("_received");
-    if (throughput && metric_name.find("rate") == std::string::npos) sums[kind_of(app)][metric_name] += value;
-  }
-  if (sums.empty() || seconds <= 0) return;
-  std::printf("daqx-launch: totals over %.1fs (average rate)\n", seconds);
-  for (const auto& [kind, metrics] : sums)
-    for (const auto& [metric_name, value] : metrics) {
-      if (value == 0) continue;
-      const bool bytes = metric_name.find("bytes") != std::string::npos;
-      if (bytes)
-        std::printf("  %-16s %-28s %10.3f GB  (%.3f GB/s)\n", kind.c_str(), metric_name.c_str(), value / 1e9,
-                    value / 1e9 / seconds);
-      else
-        std::printf("  %-16s %-28s %10.0f     (%.0f/s)\n", kind.c_str(), metric_name.c_str(), value, value / seconds);
-    }
+void RunDisplay::summary(double enabled_seconds, const std::string& counters_path, const ContextFilter& filter) {
+  const std::vector<console::ContextSample> samples = poll(filter, console::PollDetail::full);
+  rates_.update(samples);  // the last counts, after stop drained the run
+  std::printf("daqx-launch: summary of run %llu\n", static_cast<unsigned long long>(run_));
+  for (const std::string& line : console::run_summary(rates_.totals(), samples, enabled_seconds, run_))
+    std::printf("  %s\n", line.c_str());
+  if (console::write_counters(counters_path, samples, run_))
+    std::printf("daqx-launch: every counter at the end of run %llu: %s\n", static_cast<unsigned long long>(run_),
+                counters_path.c_str());
+  else
+    std::fprintf(stderr, "daqx-launch: cannot write %s\n", counters_path.c_str());
+  std::fflush(stdout);
 }
-
 
 }  // namespace daqx::launch

@@ -1,5 +1,5 @@
 // Driving a partition through the control API and watching it: transitions in partition order (or reverse),
-// opening every connection before a run, and the per-second rate lines and end-of-run totals the launcher prints.
+// opening every connection before a run, and what the launcher shows of the run: its table of rates and summary.
 #pragma once
 
 #include <chrono>
@@ -8,8 +8,12 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "daqx/executive/partition.hpp"
+#include "live_view.hpp"
+#include "partition_poll.hpp"
+#include "unit_rates.hpp"
 
 namespace daqx::launch {
 
@@ -25,10 +29,31 @@ bool transition_all(const config::Partition& partition, const std::string& comma
 bool connect_all(const config::Partition& partition, std::chrono::seconds limit);
 bool connect_one(const std::string& url, std::chrono::seconds limit);
 
-// One line per application with its rates, and per kind of application their sum; false when an application
-// is Failed or a context that should answer does not. `last_counters` keeps every counter seen, for totals.
-bool print_rates(const config::Partition& partition, double elapsed, std::map<std::string, double>& last_counters,
-                 const ContextFilter& filter = {});
-void print_totals(const std::map<std::string, double>& counters, double seconds);
+// What --drive shows while the run goes and at its end: a table of every unit with its state and rates and the
+// totals per kind (redrawn in place on a terminal, plain lines otherwise), then the run's summary.
+class RunDisplay {
+ public:
+  // `planned_seconds`: the --run time, shown as "elapsed / planned"; 0 when the run goes until stopped.
+  RunDisplay(const config::Partition& partition, double planned_seconds, std::uint64_t run);
+
+  // Reads every context that `filter` lets through (the others show as restarting) and shows the table.
+  // False, with the reason on stderr, when an application is Failed or a context that should answer does not.
+  bool sample(double elapsed, const ContextFilter& filter = {});
+
+  // Takes a table drawn in place off the terminal, so that a message printed next stays readable.
+  void before_message() { view_.erase(); }
+
+  // After stop: the final counts, the summary (per unit and per kind) and every counter into `counters_path`.
+  void summary(double enabled_seconds, const std::string& counters_path, const ContextFilter& filter = {});
+
+ private:
+  std::vector<console::ContextSample> poll(const ContextFilter& filter, console::PollDetail detail) const;
+
+  const config::Partition& partition_;
+  double planned_seconds_;
+  std::uint64_t run_;
+  console::RateTracker rates_;
+  console::LiveView view_;
+};
 
 }  // namespace daqx::launch

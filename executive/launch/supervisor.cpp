@@ -135,6 +135,7 @@ bool Supervisor::start_all(const std::function<bool()>& interrupted) {
 }
 
 void Supervisor::failed(Context& context, const std::string& why) {
+  if (before_message_) before_message_();
   context.last_failure = why;
   if (unavailable_.empty()) unavailable_ = engine_.unavailable();
   if (!unavailable_.empty()) {
@@ -175,6 +176,7 @@ bool Supervisor::tick() {
           failed(context, (context.phase == Phase::starting ? "died while starting (" : "died (") + describe_wait_status(*status) + ")");
         } else if (context.phase == Phase::starting) {
           if (answers(context)) {
+            if (before_message_) before_message_();
             std::printf("daqx-launch: %s is back on %s (restart %u)\n", context.launch.context->url.c_str(),
                         context.where.c_str(), context.restarts);
             std::fflush(stdout);

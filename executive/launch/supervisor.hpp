@@ -38,6 +38,8 @@ class Supervisor {
   // once a context has ended for good without being asked to (no restart rule, or restarts used up).
   bool tick();
   void set_target(Target target) { target_ = target; }
+  // Called before each message tick() prints, e.g. to take a table drawn in place off the terminal first.
+  void set_before_message(std::function<void()> before_message) { before_message_ = std::move(before_message); }
 
   // Whether the context is up and answering (not dead, not between restarts).
   bool is_up(const std::string& url) const;
@@ -79,6 +81,7 @@ class Supervisor {
   std::vector<Context> contexts_;
   std::chrono::milliseconds ready_timeout_;
   BringUp bring_up_;
+  std::function<void()> before_message_;
   Target target_ = Target::started;
   std::string unavailable_;  // set once the engine can start nothing more (the allocation ended)
 };

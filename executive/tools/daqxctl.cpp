@@ -1,5 +1,5 @@
-// daqxctl: drives the executives of a partition, or one executive, through their HTTP control API; and shows
-// or cleans the shared-memory segments of this host (daqxctl shm list|clean).
+// daqxctl: drives the executives of a partition, or one executive, through their HTTP control API, or watches
+// them live (watch/top); and shows or cleans the shared-memory segments of this host (daqxctl shm list|clean).
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -21,10 +21,19 @@
 #include <Poco/JSON/Array.h>
 #include <Poco/JSON/Object.h>
 #include <Poco/JSON/Parser.h>
+#include <signal.h>
+
+#include <csignal>
+#include <ctime>
+#include <thread>
 
 #include "daqx/executive/control_client.hpp"
 #include "daqx/executive/partition.hpp"
 #include "daqx/executive/run_number.hpp"
+#include "live_view.hpp"
+#include "partition_poll.hpp"
+#include "rate_table.hpp"
+#include "unit_rates.hpp"
 
 namespace {
 
@@ -38,6 +47,7 @@ enum ExitCode : int {
 constexpr const char* kUsageText =
     "usage: daqxctl (--config PARTITION.xml [--context URL] | --url URL) [--app TID] [--timeout SECONDS]\n"
     "               [--token-file FILE] [--ca-file FILE] COMMAND\n"
+    "       daqxctl (--config PARTITION.xml [--context URL] | --url URL) [--interval SECONDS] [--count N] watch\n"
     "commands:\n"
     "  status          state of every application: context, tid, class, instance, state, reason\n"
     "  configure       Halted -> Configured, context by context in partition order\n"
@@ -70,6 +80,8 @@ struct Options {
   std::optional<std::uint64_t> run;  // enable: the run given
   std::string run_file;              // enable: where to allocate the run from
   daqx::ControlAccess::Files access;  // --token-file, --ca-file
+  double interval_seconds = 1;        // watch: between refreshes
+  unsigned count = 0;                 // watch: refreshes before it ends; 0: until interrupted
 };
 
 struct UsageError {
@@ -97,6 +109,18 @@ std::string normalized_url(std::string url) {
   if (url.find("://") == std::string::npos) url = "http://" + url;
   while (url.size() > 1 && url.back() == '/') url.pop_back();
   return url;
+}
+
+// A number of seconds, the whole text; NaN when it is not one (every range check then fails).
+double seconds_in(const std::string& text) {
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  return used == text.size() && used != 0 ? value : std::nan("");
 }
 
 Options parse_options(int argc, char** argv) {
@@ -139,13 +163,8 @@ Options parse_options(int argc, char** argv) {
       options.app = tid;
     } else if (arg == "--timeout") {
       const std::string text = take_value();
-      std::size_t used = 0;
-      try {
-        options.timeout_seconds = std::stod(text, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != text.size() || !(options.timeout_seconds > 0) || !std::isfinite(options.timeout_seconds)) {
+      options.timeout_seconds = seconds_in(text);
+      if (!(options.timeout_seconds > 0) || !std::isfinite(options.timeout_seconds)) {
         throw UsageError{"--timeout needs a positive number of seconds, not '" + text + "'"};
       }
     } else if (arg == "--run") {
@@ -157,6 +176,18 @@ Options parse_options(int argc, char** argv) {
                          text + "'"};
       }
       options.run = run;
+    } else if (arg == "--interval") {
+      const std::string text = take_value();
+      options.interval_seconds = seconds_in(text);
+      if (!(options.interval_seconds >= 0.1) || !(options.interval_seconds <= 3600)) {
+        throw UsageError{"--interval needs seconds from 0.1 to 3600, not '" + text + "'"};
+      }
+    } else if (arg == "--count") {
+      const std::string text = take_value();
+      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), options.count);
+      if (error != std::errc() || end != text.data() + text.size() || options.count == 0) {
+        throw UsageError{"--count needs a number of refreshes (1 or more), not '" + text + "'"};
+      }
     } else if (arg == "--run-file") {
       options.run_file = take_value();
       if (options.run_file.empty()) throw UsageError{"--run-file needs a path"};
@@ -167,9 +198,9 @@ Options parse_options(int argc, char** argv) {
     }
   }
   if (positional.empty()) throw UsageError{"no command given"};
-  options.command = positional[0];
-  static const std::vector<std::string> commands = {"status", "configure", "enable", "stop",
-                                                    "halt",   "params",    "set",      "connect"};
+  options.command = positional[0] == "top" ? "watch" : positional[0];
+  static const std::vector<std::string> commands = {"status", "configure", "enable",  "stop", "halt",
+                                                    "params", "set",       "connect", "watch"};
   if (std::find(commands.begin(), commands.end(), options.command) == commands.end()) {
     throw UsageError{"unknown command '" + options.command + "'"};
   }
@@ -186,6 +217,8 @@ Options parse_options(int argc, char** argv) {
     throw UsageError{"--run and --run-file go with enable"};
   }
   if (options.run && !options.run_file.empty()) throw UsageError{"give either --run or --run-file"};
+  if (options.command != "watch" && (options.count != 0 || options.interval_seconds != 1))
+    throw UsageError{"--interval and --count go with watch"};
   if (options.command == "enable" && !options.run && options.run_file.empty()) {
     if (const char* run_file = std::getenv("DAQX_RUN_FILE"); run_file != nullptr) options.run_file = run_file;
   }
@@ -481,6 +514,52 @@ int connect_all(const std::vector<std::string>& urls, const Options& options) {
   return exit_code;
 }
 
+// ---- watch: a live view of a running partition ----------------------------------------------------------
+
+volatile std::sig_atomic_t g_stop_watching = 0;
+void stop_watching(int) { g_stop_watching = 1; }
+
+std::string time_of_day() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%H:%M:%SZ", &utc);
+  return text;
+}
+
+int watch(const std::vector<std::string>& urls, const Options& options, const std::string& partition_name) {
+  using namespace daqx::console;
+  struct sigaction action {};
+  action.sa_handler = stop_watching;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  LiveView view(stdout, LiveView::mode_for(stdout));
+  const Layout layout = view.mode() == LiveView::Mode::in_place ? Layout::terminal : Layout::plain;
+  // A context that hangs delays a refresh by this much, at most; one that refuses costs nothing.
+  const auto timeout = std::chrono::milliseconds(
+      static_cast<std::int64_t>(std::min(options.timeout_seconds, std::max(2.0, options.interval_seconds)) * 1000));
+  const auto interval = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(options.interval_seconds));
+  RateTracker rates;
+  auto next = std::chrono::steady_clock::now();
+  for (unsigned refresh = 1; !g_stop_watching; ++refresh) {
+    const std::vector<ContextSample> samples = poll_contexts(urls, PollDetail::full, timeout);
+    const std::vector<UnitRates> units = rates.update(samples);
+    const std::string when = time_of_day();
+    char every[32];
+    std::snprintf(every, sizeof every, "%g", options.interval_seconds);
+    view.show(partition_table(samples, units, layout,
+                              partition_name + "  " + when + "  every " + every + " s  (Ctrl-C ends)", when + "  "));
+    if (options.count != 0 && refresh >= options.count) break;
+    next += interval;
+    while (!g_stop_watching && std::chrono::steady_clock::now() < next)
+      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(next - std::chrono::steady_clock::now(),
+                                                                               std::chrono::milliseconds(50)));
+  }
+  return kSuccess;
+}
+
 // ---- shm: shared-memory segments of this host ------------------------------------------------------------
 
 // What every live process has open (/proc/PID/fd) or mapped (/proc/PID/maps) that names a daqx segment.
@@ -587,6 +666,10 @@ int main(int argc, char** argv) {
     if (options.command == "params") return params(urls, options);
     if (options.command == "set") return set_parameter(urls, options);
     if (options.command == "connect") return connect_all(urls, options);
+    if (options.command == "watch") {
+      std::string name = partition ? "partition " + partition->name : "executive " + options.url;
+      return watch(urls, options, name);
+    }
     return transition(urls, options);
   } catch (const UsageError& error) {
     std::cerr << "daqxctl: " << error.message << " (daqxctl --help for usage)\n";

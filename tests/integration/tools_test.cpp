@@ -1,5 +1,5 @@
-// Process-level tests of the tools: daqxctl drives a partition of real executives, daqx-launch starts,
-// watches and stops one (and reports a context that cannot start).
+// Process-level tests of the tools: daqxctl drives and watches a partition of real executives, daqx-launch starts,
+// watches and stops one (and reports a context that cannot start); both on a terminal and off one.
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
@@ -7,9 +7,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <regex>
+#include <sstream>
 #include <thread>
 
 #include "../support/executive_process.hpp"
+#include "../support/launcher_process.hpp"
 #include "../support/process.hpp"
 
 using namespace daqx::test;
@@ -43,6 +46,50 @@ ProcessResult daqxctl(const std::string& partition, std::vector<std::string> arg
 }
 
 std::vector<std::string> module_env() { return {"DAQX_MODULE_PATH=" + module_directory()}; }
+
+// The lines of `text` that contain `what`, in order.
+std::vector<std::string> lines_with(const std::string& text, const std::string& what) {
+  std::vector<std::string> found;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    if (line.find(what) != std::string::npos) found.push_back(line);
+  return found;
+}
+
+// "... 123456 frames  500 MB": the amount of frames a table line gives (not a rate); -1 when none.
+double frames_in(const std::string& line) {
+  static const std::regex amount(R"((\d+) frames( |$))");
+  std::smatch match;
+  return std::regex_search(line, match, amount) ? std::stod(match[1]) : -1;
+}
+
+std::size_t occurrences(const std::string& text, const std::string& what) {
+  std::size_t count = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++count;
+  return count;
+}
+
+// Two executives of two_contexts() that answer, for daqxctl watch to look at.
+struct WatchedPartition {
+  explicit WatchedPartition(const std::string& file)
+      : a(free_port()), b(free_port()), partition(write_file(file, two_contexts(a, b))), first(partition, url(a)),
+        second(partition, url(b)) {
+    REQUIRE(first.wait_ready());
+    REQUIRE(second.wait_ready());
+  }
+  // Configured and enabled, with frames going.
+  void run() {
+    for (const char* command : {"configure", "enable"}) REQUIRE(daqxctl(partition, {command}).exit_code == 0);
+    REQUIRE(first.wait_metric(21, "frames_received", 100));
+    REQUIRE(second.wait_metric(22, "frames_received", 100));
+  }
+  std::uint16_t a, b;
+  std::string partition;
+  ExecutiveProcess first, second;
+};
+
+// What a view redrawn in place writes before each redraw: back up over the lines drawn, clear to the end.
+const std::regex kRedraw("\x1b\\[[0-9]+A\r\x1b\\[J");
 
 }  // namespace
 
@@ -113,8 +160,8 @@ TEST_CASE("daqx-launch starts every context, drives a run, prints rates and stop
   INFO(run.output);
   CHECK(run.exit_code == 0);
   CHECK_THAT(run.output, Contains("2 contexts of partition 'tools' up"));
-  CHECK_THAT(run.output, Contains("receive_rate_bytes"));
-  CHECK_THAT(run.output, Contains("frames_received"));
+  CHECK_THAT(run.output, Contains("nton/receiver/0") && Contains(" frames/s"));
+  CHECK_THAT(run.output, Contains("summary of run"));
   CHECK_THAT(run.output, Contains("all contexts stopped cleanly"));
 }
 
@@ -158,7 +205,7 @@ TEST_CASE("daqx-launch --connect opens every connection after configure, before 
   // One outgoing connection per context (the sender's data, the receiver's acknowledgements), both up.
   CHECK_THAT(run.output, Contains("2/2 connections up in"));
   CHECK(run.output.find("2/2 connections up in") < run.output.find("configured and enabled"));
-  CHECK_THAT(run.output, Contains("frames_received"));
+  CHECK_THAT(run.output, Contains(" frames/s"));
   CHECK_THAT(run.output, Contains("all contexts stopped cleanly"));
 
   ProcessResult alone = run_process({tool_program("daqx-launch"), "--config", partition, "--connect"},
@@ -200,4 +247,141 @@ TEST_CASE("Ctrl-C stops a launched partition cleanly", "[tools][process]") {
   CHECK(WEXITSTATUS(status) == 0);
   CHECK_FALSE(up(a));
   CHECK_FALSE(up(b));
+}
+
+TEST_CASE("daqxctl watch shows each application's state and rates, which change while a run goes", "[tools][process][watch]") {
+  WatchedPartition watched("watch.xml");
+  const std::string& partition = watched.partition;
+  const std::uint16_t a = watched.a, b = watched.b;
+
+  ProcessResult halted = daqxctl(partition, {"watch", "--count", "1"});
+  INFO(halted.output);
+  CHECK(halted.exit_code == 0);
+  const std::vector<std::string> before = lines_with(halted.output, url(a) + " nton/receiver/0");
+  REQUIRE(before.size() == 1);
+  CHECK_THAT(before[0], Contains("Halted") && !Contains("frames/s"));
+  CHECK_THAT(halted.output, Contains(url(b) + "  answering"));
+
+  watched.run();
+  ProcessResult running = daqxctl(partition, {"watch", "--count", "3", "--interval", "0.5"});
+  INFO(running.output);
+  CHECK(running.exit_code == 0);
+  CHECK(running.output.find('\x1b') == std::string::npos);  // not a terminal: no cursor movement
+  const std::vector<std::string> rows = lines_with(running.output, url(a) + " nton/receiver/0");
+  REQUIRE(rows.size() == 3);  // one line per refresh
+  CHECK_THAT(rows[0], Contains("Enabled") && !Contains("frames/s"));  // one reading: no rate yet
+  CHECK_THAT(rows[1], Contains("Enabled") && Contains(" frames/s"));
+  CHECK_THAT(rows[2], Contains(" frames/s"));
+  CHECK(frames_in(rows[2]) > frames_in(rows[1]));
+  CHECK(frames_in(rows[1]) > frames_in(rows[0]));
+  CHECK_THAT(running.output, Contains("connections ") && Contains(" up  pool "));
+  CHECK(lines_with(running.output, "partition nton/sender (2)").size() == 3);  // the senders' total
+
+  // A stopped application shows its state and no rate.
+  REQUIRE(daqxctl(partition, {"--app", "12", "stop"}).exit_code == 0);
+  ProcessResult stopped = daqxctl(partition, {"top", "--count", "2", "--interval", "0.5"});
+  INFO(stopped.output);
+  const std::vector<std::string> sender = lines_with(stopped.output, url(b) + " nton/sender/1");
+  REQUIRE(sender.size() == 2);
+  CHECK_THAT(sender[1], Contains("Configured") && !Contains("frames/s"));
+  CHECK_THAT(lines_with(stopped.output, url(a) + " nton/sender/0").back(), Contains("Enabled") && Contains(" frames/s"));
+
+  ProcessResult wrong = daqxctl(partition, {"status", "--count", "2"});
+  CHECK(wrong.exit_code == 2);
+  CHECK_THAT(wrong.output, Contains("--interval and --count go with watch"));
+  CHECK(daqxctl(partition, {"watch", "--interval", "0"}).exit_code == 2);
+}
+
+TEST_CASE("daqxctl watch shows a killed context as unreachable and goes on with the others", "[tools][process][watch]") {
+  WatchedPartition watched("watch-killed.xml");
+  const std::string& partition = watched.partition;
+  const std::uint16_t a = watched.a, b = watched.b;
+  watched.run();
+  CHECK_THAT(daqxctl(partition, {"watch", "--count", "1"}).output, Contains(url(b) + "  answering"));
+  watched.second.kill_now();
+  ProcessResult after = daqxctl(partition, {"watch", "--count", "2", "--interval", "0.5"});
+  INFO(after.output);
+  CHECK(after.exit_code == 0);  // a viewer: what it shows is the news, not an error
+  CHECK(lines_with(after.output, url(b) + "  unreachable").size() == 2);
+  CHECK(lines_with(after.output, url(a) + "  answering").size() == 2);
+  CHECK_THAT(lines_with(after.output, url(a) + " nton/receiver/0").back(), Contains(" frames/s"));
+  // Its own URL answering as --url: the one context, unreachable, still exit 0.
+  ProcessResult alone = run_process({tool_program("daqxctl"), "--url", url(b), "watch", "--count", "1"},
+                                    std::chrono::seconds(30));
+  INFO(alone.output);
+  CHECK(alone.exit_code == 0);
+  CHECK_THAT(alone.output, Contains(url(b) + "  unreachable"));
+}
+
+TEST_CASE("on a terminal daqxctl watch redraws its table in place, off one it only appends lines", "[tools][process][watch]") {
+  WatchedPartition watched("watch-tty.xml");
+  watched.run();
+  const std::vector<std::string> watch = {tool_program("daqxctl"), "--config", watched.partition, "watch", "--count", "3",
+                                          "--interval", "0.3"};
+  ProcessResult terminal = run_in_terminal(watch, std::chrono::seconds(60));
+  INFO(terminal.output);
+  CHECK(terminal.exit_code == 0);
+  const auto redraws = std::distance(std::sregex_iterator(terminal.output.begin(), terminal.output.end(), kRedraw),
+                                     std::sregex_iterator());
+  CHECK(redraws == 2);  // three tables, the last two drawn over the one before
+  CHECK(occurrences(terminal.output, "UNIT") == 3);  // a heading with column names each time
+  CHECK_THAT(terminal.output, Contains("  nton/receiver/0") && Contains(" frames/s"));
+
+  ProcessResult piped = run_process(watch, std::chrono::seconds(60));
+  INFO(piped.output);
+  CHECK(piped.exit_code == 0);
+  CHECK(piped.output.find('\x1b') == std::string::npos);
+  CHECK(occurrences(piped.output, "UNIT") == 0);  // plain lines say what they are themselves
+}
+
+TEST_CASE("daqx-launch --drive prints a line per application per second, a rate only from its second reading, "
+          "then a summary per unit and kind and every counter in a file", "[tools][process][watch]") {
+  std::uint16_t a = free_port(), b = free_port();
+  std::string partition = write_file("launch-table.xml", two_contexts(a, b));
+  const std::string logs = scratch_directory() + "/launch-table-logs";
+  LauncherProcess launcher({"--config", partition, "--drive", "--run", "3", "--log-dir", logs}, module_env());
+  REQUIRE(launcher.wait(std::chrono::seconds(90)) == 0);
+  const std::string output = launcher.output();
+  INFO(output);
+  CHECK(output.find('\x1b') == std::string::npos);
+  const std::vector<std::string> receiver = lines_with(output, "nton/receiver/0 ");
+  REQUIRE(receiver.size() >= 3);
+  CHECK(receiver[0].rfind("   0.0 / 3 s  nton/receiver/0", 0) == 0);
+  CHECK_THAT(receiver[0], Contains("Enabled") && !Contains("frames/s"));  // the first reading: nothing to compare
+  CHECK_THAT(receiver[1], Contains(" / 3 s  nton/receiver/0") && Contains(" frames/s") && Contains("B/s"));
+  CHECK_THAT(output, Contains("nton/receiver (2)"));
+
+  // The summary: amounts, averages over the enabled time, losses and errors; no settings, no raw byte counts.
+  const std::size_t summary = output.find("daqx-launch: summary of run ");
+  REQUIRE(summary != std::string::npos);
+  const std::string tail = output.substr(summary);
+  CHECK_THAT(tail, Contains("s enabled; averages are over that time"));
+  CHECK_THAT(tail, Contains("BUILT OR MOVED") && Contains("AVERAGE RATE") && Contains("LOST OR DROPPED") && Contains("ERRORS"));
+  const std::vector<std::string> receiver_summary = lines_with(tail, "  nton/receiver/0 ");
+  REQUIRE(receiver_summary.size() == 1);
+  CHECK_THAT(receiver_summary[0], Contains(" frames ") && Contains(" frames/s") && Contains("B/s") && Contains("none"));
+  CHECK(lines_with(tail, "nton/receiver (2)").size() == 1);
+  CHECK(tail.find("frameSize") == std::string::npos);
+  CHECK(tail.find("receive_rate") == std::string::npos);
+  CHECK_THAT(tail, Contains("transports: no errors, no reconnects"));
+
+  // Every counter in the file the summary names, zeros included.
+  CHECK(launcher.summary_counter("nton/receiver/0", "frames_received") > 0);
+  CHECK(launcher.summary_counter("nton/receiver/0", "pattern_errors") == 0);
+  CHECK(launcher.summary_counter("nton/receiver/0", "receive_rate_bytes") == -1);  // a gauge, not a counter
+}
+
+TEST_CASE("on a terminal daqx-launch --drive redraws its table in place", "[tools][process][watch]") {
+  std::uint16_t a = free_port(), b = free_port();
+  std::string partition = write_file("launch-tty.xml", two_contexts(a, b));
+  ProcessResult run = run_in_terminal({tool_program("daqx-launch"), "--config", partition, "--drive", "--run", "3",
+                                       "--log-dir", scratch_directory() + "/launch-tty-logs"},
+                                      std::chrono::seconds(90), module_env());
+  INFO(run.output);
+  CHECK(run.exit_code == 0);
+  const auto redraws = std::distance(std::sregex_iterator(run.output.begin(), run.output.end(), kRedraw),
+                                     std::sregex_iterator());
+  CHECK(redraws >= 2);  // a table each second after the first, each over the one before
+  CHECK_THAT(run.output, Contains(" / 3 s  partition tools") && Contains("summary of run"));
+  CHECK_THAT(run.output, Contains("all contexts stopped cleanly"));
 }

@@ -72,15 +72,24 @@ std::string LauncherProcess::output() const {
 }
 
 double LauncherProcess::summary_counter(const std::string& application, const std::string& metric) const {
+  // The launcher names the file with every counter of the run: "... every counter at the end of run N: PATH".
+  const std::string marker = "every counter at the end of run ";
   std::istringstream lines(output());
-  double value = -1;
+  std::string path;
   for (std::string line; std::getline(lines, line);) {
+    const std::size_t at = line.find(marker);
+    const std::size_t colon = at == std::string::npos ? at : line.find(": ", at);
+    if (colon != std::string::npos) path = line.substr(colon + 2);
+  }
+  if (path.empty()) return -1;
+  std::ifstream counters(path);
+  for (std::string line; std::getline(counters, line);) {
     std::istringstream words(line);
     std::string name, counter;
     double number = 0;
-    if (words >> name >> counter >> number && name == application && counter == metric) value = number;
+    if (words >> name >> counter >> number && name == application && counter == metric) return number;
   }
-  return value;
+  return -1;
 }
 
 }  // namespace daqx::test

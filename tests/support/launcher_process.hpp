@@ -28,8 +28,8 @@ class LauncherProcess {
   void signal(int number) const;
   std::string output() const;  // everything it printed so far
 
-  // A counter of the summary ("  evb/evm/0 events_assigned   123"): its value, or -1 when not printed
-  // (the launcher prints counters that are not zero).
+  // A counter of an application at the end of the run, from the file the launcher's summary names
+  // ("evb/evm/0 events_assigned 123" per line, zeros included): its value, or -1 when there is none.
   double summary_counter(const std::string& application, const std::string& metric) const;
 
  private:

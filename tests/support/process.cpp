@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <pty.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,20 +19,64 @@
 
 namespace daqx::test {
 
+namespace {
+
+// Reads `fd` (the child's output) until every writer has closed it or `limit` passes (then kills the child's
+// group), closes it and reaps the child.
+ProcessResult collect_output(int fd, pid_t child, std::chrono::milliseconds limit) {
+  ProcessResult result;
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  char buffer[4096];
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      result.timed_out = true;
+      kill(-child, SIGKILL);
+      break;
+    }
+    pollfd poll_fd{fd, POLLIN, 0};
+    const int ready = poll(&poll_fd, 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) continue;
+    const ssize_t got = read(fd, buffer, sizeof buffer);
+    if (got <= 0) break;  // every writer closed (a terminal: EIO): the child is gone or closed its output
+    result.output.append(buffer, static_cast<std::size_t>(got));
+  }
+  close(fd);
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) {
+    result.exited = true;
+    result.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    result.signal = WTERMSIG(status);
+  }
+  return result;
+}
+
+// In the child: `extra_env` added, argv[0] run in place of this process.
+[[noreturn]] void exec_program(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env) {
+  for (const std::string& assignment : extra_env) putenv(const_cast<char*>(assignment.c_str()));
+  std::vector<char*> args;
+  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  execv(args[0], args.data());
+  _exit(127);
+}
+
+}  // namespace
+
 pid_t start_process(std::vector<std::string> argv, const std::string& log_path,
                     const std::vector<std::string>& extra_env) {
   const int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (log_fd < 0) throw std::runtime_error("cannot open " + log_path + ": " + std::strerror(errno));
   const pid_t child = fork();
   if (child < 0) throw std::runtime_error("fork failed");
   if (child == 0) {
     dup2(log_fd, STDOUT_FILENO);
     dup2(log_fd, STDERR_FILENO);
-    for (const std::string& assignment : extra_env) putenv(const_cast<char*>(assignment.c_str()));
-    std::vector<char*> args;
-    for (auto& arg : argv) args.push_back(arg.data());
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
+    exec_program(argv, extra_env);
   }
   close(log_fd);
   return child;
@@ -46,43 +92,25 @@ ProcessResult run_process(const std::vector<std::string>& argv, std::chrono::mil
     setpgid(0, 0);
     dup2(pipe_fds[1], STDOUT_FILENO);
     dup2(pipe_fds[1], STDERR_FILENO);
-    for (const std::string& assignment : extra_env) putenv(const_cast<char*>(assignment.c_str()));
-    std::vector<char*> args;
-    for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
+    exec_program(argv, extra_env);
   }
   close(pipe_fds[1]);
-  ProcessResult result;
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  char buffer[4096];
-  for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      result.timed_out = true;
-      kill(-child, SIGKILL);
-      break;
-    }
-    pollfd poll_fd{pipe_fds[0], POLLIN, 0};
-    int ready = poll(&poll_fd, 1, static_cast<int>(left.count()));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) continue;
-    ssize_t got = read(pipe_fds[0], buffer, sizeof buffer);
-    if (got <= 0) break;  // every writer closed: the child is gone or closed its output
-    result.output.append(buffer, static_cast<std::size_t>(got));
+  return collect_output(pipe_fds[0], child, limit);
+}
+
+ProcessResult run_in_terminal(const std::vector<std::string>& argv, std::chrono::milliseconds limit,
+                              const std::vector<std::string>& extra_env) {
+  int terminal = -1;
+  winsize size{};
+  size.ws_row = 60;
+  size.ws_col = 200;
+  const pid_t child = forkpty(&terminal, nullptr, nullptr, &size);
+  if (child < 0) throw std::runtime_error("forkpty failed");
+  if (child == 0) {  // a session leader with the terminal as its controlling one: its group is its pid
+    setenv("TERM", "xterm", 1);
+    exec_program(argv, extra_env);
   }
-  close(pipe_fds[0]);
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(status)) {
-    result.exited = true;
-    result.exit_code = WEXITSTATUS(status);
-  } else if (WIFSIGNALED(status)) {
-    result.signal = WTERMSIG(status);
-  }
-  return result;
+  return collect_output(terminal, child, limit);
 }
 
 std::string program_directory() {

@@ -26,6 +26,11 @@ ProcessResult run_process(const std::vector<std::string>& argv, std::chrono::mil
 pid_t start_process(std::vector<std::string> argv, const std::string& log_path,
                     const std::vector<std::string>& extra_env = {});
 
+// The same with a pseudo-terminal (TERM=xterm, 60 rows of 200 columns) as its standard input, output and error,
+// as when a user runs it in a terminal window: what it writes there, escape sequences included.
+ProcessResult run_in_terminal(const std::vector<std::string>& argv, std::chrono::milliseconds limit,
+                              const std::vector<std::string>& extra_env = {});
+
 // Ends a test that cannot run here (no namespaces, a helper not built): exit code skip_code, which ctest reports
 // as skipped, with the reason on stdout; or, when the environment variable `require` is 1 (CI sets it: there a
 // test that should have run and did not is a failure), exit code 1 with the same reason.

@@ -1,0 +1,62 @@
+// One look at the executives of a partition through their JSON control API: per context whether it answered,
+// its applications (state, reason, counters) and, when asked, its connections and pool use. What the live
+// tables of daqx-launch and daqxctl watch and the launcher's end-of-run summary are made from.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace daqx::console {
+
+using Clock = std::chrono::steady_clock;
+
+// One application as its context reported it.
+struct UnitSample {
+  std::string name;   // "evb/bu/1": class short name and instance, unique in the partition
+  std::string class_name;
+  std::uint32_t tid = 0;
+  std::string state;  // Halted, Configured, Enabled, Failed, ...
+  std::string reason;  // why it is Failed
+  std::uint64_t run = 0;
+  std::map<std::string, double> counters;  // the unlabelled counters (amounts that only grow within a run)
+};
+
+// Where the blocks of one memory pool are: in use of all it holds now (bytes).
+struct PoolUse {
+  std::string name;
+  double bytes_used = 0;
+  double bytes_total = 0;
+};
+
+struct ContextSample {
+  std::string url;
+  bool answered = false;
+  std::string error;     // why it did not answer (or answered what could not be read)
+  std::string down_state = "unreachable";  // what its units show when it did not answer (the launcher: "restarting")
+  Clock::time_point at;  // when the applications were read: the middle of the request
+  std::uint64_t run = 0;
+  std::vector<UnitSample> units;
+  // With PollDetail::full only:
+  std::size_t connections_up = 0;
+  std::size_t connections_total = 0;
+  std::map<std::string, double> transport_counters;  // "tcp send_errors" -> value, summed over endpoints
+  std::vector<PoolUse> pools;
+};
+
+enum class PollDetail {
+  applications,  // /api/applications only: what a rate table needs
+  full,          // also /api/transports (connections, transport counters) and /api/pools (pool use)
+};
+
+// Asks one context; never throws: a context that does not answer comes back with answered == false.
+ContextSample poll_context(const std::string& url, PollDetail detail, std::chrono::milliseconds timeout);
+
+// Asks every context at once (one thread each), so that one that hangs costs `timeout` once, not per context.
+// The results are in the order of `urls`.
+std::vector<ContextSample> poll_contexts(const std::vector<std::string>& urls, PollDetail detail,
+                                         std::chrono::milliseconds timeout);
+
+}  // namespace daqx::console

@@ -1,0 +1,148 @@
+#include "run_summary.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+
+#include "human_units.hpp"
+#include "rate_table.hpp"
+
+namespace daqx::console {
+namespace {
+
+bool contains_any(const std::string& name, std::initializer_list<const char*> words) {
+  return std::any_of(words.begin(), words.end(), [&](const char* word) { return name.find(word) != std::string::npos; });
+}
+
+// "events_lost 12, bu_drops 1", or "none".
+std::string listed(const std::map<std::string, double>& counters) {
+  std::string text;
+  for (const auto& [name, value] : counters) {
+    if (value == 0) continue;
+    if (!text.empty()) text += ", ";
+    text += name + " " + format_count(value, "");
+  }
+  return text.empty() ? "none" : text;
+}
+
+struct Line {
+  std::string name;
+  std::string item_word;
+  bool reports_bytes = false;
+  double items = 0;
+  double bytes = 0;
+  std::map<std::string, double> losses;
+  std::map<std::string, double> errors;
+};
+
+Line line_of(const UnitTotals& unit) {
+  Line line;
+  line.name = unit.name;
+  line.item_word = unit.throughput.item_word;
+  line.reports_bytes = !unit.throughput.bytes_counter.empty();
+  for (const auto& [name, value] : unit.counters) {
+    if (name == unit.throughput.items_counter) line.items = value;
+    if (name == unit.throughput.bytes_counter) line.bytes = value;
+    if (is_error_counter(name)) line.errors[name] += value;
+    else if (is_loss_counter(name)) line.losses[name] += value;
+  }
+  return line;
+}
+
+void add_row(TextTable& table, const Line& line, double seconds) {
+  const bool has_items = !line.item_word.empty();
+  table.row({line.name, has_items ? format_count(line.items, line.item_word) : "-",
+             line.reports_bytes ? format_bytes(line.bytes) : "-",
+             has_items && seconds > 0 ? format_rate(line.items / seconds, line.item_word) : "-",
+             line.reports_bytes && seconds > 0 ? format_bandwidth(line.bytes / seconds) : "-", listed(line.losses),
+             listed(line.errors)});
+}
+
+}  // namespace
+
+bool is_error_counter(const std::string& name) {
+  return contains_any(name, {"error", "corrupt", "malformed", "failure", "exception", "bad_", "truncated"});
+}
+
+bool is_loss_counter(const std::string& name) {
+  return contains_any(name, {"lost", "drop", "abandon", "incomplete", "discard", "unhandled", "_downs"});
+}
+
+std::vector<std::string> run_summary(const std::vector<UnitTotals>& units, const std::vector<ContextSample>& contexts,
+                                     double enabled_seconds, std::uint64_t run) {
+  TextTable table;
+  table.text("run " + std::to_string(run) + ": " + format_seconds(enabled_seconds) +
+             " enabled; averages are over that time; bytes in decimal units (1 GB = 10^9 B)");
+  table.row({"UNIT", "BUILT OR MOVED", "DATA", "AVERAGE RATE", "AVERAGE BANDWIDTH", "LOST OR DROPPED", "ERRORS"});
+  std::vector<Line> kinds;
+  std::vector<std::size_t> kind_units;
+  for (const UnitTotals& unit : units) {
+    const Line line = line_of(unit);
+    add_row(table, line, enabled_seconds);
+    auto kind = std::find_if(kinds.begin(), kinds.end(), [&](const Line& k) { return k.name == unit.kind; });
+    if (kind == kinds.end()) {
+      kinds.push_back(Line{unit.kind, line.item_word, line.reports_bytes, 0, 0, {}, {}});
+      kind_units.push_back(0);
+      kind = kinds.end() - 1;
+    }
+    ++kind_units[static_cast<std::size_t>(kind - kinds.begin())];
+    kind->items += line.items;
+    kind->bytes += line.bytes;
+    for (const auto& [name, value] : line.losses) kind->losses[name] += value;
+    for (const auto& [name, value] : line.errors) kind->errors[name] += value;
+  }
+  for (std::size_t k = 0; k < kinds.size(); ++k) {
+    if (kind_units[k] < 2) continue;
+    Line total = kinds[k];
+    total.name += " (" + std::to_string(kind_units[k]) + ")";
+    add_row(table, total, enabled_seconds);
+  }
+  // The transports' own troubles, per context: a reconnect or a send error mid-run is worth a line.
+  std::vector<std::string> transports;
+  for (const ContextSample& context : contexts) {
+    std::map<std::string, double> troubles;
+    for (const auto& [name, value] : context.transport_counters) {
+      const std::string counter = name.substr(name.find(' ') + 1);
+      if (is_error_counter(counter) || counter == "reconnects") troubles[name] = value;
+    }
+    const std::string text = listed(troubles);
+    if (text != "none") transports.push_back("  " + context.url + ": " + text);
+  }
+  table.text(transports.empty() ? "transports: no errors, no reconnects" : "transports:");
+  for (std::string& line : transports) table.text(std::move(line));
+  return table.lines();
+}
+
+namespace {
+
+// Exactly as counted: whole numbers in full, the rare fractional counter (seconds) with its fraction.
+std::string exact(double value) {
+  char text[48];
+  std::snprintf(text, sizeof text, value == std::floor(value) && std::fabs(value) < 1e18 ? "%.0f" : "%.9g", value);
+  return text;
+}
+
+}  // namespace
+
+bool write_counters(const std::string& path, const std::vector<ContextSample>& contexts, std::uint64_t run) {
+  std::ofstream out(path);
+  out << "# every counter each unit reported at the end of run " << run
+      << " (UNIT COUNTER VALUE), then each transport's (CONTEXT PROTOCOL COUNTER VALUE)\n";
+  for (const ContextSample& context : contexts) {
+    if (!context.answered) {
+      out << "# " << context.url << " did not answer: " << context.error << "\n";
+      continue;
+    }
+    for (const UnitSample& unit : context.units)
+      for (const auto& [name, value] : unit.counters) out << unit.name << " " << name << " " << exact(value) << "\n";
+  }
+  for (const ContextSample& context : contexts)
+    for (const auto& [name, value] : context.transport_counters)
+      out << context.url << " " << name << " " << exact(value) << "\n";
+  out.close();
+  return static_cast<bool>(out);
+}
+
+}  // namespace daqx::console
