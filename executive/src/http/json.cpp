@@ -286,11 +286,12 @@ std::string json_transports(const std::vector<TransportStatus>& transports) {
 }
 
 std::string json_executive(const std::string& partition, const std::string& context, std::uint64_t run,
-                           const std::vector<Metric>& metrics) {
+                           double run_seconds, const std::vector<Metric>& metrics) {
   Object::Ptr object = new_object();
   object->set("partition", partition);
   object->set("context", context);
   object->set("run", run);
+  object->set("run_seconds", run_seconds < 0 ? Poco::Dynamic::Var() : number(run_seconds));
   object->set("metrics", metrics_array(metrics));
   return stringify(object);
 }
