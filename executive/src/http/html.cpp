@@ -35,7 +35,7 @@ std::string cell(const std::string& text) { return "<td>" + html_escape(text) + 
 std::string number_cell(double value) { return "<td class=\"number\">" + display_number(value) + "</td>"; }
 std::string state_cell(State state) {
   const std::string name(to_string(state));
-  return "<td class=\"state-" + name + "\">" + name + "</td>";
+  return "<td class=\"state state-" + name + "\">" + name + "</td>";
 }
 
 // Counters of a transport or connection, compact in one cell.
