@@ -354,7 +354,8 @@ std::string html_application_page(const ControlModel& model, const ApplicationSt
                                   bool changes_need_token, PageRates& page_rates) {
   const std::string tid = std::to_string(application.tid);
   const std::string title = application.class_name + " " + std::to_string(application.instance) + " (tid " + tid + ")";
-  const PageRates::Rates rates = page_rates.update({application}, {});
+  // The whole executive's counters, as the status page samples them: the two pages share the samples.
+  const PageRates::Rates rates = page_rates.update(model.applications(), model.transports());
   std::string html = page_head(title, true);
   html += control_script();
   html += "<header><p><a href=\"/\">&larr; " + html_escape(model.partition_name()) + " " +

@@ -228,7 +228,9 @@ struct PartitionView::Impl {
     view.url = partition.contexts[index].url;
     view.status = ContextSnapshot::Status::up;
     view.last_seen_ms = unix_ms();
-    const double seconds = state.sampled ? std::chrono::duration<double>(when - state.sampled_at).count() : 0;
+    // No rate over a gap (the view was idle, or the context slow to answer): it would be an average, not now.
+    const bool recent = state.sampled && when - state.sampled_at <= 5 * std::max(options.interval, options.timeout);
+    const double seconds = recent ? std::chrono::duration<double>(when - state.sampled_at).count() : 0;
     std::map<std::string, double> counters;
 
     view.run = static_cast<std::uint64_t>(number_or(answer.executive, "run", 0));
@@ -349,15 +351,18 @@ struct PartitionView::Impl {
     for (auto& [name, kind] : kinds) snapshot.kinds.push_back(std::move(kind));
   }
 
+  // Polls every context, a few at once; each answer is in the picture as soon as it comes, so one context that
+  // takes its whole timeout delays no other.
   void round() {
     const std::size_t count = partition.contexts.size();
-    std::vector<Answer> answers(count);
-    std::vector<Clock::time_point> when(count);
     std::atomic<std::size_t> next{0};
     auto work = [&] {
       for (std::size_t i = next.fetch_add(1); i < count && !stopping.load(); i = next.fetch_add(1)) {
-        answers[i] = poll(i);
-        when[i] = Clock::now();
+        const Answer answer = poll(i);
+        const Clock::time_point when = Clock::now();
+        std::lock_guard lock(mutex);
+        snapshot.contexts[i] = update(i, answer, snapshot.contexts[i], states[i], when);
+        merge(snapshot);
       }
     };
     const std::size_t workers = std::min<std::size_t>(options.max_parallel, count);
@@ -365,19 +370,9 @@ struct PartitionView::Impl {
     for (std::size_t w = 1; w < workers; ++w) threads.emplace_back(work);
     work();
     for (std::thread& worker : threads) worker.join();
-    if (stopping.load()) return;
-
-    http::PartitionSnapshot fresh;
     {
       std::lock_guard lock(mutex);
-      fresh = snapshot;
-    }
-    for (std::size_t i = 0; i < count; ++i) fresh.contexts[i] = update(i, answers[i], fresh.contexts[i], states[i], when[i]);
-    fresh.polled = true;
-    merge(fresh);
-    {
-      std::lock_guard lock(mutex);
-      snapshot = std::move(fresh);
+      snapshot.polled = true;
       ++rounds;
     }
     round_done.notify_all();
@@ -407,7 +402,8 @@ struct PartitionView::Impl {
       watched = true;
       const std::uint64_t before = rounds;
       wake.notify_all();
-      round_done.wait_for(lock, options.interval + 4 * options.timeout,
+      // Bounded: a context that takes its whole timeout shows as "waiting" on this first answer, not for long.
+      round_done.wait_for(lock, options.timeout + std::chrono::milliseconds(500),
                           [&] { return rounds != before || stopping.load(); });
     }
     http::PartitionSnapshot copy = snapshot;
@@ -421,7 +417,7 @@ struct PartitionView::Impl {
   ControlModel* local = nullptr;
   std::string local_url;
 
-  std::vector<ContextState> states;  // the poller's only
+  std::vector<ContextState> states;  // the poller's: each context's by the worker polling it, under `mutex`
 
   std::mutex mutex;  // guards what follows
   std::condition_variable wake;

@@ -22,8 +22,8 @@ struct PartitionViewOptions {
 };
 
 // Thread-safe. Polls only from its own threads, never from the caller's: a request for the view reads the last
-// picture and returns at once (but for the first request after idling, which waits for one round, at most
-// interval + 4 x timeout, so that a page loaded then shows states and not "waiting").
+// picture and returns at once, but for the first request after idling, which waits for the first round (at most
+// timeout + 0.5 s), so that a page loaded then shows states rather than "waiting".
 class PartitionView {
  public:
   // `access`: the token and CA presented to the executives. The partition is copied.
