@@ -29,6 +29,9 @@ packages=(
   # (controller, node daemons, client commands) with munge for its authentication; openssl makes the test's
   # certificates for the control port's TLS.
   openssh-server openssh-client slurmctld slurmd slurm-client munge openssl
+  # The browser tests (tests/browser): the partition dashboard and the executives' pages in a headless Chromium,
+  # driven over its DevTools protocol.
+  chromium
 )
 
 # What the TCP comparison (bench/tcp_comparison.py) adds: the programs it compares daqx with, and the plot.
