@@ -10,6 +10,7 @@
 #include <Poco/JSONString.h>
 
 #include "control_routes.hpp"
+#include "json_writing.hpp"
 #include "daqx/executive/run_number.hpp"
 
 namespace daqx::http {
@@ -17,25 +18,6 @@ namespace {
 
 using Poco::JSON::Array;
 using Poco::JSON::Object;
-
-// Key order as written reads better than alphabetical when a person looks at the API.
-Object::Ptr new_object() { return new Object(Poco::JSON_PRESERVE_KEY_ORDER); }
-
-std::string stringify(const Poco::Dynamic::Var& document) {
-  std::ostringstream out;
-  if (document.type() == typeid(Object::Ptr)) {
-    document.extract<Object::Ptr>()->stringify(out);
-  } else {
-    document.extract<Array::Ptr>()->stringify(out);
-  }
-  return out.str();
-}
-
-// JSON has no NaN or infinity.
-Poco::Dynamic::Var number(double value) {
-  if (!std::isfinite(value)) return Poco::Dynamic::Var();
-  return value;
-}
 
 Object::Ptr labels_object(const std::vector<std::pair<std::string, std::string>>& labels) {
   Object::Ptr object = new_object();

@@ -1,11 +1,10 @@
 // GET /api/partition: the merged picture of the partition as one JSON document (docs/control-api.md,
 // "Partition view"). Rates not known yet are null.
-#include <sstream>
-
 #include <Poco/Dynamic/Var.h>
 #include <Poco/JSON/Array.h>
 #include <Poco/JSON/Object.h>
 
+#include "json_writing.hpp"
 #include "partition_snapshot.hpp"
 
 namespace daqx::http {
@@ -13,13 +12,6 @@ namespace {
 
 using Poco::JSON::Array;
 using Poco::JSON::Object;
-
-Object::Ptr new_object() { return new Object(Poco::JSON_PRESERVE_KEY_ORDER); }
-
-Poco::Dynamic::Var number(double value) {
-  if (!std::isfinite(value)) return Poco::Dynamic::Var();
-  return value;
-}
 
 Object::Ptr application_object(const ApplicationSnapshot& app) {
   Object::Ptr object = new_object();
@@ -129,9 +121,7 @@ std::string partition_json(const PartitionSnapshot& snapshot) {
   Array::Ptr contexts = new Array;
   for (const ContextSnapshot& context : snapshot.contexts) contexts->add(context_object(context));
   object->set("contexts", contexts);
-  std::ostringstream out;
-  object->stringify(out);
-  return out.str();
+  return stringify(object);
 }
 
 }  // namespace daqx::http
