@@ -80,7 +80,8 @@ std::string base64_decode(const std::string& text) {
 }  // namespace
 
 std::string chromium_program() {
-  if (const char* given = std::getenv("DAQX_CHROMIUM"); given != nullptr && *given != '\0') return given;
+  if (const char* given = std::getenv("DAQX_CHROMIUM"); given != nullptr && *given != '\0')
+    return ::access(given, X_OK) == 0 ? std::string(given) : std::string();
   if (::access("/usr/bin/chromium", X_OK) == 0) return "/usr/bin/chromium";
   return {};
 }

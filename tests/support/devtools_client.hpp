@@ -19,7 +19,7 @@ class HTTPClientSession;
 
 namespace daqx::test {
 
-// The browser's binary: /usr/bin/chromium, or DAQX_CHROMIUM; empty when there is none.
+// The browser's binary: DAQX_CHROMIUM when set, else /usr/bin/chromium; empty when that is not an executable.
 std::string chromium_program();
 
 class Chromium {

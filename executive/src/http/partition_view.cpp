@@ -146,6 +146,11 @@ struct PartitionView::Impl {
       Poco::JSON::Parser parser;
       auto get = [&](const char* path) -> Poco::Dynamic::Var {
         if (answer.status != ContextSnapshot::Status::up) return {};
+        if (stopping.load()) {  // stop() waits for the polls under way: no more requests for them
+          answer.status = ContextSnapshot::Status::unreachable;
+          answer.reason = "not polled: the view is stopping";
+          return {};
+        }
         const std::optional<std::string> text = fetch_text(index, path, answer);
         if (!text) return {};
         parser.reset();
