@@ -32,6 +32,9 @@ packages=(
   # A real Prometheus and its promtool: tests/integration/prometheus_test.cpp scrapes a running partition and
   # checks every executive's /metrics with them (docs/metrics.md).
   prometheus
+  # The browser tests (tests/browser): the partition dashboard and the executives' pages in a headless Chromium,
+  # driven over its DevTools protocol.
+  chromium
 )
 
 # What the main job alone needs: the compiler, CMake and Ninja, and the libraries of the executive and the event

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "daqx/executive/control_client.hpp"
+#include "daqx/executive/dashboard_server.hpp"
 #include "daqx/executive/partition.hpp"
 #include "daqx/executive/run_number.hpp"
 #include "engine.hpp"
@@ -39,7 +40,7 @@ void usage(FILE* out) {
                "                   [--run-number N | --run-file FILE] [--token-file FILE] [--ca-file FILE]\n"
                "                   [--executive PATH] [--log-level LEVEL] [--log-format text|json]\n"
                "                   [--ssh-config FILE] [--ssh-option NAME=VALUE]...\n"
-               "                   [--slurm-placement hosts|slurm]\n"
+               "                   [--slurm-placement hosts|slurm] [--dashboard [HOST:]PORT | --no-dashboard]\n"
                "       daqx-launch --config PARTITION.xml --write-sbatch FILE [--sbatch-option OPTION]... [-- ARGS]\n"
                "  Starts one daqx-executive per context of the partition on the host its URL names, through the\n"
                "  engine (--engine, else the partition's <Launch engine>, else local): local runs it here, ssh over\n"
@@ -63,6 +64,10 @@ void usage(FILE* out) {
                "  runs the partition through Slurm with this launcher and ARGS, then exits.\n"
                "  With --connect, every transport connection is opened after configure and must be up (within\n"
                "  30 s) before anything is enabled.\n"
+               "  While it runs it serves the partition's live page (states, rates, pools, connections of every\n"
+               "  context) at http://HOST:PORT/partition and its JSON at /api/partition: by default on 127.0.0.1 and\n"
+               "  a free port, printed at start; --dashboard [HOST:]PORT chooses (0.0.0.0: every interface),\n"
+               "  --no-dashboard serves none.\n"
                "Exit codes: 0 all clean, 1 a context failed to start, died for good, or an application failed,\n"
                "            2 usage or configuration.\n");
 }
@@ -94,7 +99,22 @@ struct Options {
   std::string sbatch_path;
   std::vector<std::string> sbatch_options;
   std::vector<std::string> sbatch_arguments;  // after "--": what the batch script gives daqx-launch
+  bool dashboard = true;
+  std::string dashboard_host = "127.0.0.1";
+  std::uint16_t dashboard_port = 0;  // 0: a free one
 };
+
+// --dashboard [HOST:]PORT; false when it is not that.
+bool parse_dashboard(const std::string& text, Options& options) {
+  const std::size_t colon = text.rfind(':');
+  const std::string port = colon == std::string::npos ? text : text.substr(colon + 1);
+  if (colon != std::string::npos) options.dashboard_host = text.substr(0, colon);
+  char* end = nullptr;
+  const unsigned long parsed = std::strtoul(port.c_str(), &end, 10);
+  if (port.empty() || *end != '\0' || port[0] == '-' || parsed > 65535 || options.dashboard_host.empty()) return false;
+  options.dashboard_port = static_cast<std::uint16_t>(parsed);
+  return true;
+}
 
 // Everything one context needs, from the partition's <Launch><Host> rule for its host and the options.
 std::vector<ContextLaunch> plan(const daqx::config::Partition& partition, const Options& options, const std::string& log_dir) {
@@ -176,6 +196,14 @@ int main(int argc, char** argv) {
     else if (a == "--") { options.sbatch_arguments.assign(argv + i + 1, argv + argc); break; }
     else if (a == "--token-file") options.access.token_file = value();
     else if (a == "--ca-file") options.access.ca_file = value();
+    else if (a == "--dashboard") {
+      const std::string text = value();
+      if (!parse_dashboard(text, options)) {
+        std::fprintf(stderr, "daqx-launch: --dashboard '%s' is not [HOST:]PORT\n", text.c_str());
+        return 2;
+      }
+    }
+    else if (a == "--no-dashboard") options.dashboard = false;
     else if (a == "--ssh-config") options.ssh.config_file = value();
     else if (a == "--ssh-option") options.ssh.options.push_back(value());
     else if (a == "-h" || a == "--help") { usage(stdout); return 0; }
@@ -281,6 +309,30 @@ int main(int argc, char** argv) {
     if (options.connect && !connect_one(url, std::chrono::seconds(30))) return false;
     return transition_one(url, "enable", run_number);
   };
+  // The live page of the partition, from the start: contexts coming up show as such.
+  std::unique_ptr<daqx::PartitionView> view;
+  std::unique_ptr<daqx::DashboardServer> dashboard;
+  if (options.dashboard) {
+    try {
+      view = std::make_unique<daqx::PartitionView>(partition, daqx::default_control_access());
+      view->start();
+      // Reads need the token where the partition says so (<Control reads="token">), as on the executives.
+      daqx::ControlServerSecurity security;
+      if (partition.control.reads == daqx::config::ControlConfig::Reads::token) {
+        security.token = daqx::default_control_access().token;
+        security.reads_need_token = !security.token.empty();
+      }
+      dashboard = std::make_unique<daqx::DashboardServer>(*view, options.dashboard_host, options.dashboard_port, security);
+      dashboard->start();
+      const std::string& host = options.dashboard_host;
+      const std::string shown = host.find(':') == std::string::npos ? host : std::string("[").append(host).append("]");
+      std::printf("daqx-launch: dashboard: http://%s:%u/partition\n", shown.c_str(), unsigned{dashboard->port()});
+      std::fflush(stdout);
+    } catch (const std::runtime_error& error) {
+      std::fprintf(stderr, "daqx-launch: dashboard: %s\n", error.what());
+      return 1;
+    }
+  }
   Supervisor supervisor(*engine, contexts, partition.launch,
                         std::chrono::milliseconds(static_cast<long long>(options.ready_timeout * 1000)), bring_up);
   const auto grace = std::chrono::seconds(static_cast<long long>(options.stop_timeout));

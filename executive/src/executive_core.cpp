@@ -335,8 +335,16 @@ void ExecutiveCore::update_run() {
   std::uint64_t run = 0;
   for (const auto& host : hosts_)
     if (host->state() == State::enabled && host->run_number() != 0) run = host->run_number();
+  if (run != run_.load(std::memory_order_relaxed))
+    run_started_ns_.store(std::chrono::steady_clock::now().time_since_epoch().count(), std::memory_order_relaxed);
   run_.store(run, std::memory_order_relaxed);
   set_log_run(run);
+}
+
+double ExecutiveCore::run_seconds() const {
+  if (run_.load(std::memory_order_relaxed) == 0) return -1;
+  const std::chrono::steady_clock::duration started(run_started_ns_.load(std::memory_order_relaxed));
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch() - started).count();
 }
 
 TransitionResult ExecutiveCore::transition_locked(std::optional<Tid> tid, Command command, std::uint64_t run) {

@@ -104,6 +104,7 @@ class ExecutiveCore final : public ControlModel {
   TransitionResult transition(std::optional<Tid> tid, Command command) override;
   TransitionResult run_transition(std::optional<Tid> tid, Command command, std::uint64_t run) override;
   std::uint64_t run_number() const override { return run_.load(std::memory_order_relaxed); }
+  double run_seconds() const override;
   std::string set_parameter(Tid tid, const std::string& name, const std::string& value) override;
   std::vector<PoolStatus> pools() const override;
   std::vector<ThreadStatus> threads() const override { return threads_.list(); }
@@ -145,6 +146,7 @@ class ExecutiveCore final : public ControlModel {
   std::atomic<bool> all_inline_{false};
   bool shared_pools_ = false;  // a transport passes blocks to local peers: pools no rule places are shared
   std::atomic<std::uint64_t> run_{0};  // the run the Enabled applications are in; 0: none
+  std::atomic<std::int64_t> run_started_ns_{0};  // steady clock, when run_ took its value
 };
 
 }  // namespace daqx::detail

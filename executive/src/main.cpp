@@ -17,6 +17,7 @@
 #include "daqx/executive/control_server.hpp"
 #include "daqx/executive/executive.hpp"
 #include "daqx/executive/partition.hpp"
+#include "daqx/executive/partition_view.hpp"
 #include "daqx/services/log.hpp"
 #include "daqx/services/log_writer.hpp"
 #include "crash_report.hpp"
@@ -182,14 +183,22 @@ int main(int argc, char** argv) {
     std::string host = context != nullptr && !any_interface ? context->host : "0.0.0.0";
     std::uint16_t port = context != nullptr ? context->port : 0;
     daqx::ControlServerSecurity security;
+    daqx::ControlAccess access;  // what the partition view presents to the other executives
     try {
       security = daqx::ControlServerSecurity::from(partition);
+      access = daqx::ControlAccess::from(&partition);
     } catch (const std::runtime_error& e) {  // a token file that cannot be used is a configuration mistake
       say(daqx::LogLevel::error, e.what());
       return kExitConfig;
     }
+    const daqx::config::Partition whole = partition;  // the executive keeps its own; the view polls every context
     daqx::Executive executive(std::move(partition), context_url, inbox);
-    daqx::ControlServer server(executive.control(), host, port, 2, security);
+    // Every executive serves the whole partition's page (/partition), polling the others only while it is watched.
+    daqx::PartitionView view(whole, access);
+    view.set_local(context_url, executive.control());
+    view.start();
+    // Four threads: a browser on the live pages keeps a couple of requests going, and daqxctl must still get in.
+    daqx::ControlServer server(executive.control(), host, port, 4, security, &view);
     server.start();
     say(daqx::LogLevel::info, "ready (pid " + std::to_string(getpid()) + "), control on port " +
                                   std::to_string(server.port()) + " (" + (any_interface ? "every interface" : host) +
@@ -199,6 +208,7 @@ int main(int argc, char** argv) {
     int received = 0;
     sigwait(&stop_signals, &received);
     say(daqx::LogLevel::info, std::string("stopping (") + strsignal(received) + ")");
+    view.stop();
     executive.shutdown();
     server.stop();
     return 0;

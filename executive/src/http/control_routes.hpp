@@ -8,6 +8,11 @@
 
 #include "access_check.hpp"
 #include "daqx/executive/control.hpp"
+#include "page_rates.hpp"
+
+namespace daqx {
+class PartitionView;
+}
 
 namespace daqx::http {
 
@@ -35,6 +40,7 @@ struct Reply {
   std::string body;
   std::string allow;  // for 405: the methods the path accepts
   std::string www_authenticate;  // for 401: how to authenticate (RFC 6750)
+  std::string location;          // for 302: where to
 };
 
 // The connect command's answer: the outgoing connections of every transport, and those still down.
@@ -50,9 +56,19 @@ struct ConnectResult {
   std::vector<Down> down;
 };
 
+// What the pages of one server keep between requests.
+struct Pages {
+  PageRates rates;                          // the rates on the executive's own pages
+  PartitionView* partition_view = nullptr;  // when set, /partition and /api/partition serve it
+};
+
 // Checks the request against `access` (401, 403), then routes it to the model. An exception from the model becomes
-// a 500 with its reason; only a failure to build even that (out of memory) escapes.
-Reply handle_request(ControlModel& model, const Request& request, const AccessCheck& access);
+// a 500 with its reason; only a failure to build even that (out of memory) escapes. Without `pages` the pages show
+// no rates and there is no partition view (what PartitionView itself uses to read its own executive).
+Reply handle_request(ControlModel& model, const Request& request, const AccessCheck& access, Pages* pages = nullptr);
+
+// The routes of daqx-launch's dashboard server: /partition and /api/partition of `view`, / leading to /partition.
+Reply handle_dashboard_request(PartitionView& view, const Request& request, const AccessCheck& access);
 
 // JSON (json.cpp). Every function returns one complete document.
 std::string json_error(const std::string& reason);
@@ -65,8 +81,9 @@ std::string json_pools(const std::vector<PoolStatus>& pools);
 std::string json_capabilities(const std::vector<std::pair<std::string, TransportCapabilities>>& transports);
 std::string json_threads(const std::vector<ThreadStatus>& threads);
 std::string json_transports(const std::vector<TransportStatus>& transports);
+// `run_seconds` negative: no run (null in the document).
 std::string json_executive(const std::string& partition, const std::string& context, std::uint64_t run,
-                           const std::vector<Metric>& metrics);
+                           double run_seconds, const std::vector<Metric>& metrics);
 std::string json_connect_result(const ConnectResult& result);
 
 // Bodies of the POST routes. Each returns the reason when the body is not what the route takes, else empty.
@@ -77,9 +94,10 @@ std::string parse_parameter_body(const std::string& body, std::string& name, std
 
 // HTML (html.cpp).
 // `changes_need_token`: the command buttons and forms then ask for the bearer token.
-std::string html_status_page(const ControlModel& model, bool changes_need_token);
+// `partition_view`: the page links to /partition.
+std::string html_status_page(const ControlModel& model, bool changes_need_token, PageRates& rates, bool partition_view);
 std::string html_application_page(const ControlModel& model, const ApplicationStatus& application,
-                                  bool changes_need_token);
+                                  bool changes_need_token, PageRates& rates);
 std::string html_error_page(int status, const std::string& reason);
 std::string html_escape(const std::string& text);
 

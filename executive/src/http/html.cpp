@@ -1,49 +1,16 @@
-// The HTML status pages: one of the whole executive, one per application; plain tables a person reads at a glance.
+// The HTML status pages: one of the whole executive, one per application. The first screen holds what an operator
+// looks for first (states, rates, failures, connections); detail (pool size classes, threads, every counter) is
+// folded away. Complete without JavaScript; the script only redraws #live from the same page every few seconds.
 #include <cmath>
 #include <cstdio>
 
 #include "control_routes.hpp"
+#include "html_page.hpp"
+#include "page_rates.hpp"
+#include "partition_snapshot.hpp"
 
 namespace daqx::http {
 namespace {
-
-constexpr const char* kStyle = R"(<style>
-body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
-h1 { font-size: 1.4em; margin-bottom: 0.2em; } h2 { font-size: 1.1em; margin-top: 1.6em; }
-table { border-collapse: collapse; margin-top: 0.4em; }
-th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
-th { background: #f0f0f0; } td.number { text-align: right; font-variant-numeric: tabular-nums; }
-.state-Halted { color: #666; } .state-Configured { color: #a60; } .state-Enabled { color: #080; font-weight: bold; }
-.state-Failed { color: #c00; font-weight: bold; } .down, .warn { color: #c00; } .up { color: #080; }
-.muted { color: #777; } .help { color: #555; font-size: 0.9em; }
-button { margin-right: 0.4em; } #result { margin-left: 0.6em; }
-</style>
-)";
-
-std::string page_head(const std::string& title, bool refresh) {
-  std::string html = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
-  // The executive status page is watched while a run goes on; its numbers should move without a click.
-  if (refresh) html += "<meta http-equiv=\"refresh\" content=\"2\">\n";
-  html += "<title>" + html_escape(title) + "</title>\n";
-  html += kStyle;
-  html += "</head>\n<body>\n";
-  return html;
-}
-
-constexpr const char* kPageEnd = "</body>\n</html>\n";
-
-// Whole numbers as such (counters are); others with a few significant digits.
-std::string display_number(double value) {
-  if (!std::isfinite(value)) return std::isnan(value) ? "NaN" : (value > 0 ? "+Inf" : "-Inf");
-  if (value == std::floor(value) && std::fabs(value) < 1e15) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.0f", value);
-    return text;
-  }
-  char text[32];
-  std::snprintf(text, sizeof text, "%.6g", value);
-  return text;
-}
 
 std::string cores_text(const std::vector<int>& cores) {
   if (cores.empty()) return "-";
@@ -68,7 +35,7 @@ std::string cell(const std::string& text) { return "<td>" + html_escape(text) + 
 std::string number_cell(double value) { return "<td class=\"number\">" + display_number(value) + "</td>"; }
 std::string state_cell(State state) {
   const std::string name(to_string(state));
-  return "<td class=\"state-" + name + "\">" + name + "</td>";
+  return "<td class=\"state state-" + name + "\">" + name + "</td>";
 }
 
 // Counters of a transport or connection, compact in one cell.
@@ -84,35 +51,131 @@ std::string metrics_cell(const std::vector<Metric>& metrics) {
   return html + "</td>";
 }
 
-std::string metrics_table(const std::vector<Metric>& metrics) {
+// Counters get a rate column: per second between the last two looks at the page (PageRates).
+std::string metrics_table(const std::vector<Metric>& metrics, const PageRates::Rates& rates, const std::string& prefix) {
   if (metrics.empty()) return "<p class=\"muted\">none</p>\n";
-  std::string html = "<table>\n<tr><th>Name</th><th>Kind</th><th>Value</th><th>Labels</th><th>Help</th></tr>\n";
+  std::string html =
+      "<table class=\"metrics\">\n<tr><th>Name</th><th>Kind</th><th>Value</th><th>per second</th><th>Labels</th>"
+      "<th>Help</th></tr>\n";
   for (const Metric& metric : metrics) {
-    html += "<tr>" + cell(metric.name) + cell(metric.kind == Metric::Kind::counter ? "counter" : "gauge") +
-            number_cell(metric.value) + cell(labels_text(metric.labels)) + "<td class=\"help\">" +
-            html_escape(metric.help) + "</td></tr>\n";
+    const auto rate = metric.kind == Metric::Kind::counter && metric.labels.empty() ? rates.find(prefix + metric.name)
+                                                                                   : rates.end();
+    html += "<tr data-metric=\"" + html_escape(metric.name) + "\">" + cell(metric.name) +
+            cell(metric.kind == Metric::Kind::counter ? "counter" : "gauge") + number_cell(metric.value) +
+            "<td class=\"number rate\">" + (rate != rates.end() ? rate_text(rate->second) : std::string("-")) +
+            "</td>" + cell(labels_text(metric.labels)) + "<td class=\"help\">" + html_escape(metric.help) +
+            "</td></tr>\n";
   }
   return html + "</table>\n";
 }
 
-std::string applications_section(const std::vector<ApplicationStatus>& applications) {
+// The application's headline rates (partition_snapshot.hpp): NaN when it reports none of those counters.
+double headline_rate(const ApplicationStatus& application, const PageRates::Rates& rates, const auto& counters) {
+  for (const char* counter : counters) {
+    const auto found = rates.find(PageRates::application_key(application.tid, counter));
+    if (found != rates.end()) return found->second;
+  }
+  return kNoRate;
+}
+
+double rate_of(const PageRates::Rates& rates, const std::string& key) {
+  const auto found = rates.find(key);
+  return found == rates.end() ? kNoRate : found->second;
+}
+
+std::string state_row_class(State state) { return std::string("state-") + std::string(to_string(state)); }
+
+std::string applications_section(const std::vector<ApplicationStatus>& applications, const PageRates::Rates& rates) {
   std::string html = "<h2>Applications</h2>\n";
   if (applications.empty()) return html + "<p class=\"muted\">none</p>\n";
-  html += "<table>\n<tr><th>TID</th><th>Class</th><th>Instance</th><th>Name</th><th>State</th><th>Reason</th></tr>\n";
+  html += "<table id=\"applications\">\n<tr><th>TID</th><th>Class</th><th>Instance</th><th>Name</th><th>State</th>"
+          "<th>events/s</th><th>GB/s</th><th>Reason</th></tr>\n";
   for (const ApplicationStatus& application : applications) {
     const std::string tid = std::to_string(application.tid);
-    html += "<tr><td><a href=\"/app/" + tid + "\">" + tid + "</a></td>" + cell(application.class_name) +
-            number_cell(application.instance) + cell(application.name) + state_cell(application.state) +
-            cell(application.reason) + "</tr>\n";
+    html += "<tr class=\"app " + state_row_class(application.state) + "\" data-tid=\"" + tid + "\"><td><a href=\"/app/" +
+            tid + "\">" + tid + "</a></td>" + cell(application.class_name) + number_cell(application.instance) +
+            cell(application.name) + state_cell(application.state) + "<td class=\"number events\">" +
+            rate_text(headline_rate(application, rates, kEventCounters)) + "</td><td class=\"number bytes\">" +
+            byte_rate_text(headline_rate(application, rates, kByteCounters)) + "</td><td class=\"reason\">" +
+            html_escape(application.reason) + "</td></tr>\n";
   }
   return html + "</table>\n";
 }
 
+double metric_value(const std::vector<Metric>& metrics, const char* name) {
+  for (const Metric& metric : metrics)
+    if (metric.name == name && metric.labels.empty()) return metric.value;
+  return kNoRate;
+}
+
+// On the first screen: every connection, up or down, with its frame rates; its counters are in the folded detail.
+std::string connections_section(const std::vector<TransportStatus>& transports, const PageRates::Rates& rates) {
+  std::string rows;
+  for (const TransportStatus& transport : transports) {
+    for (const ConnectionInfo& connection : transport.connections) {
+      const auto key = [&](const char* counter) {
+        return PageRates::connection_key(transport.protocol, connection.remote, counter);
+      };
+      rows += "<tr>" + cell(transport.protocol) + cell(connection.remote) + number_cell(connection.peer) +
+              cell(connection.outgoing ? "out" : "in") +
+              (connection.up ? "<td class=\"up\">up</td>" : "<td class=\"down\">down</td>") +
+              "<td class=\"number\">" + rate_text(rate_of(rates, key("frames_sent"))) + "</td><td class=\"number\">" +
+              rate_text(rate_of(rates, key("frames_received"))) + "</td></tr>\n";
+    }
+  }
+  std::string html = "<h2>Connections</h2>\n";
+  if (rows.empty()) return html + "<p class=\"muted\">none</p>\n";
+  return html + "<table id=\"connections\">\n<tr><th>Protocol</th><th>Remote</th><th>Peer</th><th>Direction</th>"
+                "<th>Link</th><th>frames/s out</th><th>frames/s in</th></tr>\n" + rows + "</table>\n";
+}
+
+std::string transports_section(const std::vector<TransportStatus>& transports, const PageRates::Rates& rates) {
+  std::string html = "<h2>Transports</h2>\n";
+  if (transports.empty()) return html + "<p class=\"muted\">none</p>\n";
+  html += "<table id=\"transports\">\n<tr><th>Protocol</th><th>Endpoint</th><th>frames/s out</th><th>frames/s in</th>"
+          "<th>GB/s out</th><th>GB/s in</th></tr>\n";
+  for (const TransportStatus& transport : transports) {
+    const auto key = [&](const char* counter) { return PageRates::transport_key(transport.protocol, counter); };
+    html += "<tr>" + cell(transport.protocol) + cell(transport.endpoint) + "<td class=\"number\">" +
+            rate_text(rate_of(rates, key("frames_sent"))) + "</td><td class=\"number\">" +
+            rate_text(rate_of(rates, key("frames_received"))) + "</td><td class=\"number\">" +
+            byte_rate_text(rate_of(rates, key("bytes_sent"))) + "</td><td class=\"number\">" +
+            byte_rate_text(rate_of(rates, key("bytes_received"))) + "</td></tr>\n";
+  }
+  html += "</table>\n<details data-key=\"transport-detail\"><summary>Transport and connection counters</summary>\n"
+          "<table>\n<tr><th>Protocol</th><th>Endpoint</th><th>Offers</th><th>Counters</th></tr>\n";
+  for (const TransportStatus& transport : transports) {
+    html += "<tr>" + cell(transport.protocol) + cell(transport.endpoint) +
+            cell(describe_capabilities(transport.capabilities)) + metrics_cell(transport.metrics) + "</tr>\n";
+  }
+  std::string rows;
+  for (const TransportStatus& transport : transports)
+    for (const ConnectionInfo& connection : transport.connections)
+      rows += "<tr>" + cell(transport.protocol) + cell(connection.remote) + number_cell(connection.peer) +
+              metrics_cell(connection.metrics) + "</tr>\n";
+  html += "</table>\n";
+  if (!rows.empty())
+    html += "<table>\n<tr><th>Protocol</th><th>Remote</th><th>Peer</th><th>Counters</th></tr>\n" + rows + "</table>\n";
+  return html + "</details>\n";
+}
+
+// One line per pool on the summary (occupancy, failures); its size classes folded under it.
 std::string pools_section(const std::vector<PoolStatus>& pools) {
-  std::string html = "<h2>Pools</h2>\n";
-  if (pools.empty()) return html + "<p class=\"muted\">none</p>\n";
+  if (pools.empty()) return "<h2>Pools</h2>\n<p class=\"muted\">none</p>\n";
+  std::size_t used_bytes = 0;
+  std::uint64_t failed = 0;
+  std::size_t reserved = 0;
+  for (const PoolStatus& pool : pools) {
+    for (const mem::SizeClassStats& size_class : pool.stats.classes) used_bytes += size_class.blocks_used * size_class.block_size;
+    failed += pool.stats.failed_allocations();
+    reserved += pool.stats.bytes_reserved;
+  }
+  std::string html = "<details data-key=\"pools\"><summary><b>Pools</b>: " + std::to_string(pools.size()) + ", " +
+                     bytes_text(static_cast<double>(used_bytes)) + " of " + bytes_text(static_cast<double>(reserved)) +
+                     " in use";
+  if (failed != 0) html += ", <span class=\"warn\">" + std::to_string(failed) + " failed allocations</span>";
   html +=
-      "<table>\n<tr><th>Pool</th><th>Allocator</th><th>NUMA node</th><th>Reserved bytes</th><th>Block size</th>"
+      "</summary>\n<table id=\"pools\">\n<tr><th>Pool</th><th>Allocator</th><th>NUMA node</th><th>Reserved bytes</th><th>Block size</th>"
       "<th>Total</th><th>Used</th><th>Free</th><th>High water</th><th>Failed allocations</th></tr>\n";
   for (const PoolStatus& pool : pools) {
     const std::size_t rows = pool.stats.classes.empty() ? 1 : pool.stats.classes.size();
@@ -141,45 +204,27 @@ std::string pools_section(const std::vector<PoolStatus>& pools) {
       html += "</tr>\n";
     }
   }
-  return html + "</table>\n";
-}
-
-std::string transports_section(const std::vector<TransportStatus>& transports) {
-  std::string html = "<h2>Transports</h2>\n";
-  if (transports.empty()) return html + "<p class=\"muted\">none</p>\n";
-  html += "<table>\n<tr><th>Protocol</th><th>Endpoint</th><th>Offers</th><th>Counters</th></tr>\n";
-  for (const TransportStatus& transport : transports) {
-    html += "<tr>" + cell(transport.protocol) + cell(transport.endpoint) + cell(describe_capabilities(transport.capabilities)) +
-            metrics_cell(transport.metrics) + "</tr>\n";
-  }
-  html += "</table>\n<h2>Connections</h2>\n";
-  std::string rows;
-  for (const TransportStatus& transport : transports) {
-    for (const ConnectionInfo& connection : transport.connections) {
-      rows += "<tr>" + cell(transport.protocol) + cell(connection.remote) + number_cell(connection.peer) +
-              (connection.up ? "<td class=\"up\">up</td>" : "<td class=\"down\">down</td>") +
-              metrics_cell(connection.metrics) + "</tr>\n";
-    }
-  }
-  if (rows.empty()) return html + "<p class=\"muted\">none</p>\n";
-  return html + "<table>\n<tr><th>Protocol</th><th>Remote</th><th>Peer</th><th>Link</th><th>Counters</th></tr>\n" +
-         rows + "</table>\n";
+  return html + "</table>\n</details>\n";
 }
 
 std::string threads_section(const std::vector<ThreadStatus>& threads) {
-  std::string html = "<h2>Threads</h2>\n";
-  if (threads.empty()) return html + "<p class=\"muted\">none</p>\n";
-  html += "<table>\n<tr><th>Name</th><th>Kernel TID</th><th>Wanted cores</th><th>Actual cores</th></tr>\n";
+  if (threads.empty()) return "<details data-key=\"threads\"><summary><b>Threads</b>: none</summary></details>\n";
+  std::size_t mismatches = 0;
+  std::string rows;
   for (const ThreadStatus& thread : threads) {
     // A pinning the kernel did not honour is worth seeing: it costs throughput silently.
     const bool mismatch = !thread.cores_wanted.empty() && thread.cores_wanted != thread.cores;
-    html += "<tr>" + cell(thread.name) + number_cell(thread.kernel_tid) + cell(cores_text(thread.cores_wanted)) +
+    if (mismatch) ++mismatches;
+    rows += "<tr>" + cell(thread.name) + number_cell(thread.kernel_tid) + cell(cores_text(thread.cores_wanted)) +
             (mismatch ? "<td class=\"warn\">" : "<td>") + html_escape(cores_text(thread.cores)) + "</td></tr>\n";
   }
-  return html + "</table>\n";
+  std::string html = "<details data-key=\"threads\"><summary><b>Threads</b>: " + std::to_string(threads.size());
+  if (mismatches != 0) html += ", <span class=\"warn\">" + std::to_string(mismatches) + " not on the cores asked for</span>";
+  html += "</summary>\n<table>\n<tr><th>Name</th><th>Kernel TID</th><th>Wanted cores</th><th>Actual cores</th></tr>\n";
+  return html + rows + "</table>\n</details>\n";
 }
 
-// Buttons and the parameter form post to the JSON API and show its answer; the page reloads on success. When changes
+// Buttons and the parameter form post to the JSON API and show its answer; the live part shows the effect. When changes
 // need the partition's token, it is typed into the page and kept for the browser tab only (sessionStorage), so the
 // reload after a command does not ask for it again. No login: the token is the only credential there is.
 std::string control_script() {
@@ -200,7 +245,6 @@ async function post(url, body) {
     if (response.status == 401 || response.status == 403) sessionStorage.removeItem('daqx-token');
     result.textContent = (response.ok ? 'done' : 'refused (' + response.status + ')') +
                          (answer.message || answer.error ? ': ' + (answer.message || answer.error) : '');
-    if (response.ok) setTimeout(() => location.reload(), 700);
   } catch (error) {
     result.textContent = 'failed: ' + error;
   }
@@ -221,6 +265,19 @@ std::string token_notice(bool with_field) {
   return html + "</p>\n";
 }
 
+// The live part of an executive's page: the page itself is fetched again and its #live put in place of ours, so
+// the page is drawn by one renderer (the server's) with or without scripts.
+std::string live_script() {
+  std::string script = "<script>\n";
+  script += script_helpers();
+  script += "live(location.pathname, text => {\n"
+            "  const page = new DOMParser().parseFromString(text, 'text/html').getElementById('live');\n"
+            "  if (!page) throw new Error('not a status page');\n"
+            "  return page.innerHTML;\n"
+            "}, true);\n</script>\n";
+  return script;
+}
+
 }  // namespace
 
 std::string html_escape(const std::string& text) {
@@ -239,37 +296,73 @@ std::string html_escape(const std::string& text) {
   return escaped;
 }
 
-std::string html_status_page(const ControlModel& model, bool changes_need_token) {
+std::string html_status_page(const ControlModel& model, bool changes_need_token, PageRates& page_rates,
+                             bool partition_view) {
   const std::string partition = model.partition_name();
   const std::string context = model.context_url();
+  const std::vector<ApplicationStatus> applications = model.applications();
+  const std::vector<TransportStatus> transports = model.transports();
+  const PageRates::Rates rates = page_rates.update(applications, transports);
   std::string html = page_head("daqx " + partition + " " + context, true);
-  html += "<h1>daqx executive: " + html_escape(partition) + "</h1>\n";
-  html += "<p>Context <code>" + html_escape(context) +
-          "</code> &middot; <a href=\"/api/applications\">JSON</a> &middot; <a href=\"/metrics\">metrics</a></p>\n";
+  html += "<header><h1>daqx executive: " + html_escape(partition) + "</h1>\n<p>Context <code>" + html_escape(context) +
+          "</code>";
+  if (partition_view) html += " &middot; <a href=\"/partition\">whole partition</a>";
+  html += " &middot; <a href=\"/api/applications\">JSON</a> &middot; <a href=\"/metrics\">metrics</a>"
+          "<span id=\"connection\" class=\"muted\"></span></p></header>\n";
   if (changes_need_token) html += token_notice(false);
-  html += applications_section(model.applications());
+  html += "<main id=\"live\" data-interval=\"2000\">\n";
+
+  std::size_t failed = 0, up = 0, down = 0;
+  double uptime = kNoRate;
+  for (const ApplicationStatus& application : applications)
+    if (application.state == State::failed) ++failed;
+  for (const TransportStatus& transport : transports)
+    for (const ConnectionInfo& connection : transport.connections) (connection.up ? up : down)++;
+  const std::vector<Metric> executive_metrics = model.executive_metrics();
+  uptime = metric_value(executive_metrics, "uptime_seconds");
+  const std::uint64_t run = model.run_number();
+  html += "<p class=\"summary\"><span>run <b id=\"run\">" + (run == 0 ? std::string("none") : std::to_string(run)) +
+          "</b></span><span>up <b>" + duration_text(uptime) + "</b></span><span>applications <b>" +
+          std::to_string(applications.size()) + "</b>";
+  if (failed != 0) html += ", <b id=\"failed\" class=\"bad\">" + std::to_string(failed) + " Failed</b>";
+  html += "</span><span>connections <b class=\"good\">" + std::to_string(up) + " up</b>";
+  if (down != 0) html += ", <b class=\"bad\">" + std::to_string(down) + " down</b>";
+  html += "</span></p>\n";
+  std::string problems;
+  for (const ApplicationStatus& application : applications)
+    if (application.state == State::failed)
+      problems += "<li><b>" + html_escape(application.class_name) + " " + std::to_string(application.instance) +
+                  "</b> (tid " + std::to_string(application.tid) + ") Failed: <span class=\"reason\">" +
+                  html_escape(application.reason) + "</span></li>\n";
+  if (!problems.empty())
+    html += "<section id=\"problems\" class=\"problems\"><h2>Needs attention</h2>\n<ul>\n" + problems + "</ul></section>\n";
+
+  html += applications_section(applications, rates);
+  html += connections_section(transports, rates);
+  html += transports_section(transports, rates);
+  html += "<h2>Detail</h2>\n";
   html += pools_section(model.pools());
-  html += transports_section(model.transports());
   html += threads_section(model.threads());
-  html += "<h2>Executive counters</h2>\n" + metrics_table(model.executive_metrics());
+  html += "<details data-key=\"executive-counters\"><summary><b>Executive counters</b></summary>\n" +
+          metrics_table(executive_metrics, {}, "") + "</details>\n";
+  html += "</main>\n";
+  html += live_script();
   return html + kPageEnd;
 }
 
 std::string html_application_page(const ControlModel& model, const ApplicationStatus& application,
-                                  bool changes_need_token) {
+                                  bool changes_need_token, PageRates& page_rates) {
   const std::string tid = std::to_string(application.tid);
   const std::string title = application.class_name + " " + std::to_string(application.instance) + " (tid " + tid + ")";
-  std::string html = page_head(title, false);
+  // The whole executive's counters, as the status page samples them: the two pages share the samples.
+  const PageRates::Rates rates = page_rates.update(model.applications(), model.transports());
+  std::string html = page_head(title, true);
   html += control_script();
-  html += "<p><a href=\"/\">&larr; " + html_escape(model.partition_name()) + " " + html_escape(model.context_url()) +
-          "</a></p>\n";
+  html += "<header><p><a href=\"/\">&larr; " + html_escape(model.partition_name()) + " " +
+          html_escape(model.context_url()) + "</a><span id=\"connection\" class=\"muted\"></span></p>\n";
   html += "<h1>" + html_escape(application.class_name) + " instance " + std::to_string(application.instance) +
-          " <span class=\"muted\">tid " + tid + "</span></h1>\n";
+          " <span class=\"muted\">tid " + tid + "</span></h1></header>\n";
   if (!application.name.empty()) html += "<p><code>" + html_escape(application.name) + "</code></p>\n";
-  const std::string state(to_string(application.state));
-  html += "<p>State: <span class=\"state-" + state + "\">" + state + "</span>";
-  if (!application.reason.empty()) html += " &middot; Reason: " + html_escape(application.reason);
-  html += "</p>\n";
 
   const std::string transition_url = "/api/applications/" + tid + "/transition";
   if (changes_need_token) html += token_notice(true);
@@ -280,16 +373,30 @@ std::string html_application_page(const ControlModel& model, const ApplicationSt
   }
   html += "<span id=\"result\"></span></form>\n";
 
+  html += "<main id=\"live\" data-interval=\"2000\">\n";
+  const std::string state(to_string(application.state));
+  html += "<p class=\"summary\"><span>State: <b id=\"state\" class=\"state-" + state + "\">" + state + "</b></span>";
+  if (application.run != 0) html += "<span>run <b>" + std::to_string(application.run) + "</b></span>";
+  html += "<span>events/s <b class=\"events\">" + rate_text(headline_rate(application, rates, kEventCounters)) +
+          "</b></span><span>GB/s <b class=\"bytes\">" +
+          byte_rate_text(headline_rate(application, rates, kByteCounters)) + "</b></span></p>\n";
+  if (!application.reason.empty())
+    html += "<section id=\"problems\" class=\"problems\"><p>Reason: <span class=\"reason\">" +
+            html_escape(application.reason) + "</span></p></section>\n";
+  html += "<h2>Metrics</h2>\n" + metrics_table(application.metrics, rates, PageRates::application_key(application.tid, ""));
   html += "<h2>Parameters</h2>\n";
   if (application.params.empty()) {
     html += "<p class=\"muted\">none</p>\n";
   } else {
-    html += "<table>\n<tr><th>Name</th><th>Type</th><th>Value</th><th>Default</th><th>Unit</th><th>Help</th></tr>\n";
+    html += "<table id=\"parameters\">\n<tr><th>Name</th><th>Type</th><th>Value</th><th>Default</th><th>Unit</th><th>Help</th></tr>\n";
     for (const ParamView& param : application.params) {
       html += "<tr>" + cell(param.name) + cell(param.type) + cell(param.value) + cell(param.default_value) +
               cell(param.unit) + "<td class=\"help\">" + html_escape(param.help) + "</td></tr>\n";
     }
     html += "</table>\n";
+  }
+  html += "</main>\n";
+  if (!application.params.empty()) {
     html += "<form onsubmit=\"post('/api/applications/" + tid +
             "/parameters', {name: document.getElementById('param-name').value, "
             "value: document.getElementById('param-value').value}); return false\">\n<select id=\"param-name\">";
@@ -299,7 +406,7 @@ std::string html_application_page(const ControlModel& model, const ApplicationSt
     html += "</select> <input id=\"param-value\" size=\"30\"> <button type=\"submit\">set</button>"
             " <span class=\"muted\">(while Halted)</span></form>\n";
   }
-  html += "<h2>Metrics</h2>\n" + metrics_table(application.metrics);
+  html += live_script();
   return html + kPageEnd;
 }
 

@@ -10,6 +10,7 @@
 #include <Poco/JSONString.h>
 
 #include "control_routes.hpp"
+#include "json_writing.hpp"
 #include "daqx/executive/run_number.hpp"
 
 namespace daqx::http {
@@ -17,25 +18,6 @@ namespace {
 
 using Poco::JSON::Array;
 using Poco::JSON::Object;
-
-// Key order as written reads better than alphabetical when a person looks at the API.
-Object::Ptr new_object() { return new Object(Poco::JSON_PRESERVE_KEY_ORDER); }
-
-std::string stringify(const Poco::Dynamic::Var& document) {
-  std::ostringstream out;
-  if (document.type() == typeid(Object::Ptr)) {
-    document.extract<Object::Ptr>()->stringify(out);
-  } else {
-    document.extract<Array::Ptr>()->stringify(out);
-  }
-  return out.str();
-}
-
-// JSON has no NaN or infinity.
-Poco::Dynamic::Var number(double value) {
-  if (!std::isfinite(value)) return Poco::Dynamic::Var();
-  return value;
-}
 
 Object::Ptr labels_object(const std::vector<std::pair<std::string, std::string>>& labels) {
   Object::Ptr object = new_object();
@@ -320,11 +302,12 @@ std::string json_transports(const std::vector<TransportStatus>& transports) {
 }
 
 std::string json_executive(const std::string& partition, const std::string& context, std::uint64_t run,
-                           const std::vector<Metric>& metrics) {
+                           double run_seconds, const std::vector<Metric>& metrics) {
   Object::Ptr object = new_object();
   object->set("partition", partition);
   object->set("context", context);
   object->set("run", run);
+  object->set("run_seconds", run_seconds < 0 ? Poco::Dynamic::Var() : number(run_seconds));
   object->set("metrics", metrics_array(metrics));
   return stringify(object);
 }

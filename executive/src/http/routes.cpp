@@ -11,6 +11,7 @@
 #include <Poco/URI.h>
 
 #include "control_routes.hpp"
+#include "daqx/executive/partition_view.hpp"
 
 namespace daqx::http {
 namespace {
@@ -69,16 +70,39 @@ std::optional<Tid> parse_tid(std::string_view text) {
   return static_cast<Tid>(value);
 }
 
+// GET /partition or /api/partition of a partition view.
+Reply partition_view(PartitionView& view, const std::string& path) {
+  Reply reply;
+  if (path == "/partition") {
+    reply.content_type = kHtmlType;
+    reply.body = view.html();
+  } else {
+    reply.content_type = kJsonType;
+    reply.body = view.json();
+  }
+  return reply;
+}
+
 // Everything one request needs; each route is a member so it reaches the model, the path and the body alike.
 class Router {
  public:
-  Router(ControlModel& model, const Request& request, std::string path, const AccessCheck& access)
-      : model_(model), request_(request), path_(std::move(path)), segments_(split_path(path_)), access_(access) {}
+  Router(ControlModel& model, const Request& request, std::string path, const AccessCheck& access, Pages& pages)
+      : model_(model), request_(request), path_(std::move(path)), segments_(split_path(path_)), access_(access),
+        pages_(pages) {}
 
   Reply route() {
     const auto& s = segments_;
-    if (s.empty()) return get([&] { return html(html_status_page(model_, access_.changes_need_token())); });
+    if (s.empty()) {
+      return get([&] {
+        return html(html_status_page(model_, access_.changes_need_token(), pages_.rates, pages_.partition_view != nullptr));
+      });
+    }
     if (s.size() == 1 && s[0] == "metrics") return get([&] { return metrics(); });
+    if (path_ == "/partition" || path_ == "/api/partition") {
+      if (pages_.partition_view == nullptr)
+        return error_reply(path_, 404, "this executive serves no partition view: " + path_);
+      return get([&] { return partition_view(*pages_.partition_view, path_); });
+    }
     if (s.size() == 2 && s[0] == "app") return get([&] { return application_page(s[1]); });
     if (s[0] != "api" || s.size() < 2) return not_found();
 
@@ -92,7 +116,7 @@ class Router {
       if (s[1] == "executive") {
         return get([&] {
           return json_reply(200, json_executive(model_.partition_name(), model_.context_url(), model_.run_number(),
-                                                model_.executive_metrics()));
+                                                model_.run_seconds(), model_.executive_metrics()));
         });
       }
       return not_found();
@@ -160,7 +184,7 @@ class Router {
     return with_tid(text, [&](Tid tid) {
       const std::optional<ApplicationStatus> application = model_.application(tid);
       if (!application) return no_such_application(tid);
-      return html(html_application_page(model_, *application, access_.changes_need_token()));
+      return html(html_application_page(model_, *application, access_.changes_need_token(), pages_.rates));
     });
   }
 
@@ -244,6 +268,7 @@ class Router {
   std::string path_;
   std::vector<std::string_view> segments_;  // views into path_
   const AccessCheck& access_;
+  Pages& pages_;
 };
 
 // 401 says "show who you are", 403 "you are not allowed": a client tells a missing token from a wrong one.
@@ -256,9 +281,9 @@ Reply refused(std::string_view path, Refusal refusal) {
   return reply;
 }
 
-}  // namespace
-
-Reply handle_request(ControlModel& model, const Request& request, const AccessCheck& access) {
+// The checks every request passes before its route (token, target, framing), then `route` with the path.
+template <typename Route>
+Reply checked(const Request& request, const AccessCheck& access, Route route) {
   std::string path;
   try {
     std::string target_error;
@@ -274,7 +299,7 @@ Reply handle_request(ControlModel& model, const Request& request, const AccessCh
     if (!target_error.empty()) return error_reply(path, 400, "bad request target: " + target_error);
     if (!path.starts_with('/')) return error_reply(path, 400, "bad request target: " + request.target);
     if (!request.framing_error.empty()) return error_reply(path, 400, request.framing_error);
-    return Router(model, request, path, access).route();
+    return route(path);
   } catch (const Poco::Exception& error) {
     return error_reply(path, 500, "internal error: " + error.displayText());
   } catch (const std::exception& error) {
@@ -282,6 +307,35 @@ Reply handle_request(ControlModel& model, const Request& request, const AccessCh
   } catch (...) {
     return error_reply(path, 500, "internal error: unknown exception");
   }
+}
+
+}  // namespace
+
+Reply handle_request(ControlModel& model, const Request& request, const AccessCheck& access, Pages* pages) {
+  Pages none;
+  return checked(request, access, [&](const std::string& path) {
+    return Router(model, request, path, access, pages != nullptr ? *pages : none).route();
+  });
+}
+
+Reply handle_dashboard_request(PartitionView& view, const Request& request, const AccessCheck& access) {
+  return checked(request, access, [&](const std::string& path) {
+    if (path != "/" && path != "/partition" && path != "/api/partition") return error_reply(path, 404, "no such page: " + path);
+    if (request.method != "GET" && request.method != "HEAD") {
+      Reply reply = error_reply(path, 405, "method " + request.method + " not allowed here: use " + kGetMethods);
+      reply.allow = kGetMethods;
+      return reply;
+    }
+    if (path == "/") {  // the dashboard is all this server has
+      Reply reply;
+      reply.status = 302;
+      reply.content_type = kHtmlType;
+      reply.location = "/partition";
+      reply.body = "<a href=\"/partition\">/partition</a>\n";
+      return reply;
+    }
+    return partition_view(view, path);
+  });
 }
 
 }  // namespace daqx::http

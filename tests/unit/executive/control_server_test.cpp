@@ -820,7 +820,8 @@ TEST_CASE("the status page shows partition, context, applications, pools, connec
   REQUIRE(page.status == 200);
   REQUIRE(page.header("content-type") == "text/html; charset=utf-8");
   const std::string& html = page.body;
-  CHECK(html.find("<meta http-equiv=\"refresh\" content=\"2\">") != std::string::npos);
+  CHECK(html.find("<noscript><meta http-equiv=\"refresh\" content=\"5\"></noscript>") != std::string::npos);
+  CHECK(html.find("<main id=\"live\"") != std::string::npos);  // redrawn in place by its script
   CHECK(html.find("two-by-two &lt;test&gt;") != std::string::npos);
   CHECK(html.find("http://127.0.0.1:9001") != std::string::npos);
   for (const char* link : {"href=\"/app/1\"", "href=\"/app/2\"", "href=\"/app/3\"", "href=\"/app/4\""}) {

@@ -87,6 +87,8 @@ class ControlModel {
   }
   // The run this executive's applications are enabled in; 0 when none is on.
   virtual std::uint64_t run_number() const { return 0; }
+  // How long that run has been on here, in seconds; negative when none is on (or the model does not know).
+  virtual double run_seconds() const { return -1; }
   // Only while Halted; returns the reason when refused (unknown name, bad value, wrong state).
   virtual std::string set_parameter(Tid tid, const std::string& name, const std::string& value) = 0;
   virtual std::vector<PoolStatus> pools() const = 0;

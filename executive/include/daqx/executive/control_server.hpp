@@ -10,6 +10,8 @@
 
 namespace daqx {
 
+class PartitionView;
+
 // Who may use the control port and how it is reached (docs/control-api.md, "Access").
 struct ControlServerSecurity {
   std::string token;              // requests other than GET and HEAD must present it as a bearer token; empty: open
@@ -32,8 +34,9 @@ class ControlServer {
   // port.
   // `threads` bounds the requests served at once; more wait in the listen queue. With a certificate in
   // `security`, a client that does not complete a TLS handshake within 3 s is dropped and counted.
+  // With a `partition_view` (borrowed, must outlive the server) it also serves GET /partition and /api/partition.
   ControlServer(ControlModel& model, const std::string& host, std::uint16_t port, unsigned threads = 2,
-                const ControlServerSecurity& security = {});
+                const ControlServerSecurity& security = {}, PartitionView* partition_view = nullptr);
   ~ControlServer();  // stops, as stop() does
 
   ControlServer(const ControlServer&) = delete;

@@ -1,0 +1,34 @@
+// What every writer of the control API's JSON shares (json.cpp, partition_json.cpp): objects that keep their keys
+// in the order written, numbers JSON can carry, one document as text.
+#pragma once
+
+#include <cmath>
+#include <sstream>
+#include <string>
+
+#include <Poco/Dynamic/Var.h>
+#include <Poco/JSON/Array.h>
+#include <Poco/JSON/Object.h>
+
+namespace daqx::http {
+
+// Key order as written reads better than alphabetical when a person looks at the API.
+inline Poco::JSON::Object::Ptr new_object() { return new Poco::JSON::Object(Poco::JSON_PRESERVE_KEY_ORDER); }
+
+// JSON has no NaN or infinity: null instead.
+inline Poco::Dynamic::Var number(double value) {
+  if (!std::isfinite(value)) return Poco::Dynamic::Var();
+  return value;
+}
+
+inline std::string stringify(const Poco::Dynamic::Var& document) {
+  std::ostringstream out;
+  if (document.type() == typeid(Poco::JSON::Object::Ptr)) {
+    document.extract<Poco::JSON::Object::Ptr>()->stringify(out);
+  } else {
+    document.extract<Poco::JSON::Array::Ptr>()->stringify(out);
+  }
+  return out.str();
+}
+
+}  // namespace daqx::http

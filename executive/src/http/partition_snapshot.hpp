@@ -1,0 +1,96 @@
+// The merged picture of a partition that PartitionView keeps: what each context last said, with rates computed
+// from its counters, and the sums per kind of application. Rendered as JSON (partition_view.cpp) and as the
+// page (partition_page.cpp).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace daqx::http {
+
+inline constexpr double kNoRate = NAN;  // not known yet (one sample so far) or not reported
+
+// The counters that say how much an application moves, in order of preference: built events for a BU, completed
+// ones for the EvM, super-fragments for an RU (one per event), frames and round trips for the test applications.
+// Its "events/s" and "GB/s" on every page are the rates of the first of each list it reports.
+inline constexpr const char* kEventCounters[] = {"events_built", "events_completed", "fragments_sent",
+                                                 "frames_received", "frames_sent", "round_trips"};
+inline constexpr const char* kByteCounters[] = {"bytes_built", "bytes_sent", "bytes_received", "trigger_bytes"};
+
+struct ApplicationSnapshot {
+  std::uint32_t tid = 0;
+  std::string class_name;
+  std::uint32_t instance = 0;
+  std::string name;
+  std::string state = "Unknown";  // as the executive said; "Unknown" while its context does not answer
+  std::string reason;
+  std::uint64_t run = 0;
+  double events_per_second = kNoRate;  // the application's headline counters (see partition_view.cpp)
+  double bytes_per_second = kNoRate;
+  std::vector<std::pair<std::string, double>> rates;  // per second, of every counter without labels
+};
+
+struct TransportSnapshot {
+  std::string protocol;
+  std::string endpoint;
+  double frames_sent_per_second = kNoRate;
+  double frames_received_per_second = kNoRate;
+  double bytes_sent_per_second = kNoRate;
+  double bytes_received_per_second = kNoRate;
+  unsigned connections_up = 0;
+  std::vector<std::string> down;  // remote address of each connection down
+};
+
+struct PoolSnapshot {
+  std::string name;
+  std::uint64_t bytes_reserved = 0;
+  std::uint64_t bytes_used = 0;  // blocks in use times their size
+  std::uint64_t blocks_total = 0;
+  std::uint64_t blocks_used = 0;
+  std::uint64_t failed_allocations = 0;
+};
+
+struct ContextSnapshot {
+  enum class Status { waiting, up, unreachable, refused };
+  std::string url;
+  Status status = Status::waiting;
+  std::string reason;            // why unreachable or refused
+  std::int64_t last_seen_ms = 0;  // Unix time of its last complete answer; 0: never
+  std::uint64_t run = 0;
+  double run_seconds = kNoRate;
+  double uptime_seconds = kNoRate;
+  std::vector<ApplicationSnapshot> applications;  // from the partition until it first answers
+  std::vector<TransportSnapshot> transports;
+  std::vector<PoolSnapshot> pools;
+};
+
+struct KindSnapshot {  // the applications of one class
+  std::string class_name;
+  unsigned applications = 0;
+  std::map<std::string, unsigned> states;
+  double events_per_second = kNoRate;  // sum over those that report it
+  double bytes_per_second = kNoRate;
+};
+
+struct PartitionSnapshot {
+  std::string partition;
+  std::int64_t time_ms = 0;  // Unix time it was taken
+  double interval_seconds = 1;
+  bool polled = false;  // false until a round of polls has completed
+  std::uint64_t run = 0;  // the run of the Enabled applications (the highest one, should they differ)
+  double run_seconds = kNoRate;
+  std::vector<ContextSnapshot> contexts;
+  std::vector<KindSnapshot> kinds;
+  unsigned applications = 0, failed = 0, contexts_unreachable = 0, connections_up = 0, connections_down = 0;
+};
+
+const char* to_string(ContextSnapshot::Status status);
+
+std::string partition_json(const PartitionSnapshot& snapshot);
+std::string partition_page(const PartitionSnapshot& snapshot);
+
+}  // namespace daqx::http
