@@ -89,7 +89,12 @@ ExecutiveProcess::ExecutiveProcess(const std::string& partition_path, const std:
   if (pid_ == 0) {
     dup2(log_fd, STDOUT_FILENO);
     dup2(log_fd, STDERR_FILENO);
-    setenv("DAQX_MODULE_PATH", module_directory().c_str(), 1);
+    // The build tree's modules go with the build tree's executive; another one (an installed tree under test)
+    // must find its modules on its own, so it gets no module path at all.
+    if (program == executive_program())
+      setenv("DAQX_MODULE_PATH", module_directory().c_str(), 1);
+    else
+      unsetenv("DAQX_MODULE_PATH");
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
