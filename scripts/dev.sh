@@ -29,6 +29,10 @@ packages=(
   # (controller, node daemons, client commands) with munge for its authentication; openssl makes the test's
   # certificates for the control port's TLS.
   openssh-server openssh-client slurmctld slurmd slurm-client munge openssl
+  # Installs and the Debian package (packaging/, tests/install): help2man writes the man pages from --help at build
+  # time, man-db and groff-base render them in the tests, dpkg-dev's dpkg-shlibdeps computes the package's Depends,
+  # systemd's systemd-analyze verifies the unit template.
+  help2man man-db groff-base dpkg-dev systemd
 )
 
 # What the TCP comparison (bench/tcp_comparison.py) adds: the programs it compares daqx with, and the plot.
