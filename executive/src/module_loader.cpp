@@ -28,7 +28,10 @@ std::vector<std::string> ModuleRegistry::search_path() {
   dirs.push_back((program_dir / DAQX_MODULE_DIR_FROM_BINDIR).lexically_normal().string());
   // A program of the build tree (the executive, a test) uses the modules built beside it; an installed one
   // never looks into the tree it was built in, which may since hold other builds or be gone.
-  const fs::path from_build = program_dir.lexically_relative(DAQX_BUILD_DIR);
+  // /proc/self/exe is the resolved path: compare it with the build folder resolved too (it may be reached by a link).
+  fs::path build_dir = fs::weakly_canonical(DAQX_BUILD_DIR, error);
+  if (error) build_dir = DAQX_BUILD_DIR;
+  const fs::path from_build = program_dir.lexically_relative(build_dir);
   if (!from_build.empty() && *from_build.begin() != "..") dirs.emplace_back(DAQX_BUILD_MODULE_DIR);
   return dirs;
 }

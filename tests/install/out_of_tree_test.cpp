@@ -102,3 +102,16 @@ TEST_CASE("the guide's module, built against a moved install, runs in the instal
   CHECK(second.stop() == 0);
   std::filesystem::remove(partition);
 }
+
+TEST_CASE("an executive of the build tree finds the tree's modules with no DAQX_MODULE_PATH", "[install][process]") {
+  unsetenv("DAQX_MODULE_PATH");
+  ProcessResult listed = run_process({executive_program(), "--list-params", "libdaqx_pttcp.so"}, std::chrono::seconds(60));
+  INFO(listed.output);
+  REQUIRE(listed.exit_code == 0);
+  CHECK(listed.output.find("(" + module_directory() + "/libdaqx_pttcp.so)") != std::string::npos);
+  // A name no folder has: the error names every folder searched, the build tree's among them.
+  ProcessResult missing = run_process({executive_program(), "--list-params", "libdaqx_nothing.so"}, std::chrono::seconds(60));
+  INFO(missing.output);
+  CHECK(missing.exit_code == 2);
+  CHECK(missing.output.find(module_directory()) != std::string::npos);
+}
