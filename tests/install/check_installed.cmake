@@ -10,16 +10,7 @@ set(failures "")
 function(fail message)
   set(failures "${failures}\n  ${message}" PARENT_SCOPE)
 endfunction()
-# run(<output variable> <command...>): runs it clean of the variables above; fails the test on a nonzero exit.
-function(run out)
-  execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=LD_LIBRARY_PATH --unset=DAQX_MODULE_PATH ${ARGN}
-    RESULT_VARIABLE status OUTPUT_VARIABLE output ERROR_VARIABLE errors)
-  if(NOT status EQUAL 0)
-    message(FATAL_ERROR "failed (${status}): ${ARGN}\n${output}\n${errors}")
-  endif()
-  set(${out} "${output}" PARENT_SCOPE)
-  set(${out}_errors "${errors}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/run_clean.cmake)
 
 set(programs daqx-executive daqx-launch daqxctl daqx-evb-dump)
 

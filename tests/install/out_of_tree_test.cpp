@@ -67,7 +67,7 @@ TEST_CASE("the guide's module, built against a moved install, runs in the instal
   ProcessResult transport = installed("daqx-executive", {"--list-params", "libdaqx_pttcp.so"});
   INFO(transport.output);
   REQUIRE(transport.exit_code == 0);
-  CHECK(transport.output.find("(" + kPrefix + "/lib/daqx/libdaqx_pttcp.so)") != std::string::npos);
+  CHECK(transport.output.find(std::string("(").append(kPrefix).append("/lib/daqx/libdaqx_pttcp.so)")) != std::string::npos);
 
   const std::string partition = partition_on_free_ports();
   const std::vector<std::string> urls = context_urls(partition);
@@ -105,12 +105,13 @@ TEST_CASE("the guide's module, built against a moved install, runs in the instal
 
 TEST_CASE("an executive of the build tree finds the tree's modules with no DAQX_MODULE_PATH", "[install][process]") {
   unsetenv("DAQX_MODULE_PATH");
-  ProcessResult listed = run_process({executive_program(), "--list-params", "libdaqx_pttcp.so"}, std::chrono::seconds(60));
+  const std::chrono::seconds limit(60);
+  ProcessResult listed = run_process({executive_program(), "--list-params", "libdaqx_pttcp.so"}, limit);
   INFO(listed.output);
   REQUIRE(listed.exit_code == 0);
-  CHECK(listed.output.find("(" + module_directory() + "/libdaqx_pttcp.so)") != std::string::npos);
+  CHECK(listed.output.find(std::string("(").append(module_directory()).append("/libdaqx_pttcp.so)")) != std::string::npos);
   // A name no folder has: the error names every folder searched, the build tree's among them.
-  ProcessResult missing = run_process({executive_program(), "--list-params", "libdaqx_nothing.so"}, std::chrono::seconds(60));
+  ProcessResult missing = run_process({executive_program(), "--list-params", "libdaqx_nothing.so"}, limit);
   INFO(missing.output);
   CHECK(missing.exit_code == 2);
   CHECK(missing.output.find(module_directory()) != std::string::npos);
