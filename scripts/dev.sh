@@ -35,6 +35,10 @@ packages=(
   # The browser tests (tests/browser): the partition dashboard and the executives' pages in a headless Chromium,
   # driven over its DevTools protocol.
   chromium
+  # Installs and the Debian package (packaging/, tests/install): help2man writes the man pages from --help at build
+  # time, man-db and groff-base render them in the tests, dpkg-dev's dpkg-shlibdeps computes the package's Depends,
+  # systemd's systemd-analyze verifies the unit template.
+  help2man man-db groff-base dpkg-dev systemd
 )
 
 # What the main job alone needs: the compiler, CMake and Ninja, and the libraries of the executive and the event

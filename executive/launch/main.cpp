@@ -19,6 +19,7 @@
 #include "daqx/executive/dashboard_server.hpp"
 #include "daqx/executive/partition.hpp"
 #include "daqx/executive/run_number.hpp"
+#include "daqx/services/version.hpp"
 #include "engine.hpp"
 #include "run_command.hpp"
 #include "run_control.hpp"
@@ -42,6 +43,7 @@ void usage(FILE* out) {
                "                   [--ssh-config FILE] [--ssh-option NAME=VALUE]...\n"
                "                   [--slurm-placement hosts|slurm] [--dashboard [HOST:]PORT | --no-dashboard]\n"
                "       daqx-launch --config PARTITION.xml --write-sbatch FILE [--sbatch-option OPTION]... [-- ARGS]\n"
+               "       daqx-launch --version | --help\n"
                "  Starts one daqx-executive per context of the partition on the host its URL names, through the\n"
                "  engine (--engine, else the partition's <Launch engine>, else local): local runs it here, ssh over\n"
                "  OpenSSH in batch mode (the user's ssh configuration, or --ssh-config), slurm as tasks of the\n"
@@ -207,6 +209,7 @@ int main(int argc, char** argv) {
     else if (a == "--ssh-config") options.ssh.config_file = value();
     else if (a == "--ssh-option") options.ssh.options.push_back(value());
     else if (a == "-h" || a == "--help") { usage(stdout); return 0; }
+    else if (a == "--version") { std::printf("daqx-launch %s\n", daqx::version_line()); return 0; }
     else { std::fprintf(stderr, "daqx-launch: unknown argument '%s'\n", a.c_str()); usage(stderr); return 2; }
   }
   if (options.config_path.empty()) { usage(stderr); return 2; }

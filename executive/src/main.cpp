@@ -20,6 +20,7 @@
 #include "daqx/executive/partition_view.hpp"
 #include "daqx/services/log.hpp"
 #include "daqx/services/log_writer.hpp"
+#include "daqx/services/version.hpp"
 #include "crash_report.hpp"
 
 namespace {
@@ -44,6 +45,7 @@ void usage(FILE* out) {
                "      --list-params M    print every parameter of module M (name, type, default, unit, help)\n"
                "      --capabilities M   print, as JSON, what each transport of module M offers with the parameters\n"
                "                         given after it (NAME=VALUE), or with its defaults\n"
+               "      --version          print the version and exit\n"
                "Exit codes: 0 clean shutdown, 1 runtime error, 2 bad configuration or usage.\n");
 }
 
@@ -123,6 +125,9 @@ int main(int argc, char** argv) {
       while (i + 1 < args.size() && args[i + 1].find('=') != std::string::npos) capabilities_params.push_back(args[++i]);
     } else if (a == "-h" || a == "--help") {
       usage(stdout);
+      return 0;
+    } else if (a == "--version") {
+      std::printf("daqx-executive %s\n", daqx::version_line());
       return 0;
     } else {
       std::fprintf(stderr, "daqx-executive: unknown argument '%s'\n", a.c_str());

@@ -10,15 +10,29 @@
 namespace daqx::detail {
 
 std::vector<std::string> ModuleRegistry::search_path() {
+  namespace fs = std::filesystem;
   std::vector<std::string> dirs;
+  // First, so that an operator can put other builds of a module ahead of the installed ones.
   if (const char* env = std::getenv("DAQX_MODULE_PATH")) {
     std::stringstream list(env);
     std::string dir;
     while (std::getline(list, dir, ':'))
       if (!dir.empty()) dirs.push_back(dir);
   }
-  dirs.emplace_back(DAQX_BUILD_MODULE_DIR);
-  dirs.emplace_back(DAQX_MODULE_DIR);
+  // The install this program belongs to, wherever its prefix was moved to: bin/../lib/daqx (as GNUInstallDirs
+  // placed them when the build was configured), found from the program's own path, not from the configured prefix.
+  std::error_code error;
+  const fs::path program = fs::read_symlink("/proc/self/exe", error);
+  if (error) return dirs;
+  const fs::path program_dir = program.parent_path();
+  dirs.push_back((program_dir / DAQX_MODULE_DIR_FROM_BINDIR).lexically_normal().string());
+  // A program of the build tree (the executive, a test) uses the modules built beside it; an installed one
+  // never looks into the tree it was built in, which may since hold other builds or be gone.
+  // /proc/self/exe is the resolved path: compare it with the build folder resolved too (it may be reached by a link).
+  fs::path build_dir = fs::weakly_canonical(DAQX_BUILD_DIR, error);
+  if (error) build_dir = DAQX_BUILD_DIR;
+  const fs::path from_build = program_dir.lexically_relative(build_dir);
+  if (!from_build.empty() && *from_build.begin() != "..") dirs.emplace_back(DAQX_BUILD_MODULE_DIR);
   return dirs;
 }
 

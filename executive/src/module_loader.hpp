@@ -29,8 +29,9 @@ class ModuleRegistry final : public config::Catalogue {
   const std::vector<const ModuleDescriptor*>& modules() const noexcept { return modules_; }
   const std::vector<std::string>& paths() const noexcept { return paths_; }
 
-  // Where a bare module name is looked for: $DAQX_MODULE_PATH (colon-separated), the build tree's
-  // module folder, then the installed one.
+  // Where a bare module name is looked for: $DAQX_MODULE_PATH (colon-separated), the module folder of the
+  // install the running program belongs to (its bin/../lib/daqx), then, for a program of the build tree only,
+  // the build tree's module folder.
   static std::vector<std::string> search_path();
 
  private:

@@ -30,6 +30,7 @@
 #include "daqx/executive/control_client.hpp"
 #include "daqx/executive/partition.hpp"
 #include "daqx/executive/run_number.hpp"
+#include "daqx/services/version.hpp"
 #include "live_view.hpp"
 #include "partition_poll.hpp"
 #include "rate_table.hpp"
@@ -60,6 +61,7 @@ constexpr const char* kUsageText =
     "  connect         opens every outgoing transport connection of every context ahead of a run and waits\n"
     "                  until all are up (exit 0) or --timeout passes (exit 1, naming those still down)\n"
     "       daqxctl shm list|clean   (this host, no partition needed)\n"
+    "       daqxctl --version | --help\n"
     "  shm list        the processes that hold daqx shared-memory segments (memfd, ptshm) and their sizes, and\n"
     "                  files named daqx* in /dev/shm with whether a live process still has them open or mapped\n"
     "  shm clean       removes the files named daqx* in /dev/shm that no live process has open or mapped\n"
@@ -142,6 +144,9 @@ Options parse_options(int argc, char** argv) {
     };
     if (arg == "--help" || arg == "-h") {
       std::cout << kUsageText;
+      std::exit(kSuccess);
+    } else if (arg == "--version") {
+      std::cout << "daqxctl " << daqx::version_line() << "\n";
       std::exit(kSuccess);
     } else if (arg == "--config") {
       options.config = take_value();

@@ -84,7 +84,10 @@ ExecutiveProcess::ExecutiveProcess(const std::string& partition_path, const std:
   std::vector<std::string> args = std::move(wrapper);
   args.insert(args.end(), {program, "--config", partition_path, "--context", context_url});
   args.insert(args.end(), extra_args.begin(), extra_args.end());
-  pid_ = start_process(std::move(args), log_path_, {"DAQX_MODULE_PATH=" + module_directory()});
+  // The build tree's modules go with the build tree's executive; another one (an installed tree under test)
+  // must find its modules on its own, so it gets an empty module path (none).
+  const std::string module_path = program == executive_program() ? module_directory() : std::string();
+  pid_ = start_process(std::move(args), log_path_, {"DAQX_MODULE_PATH=" + module_path});
 }
 
 ExecutiveProcess::~ExecutiveProcess() {

@@ -36,6 +36,8 @@ double application_metric(const std::string& url, std::uint32_t tid, const std::
 
 class ExecutiveProcess {
  public:
+  // The build tree's executive gets DAQX_MODULE_PATH = module_directory(); any other `program` (an installed
+  // one) runs without DAQX_MODULE_PATH and finds its modules as an installed program does.
   // `wrapper` goes before the program, e.g. {"/usr/sbin/ip", "netns", "exec", NAME} to run it in a namespace;
   // its first word must be a path, and it must exec the program in place so pid() stays the executive's.
   ExecutiveProcess(const std::string& partition_path, const std::string& context_url,

@@ -13,6 +13,7 @@
 
 #include "daqx/apps/text.hpp"
 #include "daqx/evb/consumer.hpp"
+#include "daqx/services/version.hpp"
 #include "file_output.hpp"
 #include "fragment_logic.hpp"
 
@@ -25,12 +26,13 @@ constexpr std::size_t kProblemsShown = 10;  // per file, so a bad file does not 
 void usage(std::FILE* out, const char* program) {
   std::fprintf(out,
                "usage: %s [--verify] [--events] FILE...\n"
+               "       %s --version | --help\n"
                "Reads event files written by the BU, checks their structure and prints a summary per file.\n"
                "  --verify  also check every fragment as a test-mode super-fragment (headers, sizes, CRC-32C)\n"
                "  --events  print one line per event\n"
                "Exit status: 0 all files good, 1 a file is damaged, not closed cleanly or fails --verify,\n"
                "2 usage error.\n",
-               program);
+               program, program);
 }
 
 std::string utc_time(std::uint64_t ns) {
@@ -166,6 +168,9 @@ int main(int argc, char** argv) {
         options.events = true;
       } else if (argument == "--help" || argument == "-h") {
         usage(stdout, argv[0]);
+        return 0;
+      } else if (argument == "--version") {
+        std::printf("daqx-evb-dump %s\n", daqx::version_line());
         return 0;
       } else if (argument == "--") {
         options_done = true;
