@@ -29,6 +29,8 @@ packages=(
   # (controller, node daemons, client commands) with munge for its authentication; openssl makes the test's
   # certificates for the control port's TLS.
   openssh-server openssh-client slurmctld slurmd slurm-client munge openssl
+  # xmllint: the partition schema's test validates every shipped and documented partition with it.
+  libxml2-utils
 )
 
 # What the TCP comparison (bench/tcp_comparison.py) adds: the programs it compares daqx with, and the plot.
