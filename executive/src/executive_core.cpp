@@ -84,7 +84,9 @@ void TransportBinding::send_ready(PeerId peer) noexcept { core_.notify_peer_read
 bool TransportBinding::run_going() const noexcept { return core_.applications_enabled(); }
 
 void TransportBinding::connection_changed(PeerId peer, bool up, const std::string& reason) {
-  daqx::log(up ? LogLevel::info : LogLevel::warning, prefix(),
+  // Down in a run is a loss; between runs and at shutdown peers closing is expected (the transport has said
+  // already whether frames went with it).
+  daqx::log(up || !run_going() ? LogLevel::info : LogLevel::warning, prefix(),
             "connection " + std::to_string(peer) + (up ? " up" : " down") + (reason.empty() ? "" : ": " + reason));
   // A connection that went down will not say send_ready: wake its waiters so they see the error.
   if (!up) core_.notify_peer_ready(transport_.get(), peer);
