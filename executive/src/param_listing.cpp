@@ -48,6 +48,16 @@ Array::Ptr parameters_json(const std::vector<ParamSpec>& params) {
   return array;
 }
 
+// An application class or a transport: its name under `key`, its help and its parameters.
+Object::Ptr class_json(const char* key, const std::string& name, const std::string& help,
+                       const std::vector<ParamSpec>& params) {
+  Object::Ptr object = new_object();
+  object->set(key, name);
+  object->set("help", help);
+  object->set("parameters", parameters_json(params));
+  return object;
+}
+
 std::string allowed_text(const ParamSpec& p) {
   std::string words;
   for (std::size_t i = 0; i < p.allowed.size(); ++i) {
@@ -103,20 +113,11 @@ std::string param_listing_json(const ModuleRegistry& registry) {
     module->set("name", d.name);
     module->set("path", registry.paths()[m]);
     Array::Ptr applications = new Array;
-    for (const ApplicationClass& c : d.applications) {
-      Object::Ptr application = new_object();
-      application->set("class", c.name);
-      application->set("help", c.help);
-      application->set("parameters", parameters_json(c.params));
-      applications->add(application);
-    }
+    for (const ApplicationClass& c : d.applications) applications->add(class_json("class", c.name, c.help, c.params));
     module->set("applications", applications);
     Array::Ptr transports = new Array;
     for (const TransportClass& t : d.transports) {
-      Object::Ptr transport = new_object();
-      transport->set("protocol", t.protocol);
-      transport->set("help", t.help);
-      transport->set("parameters", parameters_json(t.params));
+      Object::Ptr transport = class_json("protocol", t.protocol, t.help, t.params);
       if (t.capabilities) {
         // The control API's shape for capabilities, so a tool reads both alike.
         const std::string described = http::json_capabilities({{t.protocol, t.capabilities(ParamSet(t.params))}});
