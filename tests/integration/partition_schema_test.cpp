@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <regex>
 #include <set>
 
@@ -87,6 +88,45 @@ TEST_CASE("the partition schema accepts every partition in docs/, in files and i
     ++validated;
   }
   CHECK(validated >= 2);
+}
+
+TEST_CASE("the partition schema accepts every partition fragment in docs/*.md where it belongs", "[schema]") {
+  // A fragment of what a partition holds (<Control>, <Launch>) goes into a partition, one of what a context holds
+  // (<Endpoint>, <Application>) into a context; the wrapping opens on the line before the block, so xmllint's
+  // lines are the document's.
+  const std::set<std::string> in_partition = {"Control", "Policy", "Launch", "Context"};
+  const std::set<std::string> in_context = {"Endpoint", "Module", "Application"};
+  std::size_t validated = 0;
+  std::vector<std::string> mixed;
+  for (const DocBlock& block : doc_blocks()) {
+    if (block.language != "xml") continue;
+    const std::vector<std::string> roots = top_level_elements(block.text);
+    if (roots.empty() || roots.front() == "Partition") continue;
+    const bool partition_level = std::all_of(roots.begin(), roots.end(), [&](const std::string& r) { return in_partition.count(r) == 1; });
+    const bool context_level = std::all_of(roots.begin(), roots.end(), [&](const std::string& r) { return in_context.count(r) == 1; });
+    INFO("the fragment at " << block.where());
+    if (!partition_level && !context_level) {
+      mixed.push_back(block.where());
+      continue;
+    }
+    const bool has_context = std::find(roots.begin(), roots.end(), "Context") != roots.end();
+    std::string text = std::string(static_cast<std::size_t>(block.line - 2), '\n');
+    text += context_level ? "<Partition name=\"fragment\"><Context url=\"http://localhost:9001\">\n"
+                          : "<Partition name=\"fragment\">\n";
+    text += block.text;
+    text += context_level ? "</Context></Partition>\n"
+                          : has_context ? "</Partition>\n" : "<Context url=\"http://localhost:9001\"/></Partition>\n";
+    const std::string name = block.file.substr(block.file.rfind('/') + 1) + "-" + std::to_string(block.line) + ".xml";
+    const ProcessResult result = validate(write_file(name, text));
+    INFO(result.output);
+    CHECK(result.exit_code == 0);
+    ++validated;
+  }
+  CHECK(validated >= 5);
+  // A fragment holding elements of both levels (an endpoint and the policy beside it) has no one place to go:
+  // write it as two blocks.
+  INFO("fragments mixing partition-level and context-level elements: " << mixed.size());
+  CHECK(mixed.empty());
 }
 
 TEST_CASE("the partition schema accepts every good partition of the tests", "[schema]") {

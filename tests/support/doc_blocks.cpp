@@ -89,6 +89,32 @@ std::vector<DocBlock> doc_blocks() {
   return blocks;
 }
 
+std::vector<std::string> top_level_elements(const std::string& xml) {
+  std::vector<std::string> names;
+  int depth = 0;
+  std::size_t at = 0;
+  while ((at = xml.find('<', at)) != std::string::npos) {
+    if (xml.compare(at, 4, "<!--") == 0 || xml.compare(at, 9, "<![CDATA[") == 0 || xml.compare(at, 2, "<?") == 0) {
+      const char* end_mark = xml.compare(at, 4, "<!--") == 0 ? "-->" : xml[at + 1] == '?' ? "?>" : "]]>";
+      at = xml.find(end_mark, at);
+      if (at == std::string::npos) break;
+      continue;
+    }
+    const std::size_t close = xml.find('>', at);
+    if (close == std::string::npos) break;
+    if (xml[at + 1] == '/') {
+      --depth;
+    } else {
+      std::size_t end = at + 1;
+      while (end < close && std::isspace(static_cast<unsigned char>(xml[end])) == 0 && xml[end] != '/') ++end;
+      if (depth == 0) names.push_back(xml.substr(at + 1, end - at - 1));
+      if (xml[close - 1] != '/') ++depth;
+    }
+    at = close + 1;
+  }
+  return names;
+}
+
 std::vector<DocBlock> doc_partitions() {
   std::vector<DocBlock> partitions;
   for (DocBlock& block : doc_blocks())

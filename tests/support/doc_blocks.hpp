@@ -24,6 +24,9 @@ std::string source_directory();
 std::vector<DocBlock> doc_blocks();
 // The blocks of `language` ("xml") whose root element is <Partition>: whole partitions, not fragments.
 std::vector<DocBlock> doc_partitions();
+// The names of a block's top-level elements, in order ("Endpoint", "Policy" for a fragment holding both).
+std::vector<std::string> top_level_elements(const std::string& xml);
+
 // Every `inline code` span of every docs/*.md, with its line; `language` is "inline".
 std::vector<DocBlock> doc_inline_code();
 
