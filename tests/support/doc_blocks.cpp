@@ -28,8 +28,9 @@ std::vector<std::string> files_ending_with(const std::string& directory, const s
 
 namespace {
 
+// docs/*.md and the README, which shows the first commands a newcomer types.
 std::vector<std::string> markdown_files() {
-  std::vector<std::string> files;
+  std::vector<std::string> files = {source_directory() + "/README.md"};
   for (const auto& entry : std::filesystem::directory_iterator(docs_directory()))
     if (entry.is_regular_file() && entry.path().extension() == ".md") files.push_back(entry.path().string());
   std::sort(files.begin(), files.end());

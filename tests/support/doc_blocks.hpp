@@ -20,7 +20,7 @@ std::string docs_directory();
 // The repository itself (docs/, config/, tests/data/).
 std::string source_directory();
 
-// Every fenced block of every docs/*.md, in file and line order.
+// Every fenced block of the README and every docs/*.md, in file and line order.
 std::vector<DocBlock> doc_blocks();
 // The blocks of `language` ("xml") whose root element is <Partition>: whole partitions, not fragments.
 std::vector<DocBlock> doc_partitions();
