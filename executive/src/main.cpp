@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
       log_level_text = value();
     } else if (a == "--log-format") {
       log_format_text = value();
-    } else if (a == "--list-params" || a == "--list-params=json" || a == "--list-params=text") {
+    } else if (a == "--list-params" || a == "--list-params=json") {
       list_params = true;
       if (a == "--list-params=json") list_json = true;
       list_modules.push_back(value());

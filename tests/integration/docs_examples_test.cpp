@@ -111,7 +111,12 @@ TEST_CASE("every partition in docs/*.md passes daqx-executive --check against th
   for (const DocBlock& block : partitions) {
     INFO("the partition at " << block.where());
     if (const std::vector<std::string> missing = missing_modules(block.text); !missing.empty()) {
-      unchecked.push_back(block.where() + " (needs " + missing.front() + ", not built here)");
+      // A module of this project not built here (a transport without its library) is a gap CI must not have;
+      // a reader's own module (docs/writing-an-application.md's) is built and run by the install test instead.
+      if (missing.front().rfind("libdaqx_", 0) == 0)
+        unchecked.push_back(block.where() + " (needs " + missing.front() + ", not built here)");
+      else
+        WARN(block.where() << " not checked here: its module " << missing.front() << " is not one of this build's");
       continue;
     }
     // Named after the document and padded so that its lines are the document's: a message reads
