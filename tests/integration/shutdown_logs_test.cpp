@@ -65,15 +65,17 @@ ProcessResult daqxctl(const std::string& partition, const std::string& command) 
   return run_process({tool_program("daqxctl"), "--config", partition, command}, std::chrono::seconds(60));
 }
 
-// The lines of a log at level warning (or error), text layout: "TIME warning URL component: message".
-std::vector<std::string> warnings_in(const std::string& log) {
+// The lines of a log at the given levels, text layout: "TIME warning URL component: message".
+std::vector<std::string> lines_at(const std::string& log, const std::string& levels) {
   std::vector<std::string> found;
   std::istringstream in(log);
-  const std::regex warning(R"(^\S+ (warning|error) )");
+  const std::regex level("^\\S+ (" + levels + ") ");
   for (std::string line; std::getline(in, line);)
-    if (std::regex_search(line, warning)) found.push_back(line);
+    if (std::regex_search(line, level)) found.push_back(line);
   return found;
 }
+
+std::vector<std::string> warnings_in(const std::string& log) { return lines_at(log, "warning|error"); }
 
 // Both executives up, configured, enabled and moving frames: receiver 21 has seen frames of this run.
 void start_run(const TwoContexts& partition, ExecutiveProcess& receivers, ExecutiveProcess& senders) {
@@ -114,6 +116,7 @@ TEST_CASE("a run, then stop, halt and exit of a two-context pttcp partition logs
     const std::string logs = receivers.output() + senders.output();
     INFO(logs);
     CHECK(warnings_in(logs).empty());
+    CHECK(lines_at(logs, "debug").empty());  // debug is off unless asked for
     // The closes were seen, and logged below warning.
     CHECK_THAT(logs, Contains(" ended: ") || Contains(" closed: "));
   }
@@ -169,5 +172,6 @@ TEST_CASE("daqx-launch --drive through a run and its end leaves no warning in an
     INFO(path << ":\n" << log);
     CHECK_FALSE(log.empty());
     CHECK(warnings_in(log).empty());
+    CHECK(lines_at(log, "debug").empty());  // debug is off unless asked for, also through the launcher
   }
 }
