@@ -163,11 +163,31 @@ std::string validate_param(const ParamSpec& spec, std::string_view text) {
       if (!parsed.value) return concatenate({"not a number: ", quoted(text)});
       return check_bounds(spec, *parsed.value, text);
     }
-    case ParamType::string: return {};
+    case ParamType::string: {
+      if (spec.allowed.empty()) return {};
+      std::string words;
+      for (std::size_t i = 0; i < spec.allowed.size(); ++i) {
+        if (text == spec.allowed[i]) return {};
+        if (i > 0) words.append(i + 1 == spec.allowed.size() ? " or " : ", ");
+        words.append(spec.allowed[i]);
+      }
+      return concatenate({quoted(text), " is not ", words});
+    }
     case ParamType::string_list: return validate_list(text);
     case ParamType::applications: return validate_selector(text);
   }
   return "unknown parameter type";
+}
+
+std::string param_bound_text(const ParamSpec& spec, double bound) {
+  if (spec.type == ParamType::integer || spec.type == ParamType::unsigned_integer) {
+    // Integer parameters have integer bounds; a bound that is not one is shown as declared.
+    if (std::floor(bound) == bound && std::fabs(bound) < 9.2e18) return std::to_string(static_cast<long long>(bound));
+  }
+  char buffer[64];
+  const auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, bound);
+  if (error != std::errc()) return std::to_string(bound);
+  return std::string(buffer, end);
 }
 
 ParamSet::ParamSet(std::vector<ParamSpec> specs) : specs_(std::move(specs)) {

@@ -9,6 +9,7 @@
 
 #include "daqx/executive/executive.hpp"
 #include "http/control_routes.hpp"
+#include "param_listing.hpp"
 
 namespace daqx::detail {
 namespace {
@@ -80,8 +81,12 @@ void TransportBinding::on_deliver_ready(std::function<void()> callback) { delive
 
 void TransportBinding::send_ready(PeerId peer) noexcept { core_.notify_peer_ready(transport_.get(), peer); }
 
+bool TransportBinding::run_going() const noexcept { return core_.applications_enabled(); }
+
 void TransportBinding::connection_changed(PeerId peer, bool up, const std::string& reason) {
-  daqx::log(up ? LogLevel::info : LogLevel::warning, prefix(),
+  // Down in a run is a loss; between runs and at shutdown peers closing is expected (the transport has said
+  // already whether frames went with it).
+  daqx::log(up || !run_going() ? LogLevel::info : LogLevel::warning, prefix(),
             "connection " + std::to_string(peer) + (up ? " up" : " down") + (reason.empty() ? "" : ": " + reason));
   // A connection that went down will not say send_ready: wake its waiters so they see the error.
   if (!up) core_.notify_peer_ready(transport_.get(), peer);
@@ -215,6 +220,8 @@ void ExecutiveCore::shutdown() {
   std::lock_guard lock(control_mutex_);
   if (shut_down_) return;
   shut_down_ = true;
+  // From here peers closing are part of the shutdown, not a loss to warn about.
+  applications_enabled_.store(false, std::memory_order_release);
   // Applications first, in reverse order (senders usually come after receivers), then the network.
   for (auto it = hosts_.rbegin(); it != hosts_.rend(); ++it) {
     ApplicationHost& host = **it;
@@ -333,11 +340,16 @@ TransitionResult ExecutiveCore::run_transition(std::optional<Tid> tid, Command c
 
 void ExecutiveCore::update_run() {
   std::uint64_t run = 0;
-  for (const auto& host : hosts_)
-    if (host->state() == State::enabled && host->run_number() != 0) run = host->run_number();
+  bool enabled = false;
+  for (const auto& host : hosts_) {
+    if (host->state() != State::enabled) continue;
+    enabled = true;
+    if (host->run_number() != 0) run = host->run_number();
+  }
   if (run != run_.load(std::memory_order_relaxed))
     run_started_ns_.store(std::chrono::steady_clock::now().time_since_epoch().count(), std::memory_order_relaxed);
   run_.store(run, std::memory_order_relaxed);
+  applications_enabled_.store(enabled, std::memory_order_release);
   set_log_run(run);
 }
 
@@ -495,30 +507,60 @@ ControlModel& Executive::control() noexcept { return *core_; }
 
 void Executive::shutdown() { core_->shutdown(); }
 
-std::string Executive::list_params(const std::string& module) {
+std::string Executive::list_params(const std::vector<std::string>& modules, bool json) {
   detail::ModuleRegistry registry;
-  std::string error = registry.load(module, ".");
-  if (!error.empty()) throw std::runtime_error(error);
-  const ModuleDescriptor& d = *registry.modules().front();
-  std::string out = "module " + d.name + " (" + registry.paths().front() + ")\n";
-  auto table = [&](const std::string& title, const std::string& help, const std::vector<ParamSpec>& params) {
-    out += "\n" + title + (help.empty() ? "" : " - " + help) + "\n";
-    for (const ParamSpec& p : params) {
-      out += "  " + p.name + " (" + std::string(to_string(p.type)) + ", default '" + p.default_value + "'";
-      if (!p.unit.empty()) out += ", " + p.unit;
-      if (p.min) out += ", min " + std::to_string(*p.min);
-      if (p.max) out += ", max " + std::to_string(*p.max);
-      out += ")\n      " + p.help + "\n";
-    }
-    if (params.empty()) out += "  (no parameters)\n";
-  };
-  for (const ApplicationClass& c : d.applications) table("application " + c.name, c.help, c.params);
-  for (const TransportClass& t : d.transports) {
-    table("transport " + t.protocol, t.help, t.params);
-    if (t.capabilities) out += "  offers, with these defaults: " + describe_capabilities(t.capabilities(ParamSet(t.params))) + "\n";
+  for (const std::string& module : modules) {
+    const std::string error = registry.load(module, ".");
+    if (!error.empty()) throw std::runtime_error(error);
   }
-  table("every application (added by the executive)", "", detail::executive_application_params());
-  return out;
+  return json ? detail::param_listing_json(registry) : detail::param_listing_text(registry);
+}
+
+std::vector<std::string> Executive::check(const config::Partition& partition, const std::string& context_url) {
+  std::vector<std::string> problems;
+  const std::string partition_dir = std::filesystem::path(partition.file).parent_path().string();
+  const auto where = [](const config::SourceLocation& at) { return at.text() + ": "; };
+  bool found = false;
+  for (const config::ContextConfig& context : partition.contexts) {
+    if (!context_url.empty() && partition.find_context(context_url) != &context) continue;
+    found = true;
+    detail::ModuleRegistry registry;
+    bool loaded = true;
+    for (const config::ModuleConfig& module : context.modules) {
+      const std::string error = registry.load(module.path, partition_dir);
+      if (!error.empty()) {
+        problems.push_back(where(module.where) + error);
+        loaded = false;
+      }
+    }
+    if (!loaded) continue;  // every class of a missing module would be reported as unknown
+    for (std::string& problem : config::check_against_catalogue(partition, context, registry))
+      problems.push_back(std::move(problem));
+    // Selectors left at their defaults are resolved when applications are made; a default that selects
+    // nothing that exists is as much a mistake as a written one.
+    for (const config::ApplicationConfig& application : context.applications) {
+      const ApplicationClass* cls = registry.application_class(application.class_name);
+      if (cls == nullptr) continue;  // reported above
+      for (const ParamSpec& spec : cls->params) {
+        if (spec.type != ParamType::applications) continue;
+        const bool written = std::any_of(application.properties.begin(), application.properties.end(),
+                                         [&](const config::Property& p) { return p.name == spec.name; });
+        if (written) continue;  // checked with the properties
+        std::string error;
+        config::resolve_selector(partition, spec.default_value, error);
+        if (!error.empty())
+          problems.push_back(where(application.where) + "application " + std::to_string(application.id) +
+                             " parameter '" + spec.name + "' (default '" + spec.default_value + "'): " + error);
+      }
+    }
+  }
+  if (!found) {
+    std::string known;
+    for (const auto& c : partition.contexts) known += (known.empty() ? "" : ", ") + c.url;
+    problems.push_back(partition.file + ": context " + context_url + " is not in this partition (it has: " + known +
+                       ")");
+  }
+  return problems;
 }
 
 std::string Executive::transport_capabilities(const std::string& module, const std::vector<std::string>& assignments) {

@@ -39,6 +39,7 @@ class TransportBinding final : public TransportHost {
   void on_deliver_ready(std::function<void()> callback) override;
   void send_ready(PeerId peer) noexcept override;
   void connection_changed(PeerId peer, bool up, const std::string& reason) override;
+  bool run_going() const noexcept override;
   mem::Pool& make_pool(const std::string& name, const mem::PoolConfig& config) override;
   std::jthread start_thread(const std::string& name, std::function<void(std::stop_token)> body) override;
   void log(LogLevel level, const std::string& message) override;
@@ -92,6 +93,8 @@ class ExecutiveCore final : public ControlModel {
   void note_delivered() noexcept { frames_from_transports_.fetch_add(1, std::memory_order_relaxed); }
   // Every hosted application dispatches frames from transports inline (false until they are made).
   bool all_inline() const noexcept { return all_inline_.load(std::memory_order_acquire); }
+  // An application is Enabled (read by transport threads without the control lock).
+  bool applications_enabled() const noexcept { return applications_enabled_.load(std::memory_order_acquire); }
   void notify_peer_ready(const void* transport, PeerId peer) noexcept;
   void notify_all_deliveries_ready() noexcept;
 
@@ -144,6 +147,7 @@ class ExecutiveCore final : public ControlModel {
   std::atomic<std::uint64_t> bad_frames_{0};
   std::atomic<std::uint64_t> frames_from_transports_{0};
   std::atomic<bool> all_inline_{false};
+  std::atomic<bool> applications_enabled_{false};
   bool shared_pools_ = false;  // a transport passes blocks to local peers: pools no rule places are shared
   std::atomic<std::uint64_t> run_{0};  // the run the Enabled applications are in; 0: none
   std::atomic<std::int64_t> run_started_ns_{0};  // steady clock, when run_ took its value

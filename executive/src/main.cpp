@@ -32,7 +32,8 @@ void usage(FILE* out) {
   std::fprintf(out,
                "usage: daqx-executive --config PARTITION.xml --context http://HOST:PORT [--inbox FRAMES]\n"
                "                      [--log-level LEVEL] [--log-format FORMAT]\n"
-               "       daqx-executive --list-params MODULE\n"
+               "       daqx-executive --check --config PARTITION.xml [--context URL]\n"
+               "       daqx-executive --list-params MODULE [MODULE ...] [--json]\n"
                "       daqx-executive --capabilities MODULE [NAME=VALUE ...]\n"
                "  -c, --config FILE      the partition (XML)\n"
                "  -x, --context URL      which context of the partition this process plays\n"
@@ -42,7 +43,12 @@ void usage(FILE* out) {
                "      --log-level L      debug, info (default), warning or error: lines below it are dropped\n"
                "                         (or the environment's DAQX_LOG_LEVEL)\n"
                "      --log-format F     text (default) or json, one object per line (or DAQX_LOG_FORMAT)\n"
-               "      --list-params M    print every parameter of module M (name, type, default, unit, help)\n"
+               "      --check            check the partition and exit: load the modules of the context (of every\n"
+               "                         context without --context), check classes, protocols, parameters and\n"
+               "                         selectors against them; opens no port. Exit 0, or 2 with file:line: reason\n"
+               "      --list-params M... print every parameter of the modules (name, type, default, unit, bounds,\n"
+               "                         allowed values, help), and the parameters every application has\n"
+               "      --json             with --list-params: print it as JSON, for tools (--list-params=json too)\n"
                "      --capabilities M   print, as JSON, what each transport of module M offers with the parameters\n"
                "                         given after it (NAME=VALUE), or with its defaults\n"
                "      --version          print the version and exit\n"
@@ -89,7 +95,10 @@ Value log_option(const std::string& given, const char* option, const char* varia
 int main(int argc, char** argv) {
   std::string config_path;
   std::string context_url;
-  std::string list_module;
+  std::vector<std::string> list_modules;
+  bool list_params = false;
+  bool list_json = false;
+  bool check_only = false;
   std::string capabilities_module;
   std::vector<std::string> capabilities_params;
   std::size_t inbox = 4096;
@@ -118,8 +127,15 @@ int main(int argc, char** argv) {
       log_level_text = value();
     } else if (a == "--log-format") {
       log_format_text = value();
-    } else if (a == "--list-params") {
-      list_module = value();
+    } else if (a == "--list-params" || a == "--list-params=json") {
+      list_params = true;
+      if (a == "--list-params=json") list_json = true;
+      list_modules.push_back(value());
+      while (i + 1 < args.size() && args[i + 1].substr(0, 1) != "-") list_modules.push_back(args[++i]);
+    } else if (a == "--json") {
+      list_json = true;
+    } else if (a == "--check") {
+      check_only = true;
     } else if (a == "--capabilities") {
       capabilities_module = value();
       while (i + 1 < args.size() && args[i + 1].find('=') != std::string::npos) capabilities_params.push_back(args[++i]);
@@ -145,10 +161,40 @@ int main(int argc, char** argv) {
       return kExitConfig;
     }
   }
-  if (!list_module.empty()) {
+  if (list_json && !list_params) {
+    std::fprintf(stderr, "daqx-executive: --json goes with --list-params\n");
+    usage(stderr);
+    return kExitConfig;
+  }
+  if (list_params) {
     try {
-      std::fputs(daqx::Executive::list_params(list_module).c_str(), stdout);
+      std::fputs(daqx::Executive::list_params(list_modules, list_json).c_str(), stdout);
       return 0;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "daqx-executive: %s\n", e.what());
+      return kExitConfig;
+    }
+  }
+  if (check_only) {
+    if (config_path.empty()) {
+      std::fprintf(stderr, "daqx-executive: --check needs --config PARTITION.xml\n");
+      usage(stderr);
+      return kExitConfig;
+    }
+    // Plain messages on stderr, one per mistake, as the executive would log them but without the log prefix:
+    // an editor or a script reads "file:line: reason" directly.
+    try {
+      const daqx::config::Partition partition = daqx::config::load_partition(config_path);
+      const std::vector<std::string> problems = daqx::Executive::check(partition, context_url);
+      for (const std::string& problem : problems) std::fprintf(stderr, "%s\n", problem.c_str());
+      if (!problems.empty()) return kExitConfig;
+      std::printf("%s: partition '%s' is valid (%zu context%s checked)\n", config_path.c_str(), partition.name.c_str(),
+                  context_url.empty() ? partition.contexts.size() : std::size_t{1},
+                  context_url.empty() && partition.contexts.size() != 1 ? "s" : "");
+      return 0;
+    } catch (const daqx::config::ConfigError& e) {
+      for (const std::string& m : e.messages()) std::fprintf(stderr, "%s\n", m.c_str());
+      return kExitConfig;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "daqx-executive: %s\n", e.what());
       return kExitConfig;

@@ -127,12 +127,12 @@ std::vector<ParamSpec> executive_application_params() {
   return {ParamSpec{"transportMode", ParamType::string, "endpoint", "",
                     "how transports send this application's frames: endpoint (as the endpoint's mode says), "
                     "latency (each at once) or throughput (coalesced)",
-                    {}, {}},
+                    {}, {}, {"endpoint", "latency", "throughput"}},
           ParamSpec{"dispatch", ParamType::string, "auto", "",
                     "where handlers of frames from transports run: thread (the application's dispatch thread), "
                     "inline (the transport's receive thread, when the application is not busy), or auto (inline "
                     "when the class declares its handlers fit for it)",
-                    {}, {}}};
+                    {}, {}, {"thread", "inline", "auto"}}};
 }
 
 }  // namespace daqx::detail

@@ -263,7 +263,13 @@ class PartitionReader {
   void read_partition(pugi::xml_node root) {
     partition_.file = file_;
     partition_.where = where(root);
-    check_attributes(root, {"name"}, {});
+    // What an editor needs to find the schema (config/daqx-partition.xsd): the XML Schema instance namespace
+    // and where the schema is. Nothing else of XML namespaces is part of the format.
+    check_attributes(root, {"name"}, {"xmlns:xsi", "xsi:noNamespaceSchemaLocation"});
+    if (const pugi::xml_attribute xsi = root.attribute("xmlns:xsi");
+        xsi && std::string_view(xsi.value()) != "http://www.w3.org/2001/XMLSchema-instance")
+      report(line_of(xsi, root), {"xmlns:xsi is ", quoted(xsi.value()),
+                                  ", not the XML Schema instance namespace http://www.w3.org/2001/XMLSchema-instance"});
     partition_.name = value_of(root, "name");
     int policy_line = 0;
     int launch_line = 0;

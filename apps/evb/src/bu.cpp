@@ -11,6 +11,7 @@
 
 namespace daqx::evb {
 using apps::concatenate;
+using apps::choice_param;
 using apps::param;
 using apps::to_text;
 
@@ -25,7 +26,7 @@ std::vector<ParamSpec> BU::parameters() {
       param("rus", ParamType::applications, "class:evb::RU", "", "the readout units every event needs a fragment from"),
       param("slots", ParamType::unsigned_integer, to_text(std::uint64_t{d.slots}), "",
             "resource slots: each is a credit for one batch of events", 1, 4096),
-      param("output", ParamType::string, "discard", "", "where built events go: discard, file or consumer"),
+      choice_param("output", "discard", "where built events go: discard, file or consumer", {"discard", "file", "consumer"}),
       param("outputDirectory", ParamType::string, "/tmp/daqx-evb", "", "directory for output file"),
       param("fileSize", ParamType::unsigned_integer, to_text(std::uint64_t{d.files.max_file_bytes}), "bytes",
             "output files are closed and a new one opened at this size", 1, static_cast<double>(1ull << 50)),

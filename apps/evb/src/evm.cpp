@@ -11,6 +11,7 @@ namespace {
 constexpr double kStartGrace = 10;  // s an RU may take to report after the run starts, on top of ruTimeout
 }
 using apps::concatenate;
+using apps::choice_param;
 using apps::param;
 using apps::to_text;
 
@@ -39,8 +40,9 @@ std::vector<ParamSpec> EvM::parameters() {
             "time between the EvM's heartbeats to every unit", 0.005, 60),
       param("drainTimeout", ParamType::real, to_text(d.drain_timeout), "s",
             "stop waits this long for the builders to finish the assigned events", 0, 3600),
-      param("ruFailurePolicy", ParamType::string, "fail", "",
-            "when an RU is down: fail (the run goes to Failed) or incomplete (BUs build without it, flagged)"),
+      choice_param("ruFailurePolicy", "fail",
+                   "when an RU is down: fail (the run goes to Failed) or incomplete (BUs build without it, flagged)",
+                   {"fail", "incomplete"}),
   };
 }
 

@@ -39,20 +39,21 @@ std::vector<ParamSpec> connection_parameter_specs() {
   return {
       {"connectAt", ParamType::string, "start", "",
        "start: connect to every peer as soon as the executive has made its routes, retrying until it listens; "
-       "first-use: on the first frame for it or on the connect command", {}, {}},
+       "first-use: on the first frame for it or on the connect command", {}, {}, {"start", "first-use"}},
       {"sendQueue", ParamType::unsigned_integer, "4096", "frames",
        "frames queued per connection before post() says would-block", 16, 1 << 20},
       {"reconnectMin", ParamType::unsigned_integer, "50", "ms", "first delay before reconnecting to a peer", 1, 60000},
       {"reconnectMax", ParamType::unsigned_integer, "2000", "ms", "longest delay between reconnection attempts", 1, 600000},
       {"waitMode", ParamType::string, "epoll", "",
-       "epoll: the transport's threads sleep on file descriptors when idle; busy: they poll without sleeping", {}, {}},
+       "epoll: the transport's threads sleep on file descriptors when idle; busy: they poll without sleeping", {}, {},
+       {"epoll", "busy"}},
       {"pollTime", ParamType::string, "auto", "microseconds",
        "waitMode=epoll: after the last work, poll this long before sleeping (what comes meanwhile costs no "
        "wake-up, the time is spent on a core); auto: 50 when every application of the executive handles its "
        "frames inline, else 0", {}, {}},
       {"mode", ParamType::string, "latency", "",
        "latency: send each frame at once; throughput: let frames wait for each other and send them together "
-       "(an application's transportMode overrides it frame by frame)", {}, {}},
+       "(an application's transportMode overrides it frame by frame)", {}, {}, {"latency", "throughput"}},
       {"packSize", ParamType::unsigned_integer, "262144", "bytes",
        "throughput mode: send when this many bytes are queued for a connection (at most a receive buffer's worth "
        "per message)", 4096, 64.0 * 1024 * 1024},

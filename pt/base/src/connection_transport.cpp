@@ -152,6 +152,7 @@ void ConnectionTransport::connection_up(OutgoingConnection& c) {
 void ConnectionTransport::teardown(OutgoingConnection& c, std::string reason) {
   const bool was_up = c.state == State::up;
   const std::size_t in_flight = close_link(c);
+  const std::size_t lost = in_flight + c.queue.size();
   // A connection that never came up (peer not listening yet) is retried, not an error; a lost one is. Frames
   // on the wire or queued for either are lost with it, and counted; their blocks go back.
   if (was_up) c.counters.errors.fetch_add(1 + in_flight, std::memory_order_relaxed);
@@ -164,7 +165,15 @@ void ConnectionTransport::teardown(OutgoingConnection& c, std::string reason) {
   c.state = State::down;
   c.backoff = std::clamp(c.backoff * 2, settings_.reconnect_min, settings_.reconnect_max);
   c.retry_at = Clock::now() + c.backoff;
-  host_.log(was_up ? LogLevel::warning : LogLevel::debug, "connection to " + c.remote.text() + " lost: " + reason);
+  // Lost in a run, or with frames lost, it is worth a warning; a peer closing between runs or as the partition
+  // shuts down (stop, halt, exit) is expected. One that never came up is only retried.
+  const LogLevel level = !was_up ? LogLevel::debug
+                         : host_.run_going() || lost > 0 ? LogLevel::warning
+                                                         : LogLevel::info;
+  std::string message = "connection to ";
+  message.append(c.remote.text()).append(level == LogLevel::info ? " closed: " : " lost: ").append(reason);
+  if (lost > 0) message.append(" (").append(std::to_string(lost)).append(" frames lost)");
+  host_.log(level, message);
   if (was_up) {
     c.went_down = true;
     c.down_reason = std::move(reason);

@@ -37,7 +37,7 @@ std::vector<ParamSpec> parameter_specs() {
            "path MTU: 256, 512, 1024, 2048 or 4096 (no more than the port's active MTU); 0: the route's", 0, 4096},
           {"srq", ParamType::string, "auto", "",
            "auto: receive buffers go to one shared receive queue when the device has them; never: per connection", {},
-           {}},
+           {}, {"auto", "never"}},
           {"inlineThreshold", ParamType::unsigned_integer, "256", "bytes",
            "frames up to this size are copied into the work request (IBV_SEND_INLINE; capped by the device); 0: never",
            0, 4096},

@@ -58,9 +58,9 @@ TEST_CASE("ptibv's parameters are read and checked", "[ptibv][settings]") {
   CHECK(with({{"numaNode", "device"}}).numa == Settings::Numa::device);
 
   CHECK_THROWS_WITH(with({{"mtu", "1500"}}), Catch::Contains("parameter mtu is '1500'") && Catch::Contains("4096"));
-  CHECK_THROWS_WITH(with({{"waitMode", "spin"}}), Catch::Contains("expected epoll or busy"));
-  CHECK_THROWS_WITH(with({{"connectAt", "later"}}), Catch::Contains("expected start or first-use"));
-  CHECK_THROWS_WITH(with({{"srq", "yes"}}), Catch::Contains("expected auto or never"));
+  CHECK_THROWS_WITH(with({{"waitMode", "spin"}}), Catch::Contains("'spin' is not epoll or busy"));
+  CHECK_THROWS_WITH(with({{"connectAt", "later"}}), Catch::Contains("'later' is not start or first-use"));
+  CHECK_THROWS_WITH(with({{"srq", "yes"}}), Catch::Contains("'yes' is not auto or never"));
   CHECK_THROWS_WITH(with({{"numaNode", "near"}}), Catch::Contains("policy, device or a NUMA node number"));
   CHECK_THROWS_WITH(with({{"recvPoolSize", "1048576"}, {"recvBufferSize", "65536"}, {"recvDepth", "64"}}),
                     Catch::Contains("cannot hold recvDepth buffers"));

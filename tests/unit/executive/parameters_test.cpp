@@ -235,3 +235,24 @@ TEST_CASE("an empty parameter set declares nothing", "[parameters]") {
   CHECK(params.spec("x") == nullptr);
   CHECK_THROWS_AS(params.text("x"), std::out_of_range);
 }
+
+TEST_CASE("a string parameter with allowed words refuses any other word, naming them all", "[parameters]") {
+  ParamSpec declared = spec(ParamType::string, "epoll");
+  declared.allowed = {"epoll", "busy"};
+  CHECK(validate_param(declared, "busy").empty());
+  CHECK(validate_param(declared, "spin") == "'spin' is not epoll or busy");
+  CHECK(validate_param(declared, "Busy") == "'Busy' is not epoll or busy");  // words are exact, as the code reads them
+  declared.allowed = {"thread", "inline", "auto"};
+  CHECK(validate_param(declared, "") == "'' is not thread, inline or auto");
+  // A set refuses a default outside its words: the declaration is wrong.
+  declared.default_value = "sometimes";
+  CHECK_THROWS_WITH(ParamSet({declared}), Catch::Contains("invalid default: 'sometimes' is not thread, inline or auto"));
+}
+
+TEST_CASE("bounds are written in the parameter's own type", "[parameters]") {
+  CHECK(param_bound_text(spec(ParamType::unsigned_integer), 4096) == "4096");
+  CHECK(param_bound_text(spec(ParamType::unsigned_integer), 64.0 * 1024 * 1024 * 1024) == "68719476736");
+  CHECK(param_bound_text(spec(ParamType::integer), -5) == "-5");
+  CHECK(param_bound_text(spec(ParamType::real), 0.05) == "0.05");
+  CHECK(param_bound_text(spec(ParamType::real), 3600) == "3600");
+}

@@ -33,11 +33,16 @@ struct ParamSpec {
   std::string help;           // one line
   std::optional<double> min;  // numeric bounds, inclusive
   std::optional<double> max;
+  // For a string: the only words it may hold (empty: any text). Listed by --list-params and checked with the
+  // partition, so "waitMode=spin" is refused before anything starts rather than when the transport is made.
+  std::vector<std::string> allowed = {};  // an initializer, so declarations that stop at max need not name it
 };
 
 // Checks text against a spec; returns an empty string when valid, else the reason ("not an unsigned
-// integer: '12x'", "below the minimum 1").
+// integer: '12x'", "below the minimum 1", "'spin' is not epoll or busy").
 std::string validate_param(const ParamSpec& spec, std::string_view text);
+// A bound in the parameter's own type: "4096" for an integer or unsigned, "0.5" for a double.
+std::string param_bound_text(const ParamSpec& spec, double bound);
 
 // The configured values of one application or transport, validated against its specs.
 class ParamSet {

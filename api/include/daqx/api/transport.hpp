@@ -95,6 +95,9 @@ class TransportHost {
   // Tells senders that got would_block for this peer that they may retry.
   virtual void send_ready(PeerId peer) noexcept = 0;
   virtual void connection_changed(PeerId peer, bool up, const std::string& reason) = 0;
+  // Whether an application of this executive is Enabled. A peer going away in a run loses frames and is worth a
+  // warning; between runs and at shutdown (stop, halt, exit) peers closing is what is expected.
+  virtual bool run_going() const noexcept { return true; }
   // A pool named "<name>" under the transport's prefix ("pt/tcp/..."), allocator chosen by the policy.
   virtual mem::Pool& make_pool(const std::string& name, const mem::PoolConfig& config) = 0;
   // A thread named e.g. "pt/tcp/recv-0", pinned as the policy says.

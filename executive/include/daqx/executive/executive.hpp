@@ -28,9 +28,14 @@ class Executive {
   // Stops enabled applications, halts all, stops transports and threads. Idempotent.
   void shutdown();
 
-  // The table printed by `daqx-executive --list-params MODULE`: every class and transport of the module
-  // with each parameter's name, type, default, unit and help. Throws std::runtime_error if it cannot load.
-  static std::string list_params(const std::string& module);
+  // What `daqx-executive --list-params MODULE...` prints: every class and transport of the modules with each
+  // parameter's name, type, default, unit, bounds, allowed words and help, as a table or as JSON
+  // (param_listing.hpp gives its shape). Throws std::runtime_error if a module cannot load.
+  static std::string list_params(const std::vector<std::string>& modules, bool json);
+  // What `daqx-executive --check` does: loads the modules of the context (every context when `context_url` is
+  // empty) and checks the partition against them (classes, protocols, parameters, selectors), without opening
+  // a port or making anything. Returns every mistake as "file:line: reason"; empty when all is well.
+  static std::vector<std::string> check(const config::Partition& partition, const std::string& context_url);
   // What `daqx-executive --capabilities MODULE [NAME=VALUE ...]` prints: each transport of the module with the
   // capabilities it would offer with those parameters, as JSON. Throws std::runtime_error for a module that
   // cannot load or a parameter it refuses.

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "daqx/api/parameters.hpp"
 
@@ -33,6 +34,14 @@ inline ParamSpec param(std::string name, ParamType type, std::string default_val
   spec.help = std::move(help);
   spec.min = min;
   spec.max = max;
+  return spec;
+}
+
+// A string parameter that holds one of a few words.
+inline ParamSpec choice_param(std::string name, std::string default_value, std::string help,
+                              std::vector<std::string> allowed) {
+  ParamSpec spec = param(std::move(name), ParamType::string, std::move(default_value), "", std::move(help));
+  spec.allowed = std::move(allowed);
   return spec;
 }
 
