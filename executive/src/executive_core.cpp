@@ -507,11 +507,27 @@ ControlModel& Executive::control() noexcept { return *core_; }
 
 void Executive::shutdown() { core_->shutdown(); }
 
-std::string Executive::list_params(const std::vector<std::string>& modules, bool json) {
+std::string Executive::list_params(const std::vector<std::string>& modules, bool json,
+                                   std::vector<std::string>* not_loaded) {
   detail::ModuleRegistry registry;
   for (const std::string& module : modules) {
     const std::string error = registry.load(module, ".");
     if (!error.empty()) throw std::runtime_error(error);
+  }
+  if (modules.empty()) {
+    std::set<std::string> names;
+    for (const std::string& directory : detail::ModuleRegistry::search_path()) {
+      std::error_code error;
+      std::vector<std::filesystem::path> files;
+      for (const auto& entry : std::filesystem::directory_iterator(directory, error))
+        if (entry.path().extension() == ".so") files.push_back(entry.path());
+      std::sort(files.begin(), files.end());
+      for (const std::filesystem::path& file : files) {
+        if (!names.insert(file.filename().string()).second) continue;  // shadowed, as a bare name would be
+        const std::string reason = registry.load(file.string(), ".");
+        if (!reason.empty() && not_loaded != nullptr) not_loaded->push_back(reason);
+      }
+    }
   }
   return json ? detail::param_listing_json(registry) : detail::param_listing_text(registry);
 }

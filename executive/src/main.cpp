@@ -33,7 +33,7 @@ void usage(FILE* out) {
                "usage: daqx-executive --config PARTITION.xml --context http://HOST:PORT [--inbox FRAMES]\n"
                "                      [--log-level LEVEL] [--log-format FORMAT]\n"
                "       daqx-executive --check --config PARTITION.xml [--context URL]\n"
-               "       daqx-executive --list-params MODULE [MODULE ...] [--json]\n"
+               "       daqx-executive --list-params [MODULE ...] [--json]\n"
                "       daqx-executive --capabilities MODULE [NAME=VALUE ...]\n"
                "  -c, --config FILE      the partition (XML)\n"
                "  -x, --context URL      which context of the partition this process plays\n"
@@ -47,7 +47,8 @@ void usage(FILE* out) {
                "                         context without --context), check classes, protocols, parameters and\n"
                "                         selectors against them; opens no port. Exit 0, or 2 with file:line: reason\n"
                "      --list-params M... print every parameter of the modules (name, type, default, unit, bounds,\n"
-               "                         allowed values, help), and the parameters every application has\n"
+               "                         allowed values, help), and the parameters every application has; without\n"
+               "                         a module, of every module in the module path\n"
                "      --json             with --list-params: print it as JSON, for tools (--list-params=json too)\n"
                "      --capabilities M   print, as JSON, what each transport of module M offers with the parameters\n"
                "                         given after it (NAME=VALUE), or with its defaults\n"
@@ -130,7 +131,6 @@ int main(int argc, char** argv) {
     } else if (a == "--list-params" || a == "--list-params=json") {
       list_params = true;
       if (a == "--list-params=json") list_json = true;
-      list_modules.push_back(value());
       while (i + 1 < args.size() && args[i + 1].substr(0, 1) != "-") list_modules.push_back(args[++i]);
     } else if (a == "--json") {
       list_json = true;
@@ -168,7 +168,11 @@ int main(int argc, char** argv) {
   }
   if (list_params) {
     try {
-      std::fputs(daqx::Executive::list_params(list_modules, list_json).c_str(), stdout);
+      std::vector<std::string> not_loaded;
+      const std::string listing = daqx::Executive::list_params(list_modules, list_json, &not_loaded);
+      // Before the listing, so the two never interleave where both go to one place.
+      for (const std::string& reason : not_loaded) std::fprintf(stderr, "daqx-executive: skipped: %s\n", reason.c_str());
+      std::fputs(listing.c_str(), stdout);
       return 0;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "daqx-executive: %s\n", e.what());

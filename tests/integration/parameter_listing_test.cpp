@@ -5,6 +5,7 @@
 #include <Poco/JSON/Object.h>
 #include <Poco/JSON/Parser.h>
 
+#include <filesystem>
 #include <regex>
 #include <set>
 
@@ -138,4 +139,31 @@ TEST_CASE("daqx-executive --json without --list-params is a usage error", "[exec
   const ProcessResult result = list_params({"--json"});
   CHECK(result.exit_code == 2);
   CHECK_THAT(result.output, Contains("--json goes with --list-params"));
+}
+
+TEST_CASE("daqx-executive --list-params --json without a module lists every module of the module path, and says "
+          "which files there it skipped", "[executive][process]") {
+  // A folder first in the module path holding a file that is no module: it is named on stderr, and the modules
+  // of the build tree after it are all listed.
+  const std::string folder = scratch_directory() + "/module-path-with-junk";
+  std::filesystem::create_directories(folder);
+  write_file("module-path-with-junk/libnot_a_module.so", "not an ELF file\n");
+  const ProcessResult result = run_process({executive_program(), "--list-params", "--json"}, std::chrono::seconds(60),
+                                           {"DAQX_MODULE_PATH=" + folder + ":" + module_directory()});
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  CHECK_THAT(result.output, Contains("skipped: cannot load module '" + folder + "/libnot_a_module.so'"));
+  const std::size_t start = result.output.find("{\n");  // stderr's lines come before the document
+  REQUIRE(start != std::string::npos);
+  Poco::JSON::Object::Ptr document;
+  REQUIRE_NOTHROW(document =
+                      Poco::JSON::Parser().parse(result.output.substr(start)).extract<Poco::JSON::Object::Ptr>());
+  std::set<std::string> names;
+  const Poco::JSON::Array::Ptr modules = document->getArray("modules");
+  for (std::size_t i = 0; i < modules->size(); ++i)
+    names.insert(modules->getObject(static_cast<unsigned>(i))->getValue<std::string>("name"));
+  for (const char* name : {"nton", "evb", "pttcp"}) {
+    INFO("module " << name);
+    CHECK(names.count(name) == 1);
+  }
 }

@@ -30,8 +30,11 @@ class Executive {
 
   // What `daqx-executive --list-params MODULE...` prints: every class and transport of the modules with each
   // parameter's name, type, default, unit, bounds, allowed words and help, as a table or as JSON
-  // (param_listing.hpp gives its shape). Throws std::runtime_error if a module cannot load.
-  static std::string list_params(const std::vector<std::string>& modules, bool json);
+  // (param_listing.hpp gives its shape). Throws std::runtime_error if a module cannot load. With no module named:
+  // every module of the module path (the first of each file name), and the reason for each file there that
+  // does not load goes to `not_loaded` instead.
+  static std::string list_params(const std::vector<std::string>& modules, bool json,
+                                 std::vector<std::string>* not_loaded = nullptr);
   // What `daqx-executive --check` does: loads the modules of the context (every context when `context_url` is
   // empty) and checks the partition against them (classes, protocols, parameters, selectors), without opening
   // a port or making anything. Returns every mistake as "file:line: reason"; empty when all is well.
