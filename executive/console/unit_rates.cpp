@@ -4,20 +4,11 @@
 #include <array>
 #include <utility>
 
+#include "daqx/executive/headline_counters.hpp"
+
 namespace daqx::console {
 namespace {
 
-// Known amounts, most telling first: what a builder built before what it received, and so on.
-constexpr std::array<std::pair<const char*, const char*>, 7> kItemCounters{{
-    {"events_built", "events"},
-    {"events_completed", "events"},
-    {"fragments_sent", "fragments"},
-    {"frames_received", "frames"},
-    {"frames_sent", "frames"},
-    {"round_trips", "round trips"},
-    {"echoes", "echoes"},
-}};
-constexpr std::array<const char*, 3> kByteCounters{"bytes_built", "bytes_sent", "bytes_received"};
 
 double value_of(const std::map<std::string, double>& counters, const std::string& name) {
   const auto found = counters.find(name);
@@ -37,14 +28,14 @@ bool went_back(const std::map<std::string, double>& before, const std::map<std::
 
 Throughput throughput_of(const std::map<std::string, double>& counters) {
   Throughput throughput;
-  for (const auto& [name, word] : kItemCounters) {
+  for (const auto& [name, word] : kHeadlineItemCounters) {
     if (counters.count(name) != 0) {
       throughput.items_counter = name;
       throughput.item_word = word;
       break;
     }
   }
-  for (const char* name : kByteCounters) {
+  for (const char* name : kHeadlineByteCounters) {
     if (counters.count(name) != 0) {
       throughput.bytes_counter = name;
       break;

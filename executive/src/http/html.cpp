@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "control_routes.hpp"
+#include "daqx/executive/headline_counters.hpp"
 #include "html_page.hpp"
 #include "page_rates.hpp"
 #include "partition_snapshot.hpp"
@@ -71,8 +72,8 @@ std::string metrics_table(const std::vector<Metric>& metrics, const PageRates::R
 
 // The application's headline rates (partition_snapshot.hpp): NaN when it reports none of those counters.
 double headline_rate(const ApplicationStatus& application, const PageRates::Rates& rates, const auto& counters) {
-  for (const char* counter : counters) {
-    const auto found = rates.find(PageRates::application_key(application.tid, counter));
+  for (const auto& counter : counters) {
+    const auto found = rates.find(PageRates::application_key(application.tid, counter_name(counter)));
     if (found != rates.end()) return found->second;
   }
   return kNoRate;
@@ -95,8 +96,8 @@ std::string applications_section(const std::vector<ApplicationStatus>& applicati
     html += "<tr class=\"app " + state_row_class(application.state) + "\" data-tid=\"" + tid + "\"><td><a href=\"/app/" +
             tid + "\">" + tid + "</a></td>" + cell(application.class_name) + number_cell(application.instance) +
             cell(application.name) + state_cell(application.state) + "<td class=\"number events\">" +
-            rate_text(headline_rate(application, rates, kEventCounters)) + "</td><td class=\"number bytes\">" +
-            byte_rate_text(headline_rate(application, rates, kByteCounters)) + "</td><td class=\"reason\">" +
+            rate_text(headline_rate(application, rates, kHeadlineItemCounters)) + "</td><td class=\"number bytes\">" +
+            byte_rate_text(headline_rate(application, rates, kHeadlineByteCounters)) + "</td><td class=\"reason\">" +
             html_escape(application.reason) + "</td></tr>\n";
   }
   return html + "</table>\n";
@@ -377,9 +378,9 @@ std::string html_application_page(const ControlModel& model, const ApplicationSt
   const std::string state(to_string(application.state));
   html += "<p class=\"summary\"><span>State: <b id=\"state\" class=\"state-" + state + "\">" + state + "</b></span>";
   if (application.run != 0) html += "<span>run <b>" + std::to_string(application.run) + "</b></span>";
-  html += "<span>events/s <b class=\"events\">" + rate_text(headline_rate(application, rates, kEventCounters)) +
+  html += "<span>events/s <b class=\"events\">" + rate_text(headline_rate(application, rates, kHeadlineItemCounters)) +
           "</b></span><span>GB/s <b class=\"bytes\">" +
-          byte_rate_text(headline_rate(application, rates, kByteCounters)) + "</b></span></p>\n";
+          byte_rate_text(headline_rate(application, rates, kHeadlineByteCounters)) + "</b></span></p>\n";
   if (!application.reason.empty())
     html += "<section id=\"problems\" class=\"problems\"><p>Reason: <span class=\"reason\">" +
             html_escape(application.reason) + "</span></p></section>\n";

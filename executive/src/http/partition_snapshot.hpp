@@ -14,12 +14,6 @@ namespace daqx::http {
 
 inline constexpr double kNoRate = NAN;  // not known yet (one sample so far) or not reported
 
-// The counters that say how much an application moves, in order of preference: built events for a BU, completed
-// ones for the EvM, super-fragments for an RU (one per event), frames and round trips for the test applications.
-// Its "events/s" and "GB/s" on every page are the rates of the first of each list it reports.
-inline constexpr const char* kEventCounters[] = {"events_built", "events_completed", "fragments_sent",
-                                                 "frames_received", "frames_sent", "round_trips"};
-inline constexpr const char* kByteCounters[] = {"bytes_built", "bytes_sent", "bytes_received", "trigger_bytes"};
 
 struct ApplicationSnapshot {
   std::uint32_t tid = 0;

@@ -17,6 +17,7 @@
 #include <Poco/JSON/Parser.h>
 
 #include "control_routes.hpp"
+#include "daqx/executive/headline_counters.hpp"
 #include "partition_snapshot.hpp"
 
 namespace daqx {
@@ -202,9 +203,9 @@ struct PartitionView::Impl {
   }
 
   static double pick(const std::vector<std::pair<std::string, double>>& rates, const auto& names) {
-    for (const char* name : names)
+    for (const auto& name : names)
       for (const auto& [counter, value] : rates)
-        if (counter == name) return value;
+        if (counter == counter_name(name)) return value;
     return http::kNoRate;
   }
 
@@ -259,8 +260,8 @@ struct PartitionView::Impl {
       app.run = static_cast<std::uint64_t>(number_or(object, "run", 0));
       app.rates = counter_rates(object->getArray("metrics"), "app/" + std::to_string(app.tid) + "/", state, counters,
                                 seconds);
-      app.events_per_second = pick(app.rates, http::kEventCounters);
-      app.bytes_per_second = pick(app.rates, http::kByteCounters);
+      app.events_per_second = pick(app.rates, kHeadlineItemCounters);
+      app.bytes_per_second = pick(app.rates, kHeadlineByteCounters);
       view.applications.push_back(std::move(app));
     }
 

@@ -1,0 +1,36 @@
+// Which counters say how much an application moves: one list for every view of a running partition (the
+// executive's pages, the partition dashboard, daqx-launch's table and summary, daqxctl watch), so that they all
+// show the same figure for the same application.
+#pragma once
+
+#include <array>
+
+namespace daqx {
+
+struct HeadlineCounter {
+  const char* name;  // the application's counter (a metric without labels)
+  const char* word;  // what it counts, for tables: "events", "frames", ...
+};
+
+// In order of preference, the first one an application reports is its headline: built events for a BU,
+// completed ones for the EvM, super-fragments for an RU (one per event), frames, round trips and echoes for the
+// test applications.
+inline constexpr std::array<HeadlineCounter, 7> kHeadlineItemCounters{{
+    {"events_built", "events"},
+    {"events_completed", "events"},
+    {"fragments_sent", "fragments"},
+    {"frames_received", "frames"},
+    {"frames_sent", "frames"},
+    {"round_trips", "round trips"},
+    {"echoes", "echoes"},
+}};
+
+// The same for bytes: built, sent or received payload, or what a trigger source generated.
+inline constexpr std::array<const char*, 4> kHeadlineByteCounters{"bytes_built", "bytes_sent", "bytes_received",
+                                                                  "trigger_bytes"};
+
+// The counter's name in either list, so that one loop walks both.
+constexpr const char* counter_name(const HeadlineCounter& counter) { return counter.name; }
+constexpr const char* counter_name(const char* counter) { return counter; }
+
+}  // namespace daqx
