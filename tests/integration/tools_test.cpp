@@ -290,6 +290,8 @@ TEST_CASE("daqxctl watch shows each application's state and rates, which change 
   CHECK(wrong.exit_code == 2);
   CHECK_THAT(wrong.output, Contains("--interval and --count go with watch"));
   CHECK(daqxctl(partition, {"watch", "--interval", "0"}).exit_code == 2);
+  CHECK_THAT(run_process({tool_program("daqxctl"), "--help"}, std::chrono::seconds(10)).output,
+             Contains("watch (or top)") && Contains("--count N"));
 }
 
 TEST_CASE("daqxctl watch shows a killed context as unreachable and goes on with the others", "[tools][process][watch]") {
