@@ -5,7 +5,8 @@
 #   options        every --long-option the help names
 #   option values  the word after the option in the help: a choice list (local|ssh|slurm) is offered as such,
 #                  FILE, DIR, PATH and *.xml complete paths, LEVEL the log levels, --app the partition's ids
-#   commands       daqxctl: the lines "  NAME ..." under "commands:", and "  NAME SUB" gives NAME's sub-commands
+#   commands       daqxctl: the lines "  NAME ..." (or "  NAME (or ALIAS) ...") under "commands:", and "  NAME SUB"
+#                  gives NAME's sub-commands
 
 declare -gA _daqx_help_text 2>/dev/null
 
@@ -74,7 +75,9 @@ _daqx_complete() {
   # The commands, for a program whose help lists them: the first word that is neither an option nor an option's
   # value is the command, the next its sub-command.
   local commands
-  commands=$(sed -n '/^commands:/,/^[^ ]/{/^  [a-z]/p}' <<<"$help" | awk '{print $1}' | sort -u)
+  # "  watch (or top)  ...": both names.
+  commands=$(sed -n '/^commands:/,/^[^ ]/{/^  [a-z]/p}' <<<"$help" |
+    awk '{print $1} $2 == "(or" {sub(/\).*/, "", $3); print $3}' | sort -u)
   [[ -z $commands ]] && return 0
   local words=() i word
   for ((i = 1; i < COMP_CWORD; i++)); do
