@@ -25,9 +25,9 @@ inline constexpr std::array<HeadlineCounter, 7> kHeadlineItemCounters{{
     {"echoes", "echoes"},
 }};
 
-// The same for bytes: built, sent or received payload, or what a trigger source generated.
-inline constexpr std::array<const char*, 4> kHeadlineByteCounters{"bytes_built", "bytes_sent", "bytes_received",
-                                                                  "trigger_bytes"};
+// The same for bytes: built, sent or received payload. The EvM's trigger bytes are not among them: it moves
+// no event data, and its few bytes of trigger information beside the RUs' and BUs' figures would only mislead.
+inline constexpr std::array<const char*, 3> kHeadlineByteCounters{"bytes_built", "bytes_sent", "bytes_received"};
 
 // The counter's name in either list, so that one loop walks both.
 constexpr const char* counter_name(const HeadlineCounter& counter) { return counter.name; }
