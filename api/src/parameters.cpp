@@ -18,13 +18,8 @@ namespace {
 using strings::concatenate;
 using strings::equals_ignoring_case;
 using strings::lower;
+using strings::quoted;
 using strings::trim;
-
-
-
-
-
-std::string quoted(std::string_view text) { return concatenate({"'", text, "'"}); }
 
 std::optional<bool> parse_boolean(std::string_view text) noexcept {
   if (equals_ignoring_case(text, "true") || equals_ignoring_case(text, "yes") || text == "1") return true;

@@ -21,6 +21,13 @@ using strings::equals_ignoring_case;
 using strings::lower;
 using strings::trim;
 
+// Each message one line of UTF-8, whatever bytes the partition held: names, values, URLs and file names are
+// quoted from it all over the parser and the checks, so it is made sure of here, where every message passes.
+std::vector<std::string> printable_lines(std::vector<std::string> messages) {
+  for (std::string& message : messages) message = strings::printable(message);
+  return messages;
+}
+
 std::string join_lines(const std::vector<std::string>& messages) {
   std::string joined;
   for (const std::string& message : messages) {
@@ -43,7 +50,7 @@ std::optional<std::uint32_t> parse_id(std::string_view text) noexcept {
 }  // namespace
 
 ConfigError::ConfigError(std::vector<std::string> messages)
-    : std::runtime_error(join_lines(messages)), messages_(std::move(messages)) {}
+    : std::runtime_error(join_lines(printable_lines(messages))), messages_(printable_lines(std::move(messages))) {}
 
 const LaunchHostRule* LaunchConfig::host_rule(std::string_view host) const noexcept {
   const std::string name(host);

@@ -14,6 +14,7 @@ namespace {
 using strings::concatenate;
 using strings::equals_ignoring_case;
 using strings::lower;
+using strings::quoted;
 using strings::trim;
 
 
@@ -23,7 +24,6 @@ std::string joined(const std::vector<std::string>& names) {
   return text;
 }
 
-std::string quoted(std::string_view text) { return concatenate({"'", text, "'"}); }
 
 // " (loaded modules provide: a, b)", or nothing when the catalogue cannot list what it knows.
 std::string alternatives(std::vector<std::string> names) {
@@ -55,7 +55,9 @@ class CatalogueCheck {
                      [](const Finding& a, const Finding& b) { return a.where.line < b.where.line; });
     std::vector<std::string> messages;
     messages.reserve(findings_.size());
-    for (const Finding& finding : findings_) messages.push_back(concatenate({finding.where.text(), ": ", finding.reason}));
+    // One line of UTF-8 each, whatever the partition held (ConfigError does the same for the first round).
+    for (const Finding& finding : findings_)
+      messages.push_back(strings::printable(concatenate({finding.where.text(), ": ", finding.reason})));
     return messages;
   }
 

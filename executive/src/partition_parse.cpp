@@ -25,6 +25,7 @@ namespace {
 using strings::concatenate;
 using strings::equals_ignoring_case;
 using strings::lower;
+using strings::quoted;
 using strings::trim;
 
 constexpr std::string_view kPortRange = "(1-65535)";
@@ -38,9 +39,7 @@ std::string lowercase(std::string_view text) {
   return lowered;
 }
 
-
-std::string quoted(std::string_view text) { return concatenate({"'", text, "'"}); }
-std::string tag(std::string_view name) { return concatenate({"<", name, ">"}); }
+std::string tag(std::string_view name) { return concatenate({"<", strings::printable(name), ">"}); }
 
 // The whole text must be the number, without sign or blanks.
 template <typename Number>

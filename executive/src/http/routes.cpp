@@ -12,6 +12,7 @@
 
 #include "control_routes.hpp"
 #include "daqx/executive/partition_view.hpp"
+#include "daqx/services/text.hpp"
 
 namespace daqx::http {
 namespace {
@@ -21,19 +22,27 @@ constexpr const char* kPostMethods = "POST";
 
 bool is_api(std::string_view path) { return path == "/api" || path.starts_with("/api/"); }
 
-// /api answers in JSON, so a client reads every failure the same way; a browser gets a small page.
+// A request's target, decoded: the path and the query's parameters.
+struct Target {
+  std::string path;
+  Poco::URI::QueryParameters query;
+};
+
+// /api answers in JSON, so a client reads every failure the same way; a browser gets a small page. Reasons
+// quote what the client sent (paths, methods, values): made one line of UTF-8 here, where every error passes.
 Reply error_reply(std::string_view path, int status, const std::string& reason) {
   Reply reply;
   reply.status = status;
+  const std::string text = strings::printable(reason);
   if (is_api(path)) {
     reply.content_type = kJsonType;
-    reply.body = json_error(reason);
+    reply.body = json_error(text);
   } else if (path == "/metrics") {
     reply.content_type = kTextType;
-    reply.body = reason + "\n";
+    reply.body = text + "\n";
   } else {
     reply.content_type = kHtmlType;
-    reply.body = html_error_page(status, reason);
+    reply.body = html_error_page(status, text);
   }
   return reply;
 }
@@ -86,9 +95,9 @@ Reply partition_view(PartitionView& view, const std::string& path) {
 // Everything one request needs; each route is a member so it reaches the model, the path and the body alike.
 class Router {
  public:
-  Router(ControlModel& model, const Request& request, std::string path, const AccessCheck& access, Pages& pages)
-      : model_(model), request_(request), path_(std::move(path)), segments_(split_path(path_)), access_(access),
-        pages_(pages) {}
+  Router(ControlModel& model, const Request& request, const Target& target, const AccessCheck& access, Pages& pages)
+      : model_(model), request_(request), path_(target.path), query_(target.query), segments_(split_path(path_)),
+        access_(access), pages_(pages) {}
 
   Reply route() {
     const auto& s = segments_;
@@ -212,7 +221,7 @@ class Router {
   // the server's few threads: fine for a command run once before a run, bounded by the 120 s limit.
   Reply connect_all() {
     long long timeout_ms = 10000;
-    for (const auto& [key, value] : Poco::URI(request_.target).getQueryParameters()) {
+    for (const auto& [key, value] : query_) {
       if (key != "timeout") continue;
       char* end = nullptr;
       timeout_ms = std::strtoll(value.c_str(), &end, 10);
@@ -266,6 +275,7 @@ class Router {
   ControlModel& model_;
   const Request& request_;
   std::string path_;
+  const Poco::URI::QueryParameters& query_;
   std::vector<std::string_view> segments_;  // views into path_
   const AccessCheck& access_;
   Pages& pages_;
@@ -281,31 +291,36 @@ Reply refused(std::string_view path, Refusal refusal) {
   return reply;
 }
 
-// The checks every request passes before its route (token, target, framing), then `route` with the path.
+// The checks every request passes before its route (token, target, framing), then `route` with the target. The
+// path and the query are decoded here, both at once, so a malformed escape anywhere in the target is a 400 before
+// any route runs (never an exception in a route, answered 500).
 template <typename Route>
 Reply checked(const Request& request, const AccessCheck& access, Route route) {
-  std::string path;
+  Target target;
   try {
     std::string target_error;
     try {
-      path = Poco::URI(request.target).getPath();
+      const Poco::URI uri(request.target);
+      target.path = uri.getPath();
+      target.query = uri.getQueryParameters();
     } catch (const Poco::Exception& error) {
-      path = request.target;
+      if (target.path.empty()) target.path = request.target;
       target_error = error.message();
     }
+    const std::string& path = target.path;
     // Before anything else looks at the request: a client without the token learns nothing from it.
     if (const Refusal refusal = access.check(request.method, request.authorization); refusal != Refusal::none)
       return refused(path, refusal);
     if (!target_error.empty()) return error_reply(path, 400, "bad request target: " + target_error);
     if (!path.starts_with('/')) return error_reply(path, 400, "bad request target: " + request.target);
     if (!request.framing_error.empty()) return error_reply(path, 400, request.framing_error);
-    return route(path);
+    return route(target);
   } catch (const Poco::Exception& error) {
-    return error_reply(path, 500, "internal error: " + error.displayText());
+    return error_reply(target.path, 500, "internal error: " + error.displayText());
   } catch (const std::exception& error) {
-    return error_reply(path, 500, std::string("internal error: ") + error.what());
+    return error_reply(target.path, 500, std::string("internal error: ") + error.what());
   } catch (...) {
-    return error_reply(path, 500, "internal error: unknown exception");
+    return error_reply(target.path, 500, "internal error: unknown exception");
   }
 }
 
@@ -313,13 +328,14 @@ Reply checked(const Request& request, const AccessCheck& access, Route route) {
 
 Reply handle_request(ControlModel& model, const Request& request, const AccessCheck& access, Pages* pages) {
   Pages none;
-  return checked(request, access, [&](const std::string& path) {
-    return Router(model, request, path, access, pages != nullptr ? *pages : none).route();
+  return checked(request, access, [&](const Target& target) {
+    return Router(model, request, target, access, pages != nullptr ? *pages : none).route();
   });
 }
 
 Reply handle_dashboard_request(PartitionView& view, const Request& request, const AccessCheck& access) {
-  return checked(request, access, [&](const std::string& path) {
+  return checked(request, access, [&](const Target& target) {
+    const std::string& path = target.path;
     if (path != "/" && path != "/partition" && path != "/api/partition") return error_reply(path, 404, "no such page: " + path);
     if (request.method != "GET" && request.method != "HEAD") {
       Reply reply = error_reply(path, 405, "method " + request.method + " not allowed here: use " + kGetMethods);

@@ -24,6 +24,7 @@
 
 #include "daqx/executive/control_client.hpp"
 #include "daqx/executive/control_server.hpp"
+#include "daqx/services/text.hpp"
 
 namespace {
 
@@ -1324,6 +1325,30 @@ TEST_CASE("HEAD answers the headers of GET without a body", "[http]") {
   CHECK(head.header("content-type") == "application/json");
   CHECK(head.body.empty());
   CHECK(std::stoul(head.header("content-length")) == get(served.port(), "/api/applications").body.size());
+}
+
+TEST_CASE("a malformed escape anywhere in the target is a 400 with a JSON reason, never a 500", "[http]") {
+  ServedExecutive served;
+  for (const char* target : {"/api/connect?%timeout=5", "/api/connect?timeout=%zz", "/api/pools?%", "/api/%zz"}) {
+    INFO(target);
+    const HttpAnswer answer = target == std::string("/api/pools?%") ? get(served.port(), target)
+                                                                     : post(served.port(), target, "");
+    require_json_error(answer, 400);
+    CHECK_THAT(answer.body, Catch::Contains("bad request target"));
+  }
+  REQUIRE(still_answers(served.port()));
+}
+
+TEST_CASE("bytes a client sent are escaped in every error answer, which stays valid UTF-8", "[http]") {
+  ServedExecutive served;
+  const HttpAnswer page = get(served.port(), "/%F7%0A");
+  REQUIRE(page.status == 404);
+  CHECK(daqx::strings::valid_utf8(page.body) == page.body);
+  CHECK_THAT(page.body, Catch::Contains("/\\xf7\\n"));
+  const HttpAnswer api = get(served.port(), "/api/%FF");
+  require_json_error(api, 404);
+  CHECK(daqx::strings::valid_utf8(api.body) == api.body);
+  CHECK_THAT(api.body, Catch::Contains("/api/\\\\xff"));  // JSON writes the backslash escaped
 }
 
 TEST_CASE("query strings and a trailing slash do not change the route", "[http]") {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "daqx/executive/partition.hpp"
+#include "daqx/services/text.hpp"
 
 using namespace daqx;
 using namespace daqx::config;
@@ -337,6 +338,27 @@ TEST_CASE("a partition read from text names the file it was given", "[partition]
   } catch (const ConfigError& error) {
     REQUIRE(error.messages().size() == 1);
     CHECK(error.messages()[0] == "from-text.xml:3: unknown element <Bad> in <Context>");
+  }
+}
+
+TEST_CASE("whatever bytes a partition holds, each message is one line of UTF-8 that escapes them", "[partition]") {
+  // Stray text with a line break, control and non-UTF-8 bytes; an element name with bytes that are not UTF-8.
+  const std::string xml = "<Partition name=\"p\">\n  <Context url=\"http://h:1\">\xff\xff" "9\n  \x18x\n"
+                          "    <Thr\x9b\x9e" "d/>\n  </Context>\n</Partition>";
+  try {
+    parse_partition(xml, "bytes.xml");
+    FAIL("the partition was not refused");
+  } catch (const ConfigError& error) {
+    REQUIRE(error.messages().size() >= 2);
+    for (const std::string& message : error.messages()) {
+      INFO(message);
+      CHECK(message.starts_with("bytes.xml:"));
+      CHECK(message.find('\n') == std::string::npos);
+      CHECK(daqx::strings::valid_utf8(message) == message);
+    }
+    const std::string all = error.what();
+    CHECK_THAT(all, Catch::Contains("unexpected text '\\xff\\xff9\\n  \\x18x' in <Context>"));
+    CHECK_THAT(all, Catch::Contains("unknown element <Thr\\x9b\\x9ed> in <Context>"));
   }
 }
 

@@ -74,4 +74,38 @@ inline std::string valid_utf8(std::string_view text) {
   return valid;
 }
 
+// Text from outside (a partition, a request) made fit for a one-line message: line breaks, tabs, other control
+// characters and bytes that are not UTF-8 written as escapes (\n, \t, \r, \xHH), so that the message stays one
+// readable line of UTF-8 whatever the text held.
+inline std::string printable(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t length = utf8_sequence(text, i);
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (length > 1 || (length == 1 && c >= 0x20 && c != 0x7f)) {
+      out.append(text.substr(i, length));
+      i += length;
+      continue;
+    }
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xf];
+    }
+    ++i;
+  }
+  return out;
+}
+
+// The same in single quotes: 'text'.
+inline std::string quoted(std::string_view text) { return concatenate({"'", printable(text), "'"}); }
+
 }  // namespace daqx::strings
