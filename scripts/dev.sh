@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # daqx developer entry point: installs the Debian packages the project needs, builds, runs.
 #   scripts/dev.sh main    the packages and the part of the release build it needs + the main job
-#   scripts/dev.sh test    packages + release and sanitizer builds + every test in both
+#   scripts/dev.sh test    packages + release and sanitizer builds + every test in both + every fuzz target (60 s each)
 #   scripts/dev.sh build   packages + release build only
 #   scripts/dev.sh bench   packages + release build + every benchmark (tables and CSV in build/bench-results)
 #   scripts/dev.sh bench-tcp  packages + iperf3, libzmq, matplotlib + release build + the TCP comparison
@@ -9,6 +9,9 @@
 #   scripts/dev.sh bench-evb  packages + matplotlib + release build + the event-building efficiency benchmark
 #   scripts/dev.sh bench-ofi  packages + matplotlib + release build + fi_msg_bw + ptofi vs libfabric's tools
 #   scripts/dev.sh bench-ibv  packages + matplotlib + release build + ptibv vs perftest in the soft-RoCE guest
+#   scripts/dev.sh fuzz [SECONDS] [TARGET...]  packages + the fuzz build (clang) + each fuzz target for SECONDS
+#                                 (default 600), or the named ones (tests/fuzz, docs/fuzzing.md)
+#   scripts/dev.sh fuzz-seeds     rewrites the binary seeds of tests/fuzz/corpus with daqx's own encoders
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -41,6 +44,8 @@ packages=(
   help2man man-db groff-base dpkg-dev systemd
   # xmllint: the partition schema's test validates every shipped and documented partition with it.
   libxml2-utils
+  # The fuzz targets (tests/fuzz): clang with libFuzzer and the sanitizers' runtimes.
+  clang libclang-rt-dev
 )
 
 # What the main job alone needs: the compiler, CMake and Ninja, and the libraries of the executive and the event
@@ -118,6 +123,33 @@ build_release() {
     -DDAQX_WITH_OFI=ON -DDAQX_WITH_IBV=ON
 }
 build_sanitize() { build "$root/build/sanitize" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDAQX_SANITIZE=ON; }
+# The fuzz targets and what they load, built by clang with libFuzzer under ASan+UBSan (tests/fuzz); each runs
+# for $DAQX_FUZZ_SECONDS (60 by default) as a ctest entry.
+fuzz_targets=(frame_header_fuzz tcp_stream_fuzz message_stream_fuzz connection_messages_fuzz evb_protocol_fuzz
+  event_file_fuzz partition_fuzz control_request_fuzz daqx_fuzz_write_seeds)
+build_fuzz() {
+  local targets=()
+  for t in "${fuzz_targets[@]}"; do targets+=(--target "$t"); done
+  build "$root/build/fuzz" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDAQX_FUZZ=ON \
+    -DDAQX_FUZZ_SECONDS="${DAQX_FUZZ_SECONDS:-60}" -DDAQX_BUILD_TESTS=OFF -DDAQX_BUILD_BENCH=OFF \
+    -DDAQX_WITH_OFI=OFF -DDAQX_WITH_IBV=OFF "${targets[@]}"
+}
+fuzz() {  # fuzz [SECONDS] [TARGET...]
+  local seconds=600
+  if [[ "${1:-}" =~ ^[0-9]+$ ]]; then seconds=$1; shift; fi
+  DAQX_FUZZ_SECONDS=$seconds build_fuzz
+  local filter=()
+  (($#)) && filter=(-R "fuzz: ($(IFS='|'; echo "$*"))\$")
+  echo "== fuzzing: each target for $seconds s (new inputs kept in build/fuzz/tests/fuzz/work/TARGET/corpus)"
+  local rc=0
+  (cd "$root/build/fuzz" && ctest -j "$jobs" -L fuzz --output-on-failure "${filter[@]}") || rc=$?
+  fuzz_summary
+  return "$rc"
+}
+fuzz_summary() {  # every target's line of its last run: executions, coverage, corpus, what it found
+  cat "$root"/build/fuzz/tests/fuzz/work/*/summary.txt 2>/dev/null || true
+}
+
 # The main job's programs only: the executive, the launcher, the TCP transport and the event builder.
 build_main() {
   build "$root/build/release" -DCMAKE_BUILD_TYPE=Release -DDAQX_BUILD_TESTS=OFF -DDAQX_BUILD_BENCH=OFF \
@@ -223,6 +255,12 @@ case "${1:-}" in
     # halt_on_error: the first sanitizer report fails the test that caused it.
     ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
       run_tests "$root/build/sanitize" "AddressSanitizer + UndefinedBehaviorSanitizer"
+    build_fuzz
+    run_tests "$root/build/fuzz" "fuzz targets (libFuzzer under ASan+UBSan, ${DAQX_FUZZ_SECONDS:-60} s each)" || {
+      fuzz_summary
+      exit 1
+    }
+    fuzz_summary
     ;;
   build) install_packages; build_release ;;
   bench) install_packages; build_release; bench ;;
@@ -232,5 +270,11 @@ case "${1:-}" in
   bench-evb) install_packages; install_packages "${bench_evb_packages[@]}"; build_release; shift; bench_evb "$@" ;;
   bench-ofi) install_packages; install_packages "${bench_ofi_packages[@]}"; build_release; build_fi_msg_bw; shift; bench_ofi "$@" ;;
   bench-ibv) install_packages; install_packages "${bench_ofi_packages[@]}"; build_release; shift; bench_ibv "$@" ;;
-  *) echo "usage: $0 main|test|build|bench|bench-tcp|bench-shm|bench-evb|bench-ofi|bench-ibv [driver options]" >&2; exit 2 ;;
+  fuzz) install_packages; shift; fuzz "$@" ;;
+  fuzz-seeds)
+    install_packages
+    build_fuzz
+    "$root/build/fuzz/tests/fuzz/daqx_fuzz_write_seeds" "$root/tests/fuzz/corpus"
+    ;;
+  *) echo "usage: $0 main|test|build|bench|bench-tcp|bench-shm|bench-evb|bench-ofi|bench-ibv|fuzz|fuzz-seeds [options]" >&2; exit 2 ;;
 esac

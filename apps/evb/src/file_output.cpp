@@ -350,6 +350,8 @@ std::string hex32(std::uint32_t value) {
   return text;
 }
 
+}  // namespace
+
 // Parses the records from the header on; stops at the first problem, which it writes into file.problem.
 void parse_event_file(EventFile& file) {
   const auto data = file.data;
@@ -494,8 +496,6 @@ void parse_event_file(EventFile& file) {
     file.records.push_back(std::move(record));
   }
 }
-
-}  // namespace
 
 EventFile read_event_file(const std::string& path) {
   EventFile file;

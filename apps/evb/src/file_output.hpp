@@ -133,4 +133,8 @@ struct EventFile {
 // with its content are reported in EventFile::problem.
 EventFile read_event_file(const std::string& path);
 
+// What read_event_file does once the bytes are loaded: checks the structure of `file.data` (kept alive by
+// `file.mapping`, if anything) and fills in the header fields, the records, the trailer and the problem.
+void parse_event_file(EventFile& file);
+
 }  // namespace daqx::evb
