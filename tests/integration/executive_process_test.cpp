@@ -9,11 +9,13 @@
 
 #include <cmath>
 #include <set>
+#include <string_view>
 #include <thread>
 
 #include "../support/executive_metrics.hpp"
 #include "../support/executive_process.hpp"
 #include "../support/process.hpp"
+#include "daqx/services/text.hpp"
 
 using namespace daqx::test;
 using Catch::Contains;
@@ -349,4 +351,34 @@ TEST_CASE("an executive that faults says so in its log, with the signal and a ba
   CHECK_THAT(executive.output(), Contains("daqx-executive"));  // the frames name their modules
   CHECK(executive.stop() == 128 + SIGSEGV);
 #endif
+}
+
+TEST_CASE("whatever bytes a partition's names hold, every page and JSON answer of the executive is valid UTF-8 and "
+          "every JSON answer parses", "[executive][process]") {
+  std::uint16_t port = free_port();
+  // A name with a byte that is not UTF-8, a control character and markup: shown on every page and in the JSON API.
+  std::string partition = write_file("stray-bytes.xml", one_context("p-\xff\x01-<b>", port, R"(
+    <Module path="libdaqx_nton.so"/>
+    <Application class="nton::PingPong" id="2" instance="1"><Properties><role>pong</role></Properties></Application>
+    <Application class="nton::PingPong" id="1" instance="0"><Properties><role>ping</role></Properties></Application>
+)"));
+  ExecutiveProcess executive(partition, url(port));
+  REQUIRE(executive.wait_ready());
+  REQUIRE(executive.transition("configure").status == 200);
+  for (const char* path : {"/", "/app/1", "/partition", "/api/executive", "/api/applications", "/api/applications/1",
+                           "/api/partition", "/api/nothing", "/nothing"}) {
+    INFO(path);
+    const daqx::HttpReply reply = executive.get(path);
+    CHECK(daqx::strings::valid_utf8(reply.body) == reply.body);
+    CHECK(reply.body.find('\x01') == std::string::npos);
+    if (std::string_view(path).starts_with("/api/")) CHECK_NOTHROW(Poco::JSON::Parser().parse(reply.body));
+  }
+  for (const char* page : {"/", "/app/1", "/partition"}) {
+    INFO(page);
+    CHECK(executive.get(page).body.find("p-\xef\xbf\xbd\xef\xbf\xbd-&lt;b&gt;") != std::string::npos);
+  }
+  const auto executive_json = Poco::JSON::Parser().parse(executive.get("/api/executive").body)
+                                  .extract<Poco::JSON::Object::Ptr>();
+  CHECK(executive_json->getValue<std::string>("partition") == "p-\xef\xbf\xbd\x01-<b>");
+  CHECK(executive.stop() == 0);
 }

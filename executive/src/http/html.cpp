@@ -6,6 +6,7 @@
 
 #include "control_routes.hpp"
 #include "daqx/executive/headline_counters.hpp"
+#include "daqx/services/text.hpp"
 #include "html_page.hpp"
 #include "page_rates.hpp"
 #include "partition_snapshot.hpp"
@@ -281,17 +282,26 @@ std::string live_script() {
 
 }  // namespace
 
+// Every text from outside (a partition, an application, a client) reaches a page through here: escaped for HTML,
+// and valid UTF-8 whatever bytes it held (a byte that is not UTF-8 becomes U+FFFD, as in the JSON API, and so does
+// a control character other than a tab or a line break, which HTML does not allow).
 std::string html_escape(const std::string& text) {
+  const std::string valid = strings::valid_utf8(text);
   std::string escaped;
-  escaped.reserve(text.size());
-  for (char c : text) {
+  escaped.reserve(valid.size());
+  for (char c : valid) {
     switch (c) {
       case '&': escaped += "&amp;"; break;
       case '<': escaped += "&lt;"; break;
       case '>': escaped += "&gt;"; break;
       case '"': escaped += "&quot;"; break;
       case '\'': escaped += "&#39;"; break;
-      default: escaped += c;
+      default:
+        if ((static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f) {
+          escaped += "\xef\xbf\xbd";
+        } else {
+          escaped += c;
+        }
     }
   }
   return escaped;

@@ -10,6 +10,8 @@
 #include <Poco/JSON/Array.h>
 #include <Poco/JSON/Object.h>
 
+#include "daqx/services/text.hpp"
+
 namespace daqx::http {
 
 // Key order as written reads better than alphabetical when a person looks at the API.
@@ -21,6 +23,8 @@ inline Poco::Dynamic::Var number(double value) {
   return value;
 }
 
+// The document as text, always valid UTF-8: names, reasons and parameters come from partitions and applications,
+// which may hold any bytes; a byte that is not UTF-8 becomes U+FFFD (Poco writes control characters as \u escapes).
 inline std::string stringify(const Poco::Dynamic::Var& document) {
   std::ostringstream out;
   if (document.type() == typeid(Poco::JSON::Object::Ptr)) {
@@ -28,7 +32,7 @@ inline std::string stringify(const Poco::Dynamic::Var& document) {
   } else {
     document.extract<Poco::JSON::Array::Ptr>()->stringify(out);
   }
-  return out.str();
+  return strings::valid_utf8(out.str());
 }
 
 }  // namespace daqx::http

@@ -1,6 +1,7 @@
 // Fuzz target: the control server's request handling (executive/src/http routes.cpp and what it calls) on a real
 // executive: the nton module's ping-pong pair in one context, as daqx-executive would host it, behind an open port
-// and behind a token. Any method, target (path, query, escapes), body and Authorization header. Properties:
+// and behind a token, in a partition whose name holds bytes that are not UTF-8. Any method, target (path, query,
+// escapes), body and Authorization header. Properties:
 // nothing a client sends is answered 500 "internal error" (an exception the routes did not turn into a clear
 // answer: malformed escapes and numbers are 400s); every status is a real one; everything under /api answers in
 // JSON that parses, with a reason for every error; every JSON and HTML answer is valid UTF-8.
@@ -19,8 +20,10 @@
 
 namespace {
 
-// Ping-pong between two applications of one context, a bounded exchange of small frames once enabled.
-constexpr const char* kPartition = R"(<Partition name="fuzz-control">
+// Ping-pong between two applications of one context, a bounded exchange of small frames once enabled. The
+// partition's name holds a byte that is not UTF-8 and a control character: every page and JSON answer that
+// shows it must still be valid UTF-8.
+constexpr const char* kPartition = "<Partition name=\"fuzz-\xff\x01-control\">" R"(
   <Context url="http://127.0.0.1:1">
     <Module path="libdaqx_nton.so"/>
     <Application class="nton::PingPong" id="2" instance="1"><Properties><role>pong</role></Properties></Application>
