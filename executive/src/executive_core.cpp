@@ -3,6 +3,7 @@
 #include "executive_core.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <set>
 #include <stdexcept>
@@ -217,6 +218,8 @@ void ExecutiveCore::make_routes() {
 ExecutiveCore::~ExecutiveCore() { shutdown(); }
 
 void ExecutiveCore::shutdown() {
+  // After the transition in progress, if any: its hooks use the hosts this clears.
+  std::lock_guard transitions(transition_mutex_);
   std::lock_guard lock(control_mutex_);
   if (shut_down_) return;
   shut_down_ = true;
@@ -312,10 +315,39 @@ TransitionResult ExecutiveCore::transition(std::optional<Tid> tid, Command comma
   return run_transition(tid, command, 0);
 }
 
+std::string ExecutiveCore::busy_reason() {
+  std::lock_guard lock(control_mutex_);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - transition_started_).count();
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", seconds);
+  return std::string(kBusyRefusal) + (transition_in_progress_.empty() ? std::string("a transition") : transition_in_progress_) +
+         " has been in progress for " + text + " s in context " + context_->url + "; ask again when it is done";
+}
+
 // One run at a time per executive: an enable joins the run that is on (when it names none, or the same one)
 // and is refused when it names another, so every Enabled application and every log line agree on the run.
+// One transition at a time: one asked while another runs is answered at once (409, busy) and not queued, so a
+// slow hook never keeps request threads waiting and every client gets its own clear answer.
 TransitionResult ExecutiveCore::run_transition(std::optional<Tid> tid, Command command, std::uint64_t run) {
-  std::lock_guard lock(control_mutex_);
+  std::unique_lock transitions(transition_mutex_, std::try_to_lock);
+  if (!transitions.owns_lock()) {
+    TransitionResult busy;
+    busy.http_status = 409;
+    busy.message = busy_reason();
+    return busy;
+  }
+  if (shut_down_) {
+    TransitionResult closing;
+    closing.http_status = 503;
+    closing.message = "nothing done: context " + context_->url + " is shutting down";
+    return closing;
+  }
+  {
+    std::lock_guard lock(control_mutex_);
+    transition_in_progress_ = std::string(to_string(command)) + (tid ? " of application " + std::to_string(*tid) : "");
+    transition_started_ = std::chrono::steady_clock::now();
+  }
   if (command == Command::enable) {
     const std::uint64_t on = run_.load(std::memory_order_relaxed);
     if (run != 0 && on != 0 && run != on) {
@@ -359,57 +391,94 @@ double ExecutiveCore::run_seconds() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch() - started).count();
 }
 
+// Under transition_mutex_: the hosts stay while hooks run, and control_mutex_ is free for status reads.
 TransitionResult ExecutiveCore::transition_locked(std::optional<Tid> tid, Command command, std::uint64_t run) {
-  if (tid) {
-    ApplicationHost* host = local_application(*tid);
-    if (host == nullptr) {
-      TransitionResult result;
-      result.http_status = 404;
-      result.message = "no application " + std::to_string(*tid) + " in context " + context_->url;
-      return result;
-    }
-    return host->run(command, run);
+  if (!tid) return context_transition(command, run);
+  ApplicationHost* host = local_application(*tid);
+  if (host == nullptr) {
+    TransitionResult result;
+    result.http_status = 404;
+    result.message = "no application " + std::to_string(*tid) + " in context " + context_->url;
+    return result;
   }
-  // The whole context: receivers (earlier in the partition) get ready before senders start, and senders
-  // stop before receivers.
+  return host->run(command, run);
+}
+
+// The whole context: receivers (earlier in the partition) get ready before senders start, and senders stop before
+// receivers. Stop and halt bring a context down from any mix of states, without per-application steps: stop stops
+// every Enabled application and leaves the others as they are (a Failed one stays Failed, with its reason); halt
+// stops the Enabled ones first, then halts every application. Configure and enable are all or nothing: every
+// application is checked before any hook runs. A stop with nothing Enabled is refused as before.
+TransitionResult ExecutiveCore::context_transition(Command command, std::uint64_t run) {
   std::vector<ApplicationHost*> order;
   for (const auto& host : hosts_) order.push_back(host.get());
   if (command == Command::stop || command == Command::halt) std::reverse(order.begin(), order.end());
+  const bool any_enabled =
+      std::any_of(order.begin(), order.end(), [](const ApplicationHost* host) { return host->state() == State::enabled; });
+  const bool bring_down = command == Command::halt || (command == Command::stop && any_enabled);
   TransitionResult all;
-  // All or nothing for illegal transitions: check every application before any hook runs.
-  for (ApplicationHost* host : order) {
-    State from = host->state();
-    if (!next_state(from, command)) {
-      all.http_status = 409;
-      all.message += std::string(all.message.empty() ? "" : "; ") + "application " + std::to_string(host->tid()) +
-                     " (" + host->class_name() + "): " + illegal_transition_reason(from, command);
+  if (!bring_down) {
+    for (ApplicationHost* host : order) {
+      State from = host->state();
+      if (!next_state(from, command)) {
+        all.http_status = 409;
+        all.message += std::string(all.message.empty() ? "" : "; ") + "application " + std::to_string(host->tid()) +
+                       " (" + host->class_name() + "): " + illegal_transition_reason(from, command);
+      }
+      all.states.emplace_back(host->tid(), from);
     }
-    all.states.emplace_back(host->tid(), from);
+    if (all.http_status == 409) {
+      std::sort(all.states.begin(), all.states.end());
+      all.message = "nothing done: " + all.message;
+      return all;
+    }
+    all.states.clear();
   }
-  if (all.http_status == 409) {
-    std::sort(all.states.begin(), all.states.end());
-    all.message = "nothing done: " + all.message;
-    return all;
+  // The steps: for stop and halt only those legal from each application's state.
+  std::vector<std::pair<ApplicationHost*, Command>> steps;
+  std::vector<std::string> left;  // applications a stop left as they were, and why
+  if (bring_down) {
+    for (ApplicationHost* host : order) {
+      const State from = host->state();
+      if (from == State::enabled) {
+        steps.emplace_back(host, Command::stop);
+      } else if (command == Command::stop && from == State::failed) {
+        const ApplicationStatus status = host->status();
+        left.push_back("application " + std::to_string(host->tid()) + " (" + host->class_name() + ") stays Failed" +
+                       (status.reason.empty() ? "" : ": " + status.reason));
+      }
+    }
+    if (command == Command::halt)
+      for (ApplicationHost* host : order) steps.emplace_back(host, Command::halt);
+  } else {
+    for (ApplicationHost* host : order) steps.emplace_back(host, command);
   }
-  all.states.clear();
   all.ok = true;
   std::vector<std::string> messages;
-  for (ApplicationHost* host : order) {
-    TransitionResult one = host->run(command, run);
-    all.states.insert(all.states.end(), one.states.begin(), one.states.end());
+  std::map<Tid, State> states;
+  for (ApplicationHost* host : order) states[host->tid()] = host->state();
+  for (const auto& [host, step] : steps) {
+    TransitionResult one = host->run(step, run);
+    for (const auto& [tid, state] : one.states) states[tid] = state;
     if (!one.ok) {
       all.ok = false;
       all.http_status = std::max(all.http_status, one.http_status);
       messages.push_back(one.message);
     }
   }
-  std::sort(all.states.begin(), all.states.end());
+  for (const auto& [tid, state] : states) all.states.emplace_back(tid, state);
   for (const std::string& m : messages) all.message += (all.message.empty() ? "" : "; ") + m;
-  if (all.ok) all.message = std::string(to_string(command)) + ": done";
+  if (all.ok) {
+    all.message = std::string(to_string(command)) + ": done";
+    for (const std::string& l : left) all.message += "; " + l;
+  }
   return all;
 }
 
 std::string ExecutiveCore::set_parameter(Tid tid, const std::string& name, const std::string& value) {
+  // Not while a transition reads the parameters (and may change the state they may be set in).
+  std::unique_lock transitions(transition_mutex_, std::try_to_lock);
+  if (!transitions.owns_lock()) return busy_reason();
   std::lock_guard lock(control_mutex_);
   ApplicationHost* host = local_application(tid);
   if (host == nullptr) return "no application " + std::to_string(tid) + " in context " + context_->url;

@@ -120,6 +120,9 @@ class ExecutiveCore final : public ControlModel {
   void make_applications(std::size_t inbox_capacity);
   void make_routes();
   TransitionResult transition_locked(std::optional<Tid> tid, Command command, std::uint64_t run);
+  TransitionResult context_transition(Command command, std::uint64_t run);
+  // The answer to a transition or parameter change asked while another transition runs.
+  std::string busy_reason();
   void update_run();  // after a transition: the run of the Enabled applications, or 0
 
   config::Partition partition_;
@@ -141,7 +144,16 @@ class ExecutiveCore final : public ControlModel {
   };
   std::map<std::pair<const TransportBinding*, PeerId>, PeerName> peer_names_;  // built with routes_
 
-  mutable std::recursive_mutex control_mutex_;  // one control operation at a time
+  // Transitions (and parameter changes, and the shutdown) one at a time. Held while hooks run, which may take
+  // long: a second transition asked meanwhile is refused at once as busy (try_lock), never queued on a request
+  // thread. Taken before control_mutex_.
+  std::mutex transition_mutex_;
+  // What the transition in progress is, for the busy answer (control_mutex_).
+  std::string transition_in_progress_;
+  std::chrono::steady_clock::time_point transition_started_;
+  // The structure (hosts_, bindings_, peer names) and the parameters: held only briefly, never across a hook, so
+  // status reads are answered while a transition runs.
+  mutable std::recursive_mutex control_mutex_;
   bool shut_down_ = false;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::atomic<std::uint64_t> bad_frames_{0};

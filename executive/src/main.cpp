@@ -252,8 +252,11 @@ int main(int argc, char** argv) {
     daqx::PartitionView view(whole, access);
     view.set_local(context_url, executive.control());
     view.start();
-    // Four threads: a browser on the live pages keeps a couple of requests going, and daqxctl must still get in.
-    daqx::ControlServer server(executive.control(), host, port, 4, security, &view);
+    // Sixteen threads (made as needed): a browser on the live pages keeps a couple of requests going, up to
+    // four connect waits hold one each, a handful of clients that trickle or stall hold one each for the request
+    // deadline (5 s), and status reads, stop and halt must still get in at once.
+    constexpr unsigned kControlServerThreads = 16;
+    daqx::ControlServer server(executive.control(), host, port, kControlServerThreads, security, &view);
     server.start();
     say(daqx::LogLevel::info, "ready (pid " + std::to_string(getpid()) + "), control on port " +
                                   std::to_string(server.port()) + " (" + (any_interface ? "every interface" : host) +

@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "../support/executive_metrics.hpp"
 #include "../support/executive_process.hpp"
 #include "../support/process.hpp"
 
@@ -104,12 +105,6 @@ bool accepts_connections(const char* address, std::uint16_t port) {
   return connected;
 }
 
-double refused_count(const daqx::HttpReply& metrics, const std::string& reason) {
-  const std::string series = "daqx_control_refused_total{reason=\"" + reason + "\"} ";
-  const std::size_t at = metrics.body.find(series);
-  return at == std::string::npos ? -1 : std::atof(metrics.body.c_str() + at + series.size());
-}
-
 std::vector<std::string> module_env() { return {"DAQX_MODULE_PATH=" + module_directory()}; }
 
 }  // namespace
@@ -137,8 +132,8 @@ TEST_CASE("a guarded executive answers a change without a token 401, a wrong tok
   CHECK(right.status == 200);
   CHECK(executive.application(1)->getValue<std::string>("state") == "Configured");
   const daqx::HttpReply metrics = executive.get("/metrics");
-  CHECK(refused_count(metrics, "no_token") == 1);
-  CHECK(refused_count(metrics, "bad_token") == 1);
+  CHECK(control_refusals(metrics, "no_token") == 1);
+  CHECK(control_refusals(metrics, "bad_token") == 1);
   CHECK(executive.stop() == 0);
 }
 
@@ -239,7 +234,7 @@ TEST_CASE("over TLS with a test certificate, daqxctl with --ca-file drives the e
   CHECK_THAT(plain.body, Contains("https://"));
   const daqx::HttpReply metrics = executive.get("/metrics");
   REQUIRE(metrics.status == 200);
-  CHECK(refused_count(metrics, "tls") >= 1);
+  CHECK(control_refusals(metrics, "tls") >= 1);
   CHECK(executive.transition("halt").status == 200);
   CHECK(executive.running());
   CHECK_THAT(executive.output(), Contains("did not complete a TLS handshake"));

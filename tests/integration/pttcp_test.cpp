@@ -1,9 +1,23 @@
 // Process-level tests of what only pttcp has: its two modes (latency, throughput) and an application's
-// transportMode choosing between them frame by frame. What every transport must do is in tests/transport/.
+// transportMode choosing between them frame by frame; its limits against peers that announce and stall
+// (stallTimeout, blocks taken as bytes come) or open too many connections (maxIncoming). What every transport must do is in tests/transport/.
 #include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <Poco/JSON/Parser.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "../support/executive_metrics.hpp"
 #include "../support/executive_process.hpp"
+#include "../support/frame_bytes.hpp"
 
 using namespace daqx::test;
 
@@ -108,4 +122,105 @@ TEST_CASE("an application's transportMode overrides its endpoint's mode, frame b
   }
   CHECK(ping.stop() == 0);
   CHECK(pong.stop() == 0);
+}
+
+namespace {
+
+// Blocks of one size in use in the executive's first pool whose name contains `pool` (-1 when there is none).
+double blocks_used_of_size(const ExecutiveProcess& executive, const std::string& pool, double block_size) {
+  const daqx::HttpReply reply = executive.get("/api/pools");
+  if (reply.status != 200) return -1;
+  Poco::JSON::Parser parser;
+  const auto pools = parser.parse(reply.body).extract<Poco::JSON::Array::Ptr>();
+  for (std::size_t i = 0; i < pools->size(); ++i) {
+    const auto entry = pools->getObject(static_cast<unsigned>(i));
+    if (entry->getValue<std::string>("name").find(pool) == std::string::npos) continue;
+    const auto classes = entry->getArray("classes");
+    for (std::size_t k = 0; k < classes->size(); ++k) {
+      const auto size_class = classes->getObject(static_cast<unsigned>(k));
+      if (size_class->getValue<double>("block_size") == block_size) return size_class->getValue<double>("blocks_used");
+    }
+    return 0;
+  }
+  return -1;
+}
+
+// A plain TCP connection to a data port, for peers that misbehave.
+int connect_to(std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in peer{};
+  peer.sin_family = AF_INET;
+  peer.sin_port = htons(port);
+  ::inet_pton(AF_INET, "127.0.0.1", &peer.sin_addr);
+  if (fd >= 0 && ::connect(fd, reinterpret_cast<const sockaddr*>(&peer), sizeof peer) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+}  // namespace
+
+TEST_CASE("peers that announce huge frames and stall, or open connections past maxIncoming, hold little and lose "
+          "only their own connections, while a real sender's frames keep flowing",
+          "[pttcp][process][hostile]") {
+  Host a, b;
+  const std::string endpoint_properties = "<stallTimeout>1500</stallTimeout><maxIncoming>12</maxIncoming>";
+  auto context = [&](const Host& h, const std::string& applications) {
+    return "  <Context url=\"" + h.url() + "\">\n"
+           "    <Endpoint protocol=\"tcp\" hostname=\"127.0.0.1\" port=\"" + std::to_string(h.data) +
+           "\" network=\"data\"><Properties>" + endpoint_properties + "</Properties></Endpoint>\n"
+           "    <Module path=\"libdaqx_pttcp.so\"/>\n    <Module path=\"libdaqx_nton.so\"/>\n" + applications + "  </Context>\n";
+  };
+  const std::string path = write_file("tcp-hostile.xml", partition("tcp-hostile", {
+      context(a, "    <Application class=\"nton::Receiver\" id=\"21\" network=\"data\"/>\n"),
+      context(b, "    <Application class=\"nton::Sender\" id=\"11\" network=\"data\"><Properties><frameSize>70000</frameSize>"
+                 "<frameCount>0</frameCount><window>64</window></Properties></Application>\n")}));
+  ExecutiveProcess receiving(path, a.url()), sending(path, b.url());
+  REQUIRE(receiving.wait_ready());
+  REQUIRE(sending.wait_ready());
+  for (auto* e : {&receiving, &sending}) REQUIRE(e->transition("configure").status == 200);
+  REQUIRE(receiving.transition("enable").status == 200);
+  REQUIRE(sending.transition("enable").status == 200);
+  REQUIRE(receiving.wait_metric(21, "frames_received", 200));
+  constexpr double kLargest = 1u << 20;  // the receive pool's largest block: what large frames are read into
+
+  // Eight peers each announce a 60 MiB frame to the receiver and send 1000 bytes of it.
+  std::vector<int> stallers;
+  for (int i = 0; i < 8; ++i) {
+    const int fd = connect_to(a.data);
+    REQUIRE(fd >= 0);
+    const auto header = frame_header_bytes(60u << 20, 21, 900 + static_cast<daqx::Tid>(i));
+    std::string bytes(reinterpret_cast<const char*>(header.data()), header.size());
+    bytes.append(1000, 'x');
+    REQUIRE(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size()));
+    stallers.push_back(fd);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // What they announced is not what they hold: a block each (not 60), and the real sender goes on.
+  const double frames_before = receiving.metric(21, "frames_received");
+  CHECK(blocks_used_of_size(receiving, "pt/tcp/recv", kLargest) <= 8);
+  CHECK(receiving.wait_metric(21, "frames_received", frames_before + 200, std::chrono::seconds(10)));
+  // After stallTimeout each is closed as stalled and its block is back.
+  CHECK(wait_until([&] { return transport_metric(receiving, "stalled_connections") == 8; }, std::chrono::seconds(15)));
+  CHECK(wait_until([&] { return blocks_used_of_size(receiving, "pt/tcp/recv", kLargest) == 0; }));
+  for (int fd : stallers) ::close(fd);
+
+  // Twenty idle connections on top of the sender's: 11 fit under maxIncoming (12), 9 are closed at once.
+  std::vector<int> idle;
+  for (int i = 0; i < 20; ++i) idle.push_back(connect_to(a.data));
+  CHECK(wait_until([&] { return transport_metric(receiving, "connections_over_limit") == 9; }));
+  const double frames_during = receiving.metric(21, "frames_received");
+  CHECK(receiving.wait_metric(21, "frames_received", frames_during + 200, std::chrono::seconds(10)));
+  for (int fd : idle)
+    if (fd >= 0) ::close(fd);
+
+  CHECK(sending.transition("stop").status == 200);
+  CHECK(receiving.transition("stop").status == 200);
+  CHECK(receiving.metric(21, "pattern_errors") == 0);
+  CHECK(receiving.metric(21, "sequence_errors") == 0);
+  CHECK(transport_metric(sending, "send_errors") == 0);
+  CHECK(wait_until([&] { return pool_blocks_used(receiving, "pt/tcp/recv") == 0; }));
+  CHECK(receiving.stop() == 0);
+  CHECK(sending.stop() == 0);
 }

@@ -1,6 +1,8 @@
 // Test module: an application that records where its frames live (to prove direct hand-over copies
 // nothing) and that can be told to fail in a lifecycle hook (to test the state machine).
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <cstring>
 #include <stdexcept>
 
@@ -22,8 +24,12 @@ class Probe final : public daqx::Application {
       received_.fetch_add(1);
     });
   }
-  void configure() override { maybe_fail("configure"); }
+  void configure() override {
+    maybe_delay("configure");
+    maybe_fail("configure");
+  }
   void enable() override {
+    maybe_delay("enable");
     maybe_fail("enable");
     for (daqx::Tid peer : context().params().applications("peer")) {
       daqx::mem::Ref frame = context().allocate_frame(sizeof(std::uint64_t));
@@ -50,6 +56,11 @@ class Probe final : public daqx::Application {
   }
 
  private:
+  // A slow hook, for tests of what the control server does while one runs.
+  void maybe_delay(const char* hook) {
+    if (context().params().string("delayIn") == hook)
+      std::this_thread::sleep_for(std::chrono::milliseconds(context().params().unsigned_integer("delayMs")));
+  }
   void maybe_fail(const char* hook) {
     if (context().params().string("failIn") == hook) throw std::runtime_error(std::string("told to fail in ") + hook);
   }
@@ -72,6 +83,8 @@ DAQX_MODULE {
           "sends one frame to each peer on enable and records block addresses",
           {daqx::ParamSpec{"peer", daqx::ParamType::applications, "", "", "applications to send one frame to on enable", {}, {}},
            daqx::ParamSpec{"failIn", daqx::ParamType::string, "", "", "hook that throws: configure, enable or stop", {}, {}},
+           daqx::ParamSpec{"delayIn", daqx::ParamType::string, "", "", "hook that sleeps delayMs first: configure or enable", {}, {}},
+           daqx::ParamSpec{"delayMs", daqx::ParamType::unsigned_integer, "0", "ms", "how long delayIn sleeps", 0, 60000},
            daqx::ParamSpec{"level", daqx::ParamType::unsigned_integer, "1", "", "a bounded number, for validation tests", 1, 10}},
           [](daqx::ApplicationContext& c) { return std::make_unique<Probe>(c); }}},
       {}};

@@ -4,6 +4,7 @@
 #include <Poco/JSON/Parser.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <thread>
 
 namespace daqx::test {
@@ -16,6 +17,12 @@ Poco::JSON::Array::Ptr get_array(const ExecutiveProcess& executive, const std::s
 }
 
 }  // namespace
+
+double control_refusals(const HttpReply& metrics, const std::string& reason) {
+  const std::string series = "daqx_control_refused_total{reason=\"" + reason + "\"} ";
+  const std::size_t at = metrics.body.find(series);
+  return at == std::string::npos ? -1 : std::atof(metrics.body.c_str() + at + series.size());
+}
 
 double pool_blocks_used(const ExecutiveProcess& executive, const std::string& pool) {
   Poco::JSON::Array::Ptr pools = get_array(executive, "/api/pools");

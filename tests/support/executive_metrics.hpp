@@ -23,6 +23,9 @@ std::string transport_parameter(const ExecutiveProcess& executive, const std::st
 // receive buffers, recvDepth for every incoming connection open now.
 double receive_blocks_at_rest(const ExecutiveProcess& executive, const TransportProfile& profile);
 
+// daqx_control_refused_total{reason=...} in a /metrics answer (-1 when the series is not there).
+double control_refusals(const HttpReply& metrics, const std::string& reason);
+
 // Polls condition every 20 ms until it holds or `limit` passes; returns its last value.
 bool wait_until(const std::function<bool()>& condition, std::chrono::milliseconds limit = std::chrono::seconds(20));
 

@@ -51,11 +51,16 @@ Refusal AccessCheck::check(std::string_view method, std::string_view authorizati
 }
 
 std::vector<Metric> AccessCheck::metrics() const {
-  constexpr const char* help = "control requests refused: no_token (401), bad_token (403), tls (no TLS handshake)";
+  constexpr const char* help =
+      "control requests refused: no_token (401), bad_token (403), tls (no TLS handshake), deadline (not whole in "
+      "time), malformed (HTTP parser, 400), busy (too many long requests, 503)";
   MetricSink sink;
   sink.counter("refused", static_cast<double>(no_token_.load(std::memory_order_relaxed)), help, {{"reason", "no_token"}});
   sink.counter("refused", static_cast<double>(bad_token_.load(std::memory_order_relaxed)), help, {{"reason", "bad_token"}});
   sink.counter("refused", static_cast<double>(tls_.load(std::memory_order_relaxed)), help, {{"reason", "tls"}});
+  sink.counter("refused", static_cast<double>(deadline_.load(std::memory_order_relaxed)), help, {{"reason", "deadline"}});
+  sink.counter("refused", static_cast<double>(malformed_.load(std::memory_order_relaxed)), help, {{"reason", "malformed"}});
+  sink.counter("refused", static_cast<double>(busy_.load(std::memory_order_relaxed)), help, {{"reason", "busy"}});
   return sink.metrics();
 }
 

@@ -33,11 +33,17 @@ class AccessCheck {
   Refusal check(std::string_view method, std::string_view authorization) const;
   // A connection that did not complete its TLS handshake (a plain HTTP client on the TLS port, say).
   void count_tls_refusal() const noexcept { tls_.fetch_add(1, std::memory_order_relaxed); }
+  // A request not read whole within its deadline (sent too slowly, or never finished): answered 408, or closed.
+  void count_deadline_refusal() const noexcept { deadline_.fetch_add(1, std::memory_order_relaxed); }
+  // A request the HTTP parser refused (request line, header fields, their sizes): answered 400.
+  void count_malformed_refusal() const noexcept { malformed_.fetch_add(1, std::memory_order_relaxed); }
+  // A long-running request (a connect wait) refused because enough of them were already in progress: 503.
+  void count_busy_refusal() const noexcept { busy_.fetch_add(1, std::memory_order_relaxed); }
 
   bool changes_need_token() const noexcept { return !rules_.token.empty(); }
   bool reads_need_token() const noexcept { return changes_need_token() && rules_.reads_need_token; }
 
-  // "refused" by reason (no_token, bad_token, tls): daqx_control_refused_total on /metrics.
+  // "refused" by reason (no_token, bad_token, tls, deadline, malformed, busy): daqx_control_refused_total.
   std::vector<Metric> metrics() const;
 
  private:
@@ -45,6 +51,9 @@ class AccessCheck {
   mutable std::atomic<std::uint64_t> no_token_{0};
   mutable std::atomic<std::uint64_t> bad_token_{0};
   mutable std::atomic<std::uint64_t> tls_{0};
+  mutable std::atomic<std::uint64_t> deadline_{0};
+  mutable std::atomic<std::uint64_t> malformed_{0};
+  mutable std::atomic<std::uint64_t> busy_{0};
 };
 
 // Whether `presented` equals `expected`, in a time that depends only on the length of `expected`: how long a

@@ -1,6 +1,7 @@
 // The control server's routes and renderers, apart from the HTTP library: a request in, a reply out.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -18,6 +19,8 @@ namespace daqx::http {
 
 // Control bodies are a few hundred bytes; a larger limit would only let a client tie up memory.
 inline constexpr std::size_t kMaxRequestBody = 1u << 20;
+// At most this many POST /api/connect waits at once per server (its threads: kControlServerThreads in main).
+inline constexpr unsigned kMaxConnectWaits = 4;
 
 inline constexpr const char* kJsonType = "application/json";
 inline constexpr const char* kHtmlType = "text/html; charset=utf-8";
@@ -60,6 +63,10 @@ struct ConnectResult {
 struct Pages {
   PageRates rates;                          // the rates on the executive's own pages
   PartitionView* partition_view = nullptr;  // when set, /partition and /api/partition serve it
+  // Connect waits in progress. They hold a server thread each for up to 120 s, so there are at most
+  // kMaxConnectWaits of them (more are answered 503 at once): status reads, stop and halt always find a thread.
+  std::atomic<unsigned> connect_waits{0};
+  std::atomic<bool> stopping{false};  // the server is stopping: waits in progress end at once (503)
 };
 
 // Checks the request against `access` (401, 403), then routes it to the model. An exception from the model becomes

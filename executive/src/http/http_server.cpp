@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <istream>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <system_error>
 
@@ -14,7 +15,9 @@
 #include <Poco/Net/HTTPServerParams.h>
 #include <Poco/Net/HTTPServerRequest.h>
 #include <Poco/Net/HTTPServerResponse.h>
-#include <Poco/Net/HTTPServerConnection.h>
+#include <Poco/Net/HTTPServerRequestImpl.h>
+#include <Poco/Net/HTTPServerResponseImpl.h>
+#include <Poco/Net/HTTPServerSession.h>
 #include <Poco/Net/NetException.h>
 #include <Poco/Net/SecureServerSocket.h>
 #include <Poco/Net/SecureStreamSocket.h>
@@ -26,10 +29,15 @@
 #include <Poco/ThreadPool.h>
 #include <Poco/Timespan.h>
 
+#include <sys/socket.h>
+
 #include <atomic>
 #include <chrono>
+#include <sstream>
 
 #include "daqx/services/log.hpp"
+#include "daqx/services/text.hpp"
+#include "request_deadlines.hpp"
 #include "tls_context.hpp"
 
 namespace daqx {
@@ -38,6 +46,13 @@ namespace {
 // A body over kMaxRequestBody but under this is read and dropped, so the client still gets its 413: closing
 // with unread data would reset the connection and lose the answer. Past it the connection is just closed.
 constexpr std::size_t kMaxDrainedBody = 64u << 20;
+
+// A request (TLS handshake, request line, header fields and body) must arrive whole within this, however its bytes
+// are spread: control requests are a few hundred bytes sent at once. A client that trickles them holds one server
+// thread for this long and no longer.
+constexpr auto kRequestDeadline = std::chrono::seconds(5);
+// The answer must be taken by the client within this (a client that stops reading holds a thread no longer).
+constexpr auto kAnswerDeadline = std::chrono::seconds(10);
 
 // Reads at most `limit` bytes of the body into `into` (or drops them when `into` is null); returns how many came.
 std::size_t read_body(std::istream& in, std::string* into, std::size_t limit) {
@@ -84,66 +99,57 @@ http::Request read_request(Poco::Net::HTTPServerRequest& request) {
   return parsed;
 }
 
-class RequestHandler : public Poco::Net::HTTPRequestHandler {
- public:
-  RequestHandler(const http::Handler& handler, const http::AccessCheck& access) : handler_(handler), access_(access) {}
+http::Reply internal_error(const std::string& reason) {
+  http::Reply reply;
+  reply.status = 500;
+  reply.content_type = http::kTextType;
+  reply.body = "internal error: " + reason + "\n";
+  return reply;
+}
 
-  void handleRequest(Poco::Net::HTTPServerRequest& request, Poco::Net::HTTPServerResponse& response) override {
-    http::Reply reply;
-    try {
-      reply = handler_(read_request(request), access_);
-    } catch (const Poco::Exception& error) {
-      reply = internal_error(error.displayText());
-    } catch (const std::exception& error) {
-      reply = internal_error(error.what());
-    } catch (...) {
-      reply = internal_error("unknown exception");
-    }
-    try {
-      using Poco::Net::HTTPResponse;
-      response.setStatus(std::to_string(reply.status));
-      // Poco's status enum ends at 511; a cast past its range would be undefined.
-      response.setReason(reply.status <= 511
-                             ? HTTPResponse::getReasonForStatus(static_cast<HTTPResponse::HTTPStatus>(reply.status))
-                             : std::string("Error"));
-      response.setContentType(reply.content_type);
-      response.set("Cache-Control", "no-store");
-      if (!reply.allow.empty()) response.set("Allow", reply.allow);
-      if (!reply.www_authenticate.empty()) response.set("WWW-Authenticate", reply.www_authenticate);
-      if (!reply.location.empty()) response.set("Location", reply.location);
-      response.sendBuffer(reply.body.data(), reply.body.size());
-    } catch (...) {
-      // The client went away while we answered: there is no one left to tell.
-    }
+// Poco's status enum ends at 511; a cast past its range would be undefined.
+std::string reason_phrase(int status) {
+  using Poco::Net::HTTPResponse;
+  return status <= 511 ? HTTPResponse::getReasonForStatus(static_cast<HTTPResponse::HTTPStatus>(status))
+                       : std::string("Error");
+}
+
+// The handler's answer to a request Poco parsed, through Poco's response (which leaves the body out for HEAD).
+void send_reply(Poco::Net::HTTPServerResponse& response, const http::Reply& reply) {
+  response.setStatus(std::to_string(reply.status));
+  response.setReason(reason_phrase(reply.status));
+  response.setContentType(reply.content_type);
+  response.set("Cache-Control", "no-store");
+  if (!reply.allow.empty()) response.set("Allow", reply.allow);
+  if (!reply.www_authenticate.empty()) response.set("WWW-Authenticate", reply.www_authenticate);
+  if (!reply.location.empty()) response.set("Location", reply.location);
+  response.sendBuffer(reply.body.data(), reply.body.size());
+}
+
+// An answer to a request that could not be read (so there is no request object to answer through): a JSON
+// reason, since the path it was for may be unknown and /api clients read every failure as JSON.
+void send_refusal(Poco::Net::StreamSocket& socket, int status, const std::string& reason) {
+  Poco::Net::HTTPResponse head;
+  head.setVersion(Poco::Net::HTTPMessage::HTTP_1_1);
+  head.setStatus(std::to_string(status));
+  head.setReason(reason_phrase(status));
+  const std::string body = http::json_error(strings::printable(reason));
+  head.setContentType(http::kJsonType);
+  head.setContentLength(static_cast<std::streamsize>(body.size()));
+  head.setKeepAlive(false);
+  head.set("Cache-Control", "no-store");
+  head.set("Server", "daqx");
+  std::ostringstream text;
+  head.write(text);
+  text << body;
+  const std::string bytes = text.str();
+  std::size_t sent = 0;
+  while (sent < bytes.size()) {
+    const int count = socket.sendBytes(bytes.data() + sent, static_cast<int>(bytes.size() - sent));
+    if (count <= 0) return;
+    sent += static_cast<std::size_t>(count);
   }
-
- private:
-  static http::Reply internal_error(const std::string& reason) {
-    http::Reply reply;
-    reply.status = 500;
-    reply.content_type = http::kTextType;
-    reply.body = "internal error: " + reason + "\n";
-    return reply;
-  }
-
-  const http::Handler& handler_;
-  const http::AccessCheck& access_;
-};
-
-class RequestHandlerFactory : public Poco::Net::HTTPRequestHandlerFactory {
- public:
-  RequestHandlerFactory(http::Handler handler, const http::AccessCheck& access)
-      : handler_(std::move(handler)), access_(access) {}
-  Poco::Net::HTTPRequestHandler* createRequestHandler(const Poco::Net::HTTPServerRequest&) override {
-    return new RequestHandler(handler_, access_);
-  }
-  // What HTTPServer::stopAll does for its connections; ours are made by ConnectionFactory below, not HTTPServer.
-  void stop_connections(bool abort_current) { serverStopped(this, abort_current); }
-
- private:
-  const http::Handler handler_;
-  const http::AccessCheck& access_;
-};
+}
 
 // Failed handshakes are logged at most once a second, with how many were not: a port scanner must not flood the log.
 class HandshakeFailureLog {
@@ -171,28 +177,81 @@ class HandshakeFailureLog {
   std::atomic<std::uint64_t> suppressed_{0};
 };
 
-// One accepted connection: on a TLS port the handshake first, counted and dropped when it fails (a plain HTTP client,
-// a wrong CA on the client side, a scanner), then Poco's HTTP connection on the same socket. Poco's HTTPServer would
-// do the handshake inside its request parsing and hand a failure to its global error handler, unseen.
+// One accepted connection, one request: on a TLS port the handshake first, counted and dropped when it fails (a
+// plain HTTP client, a wrong CA on the client side, a scanner); then the request, read whole within
+// kRequestDeadline (a deadline on the whole, not on each read); then the handler, and the answer. Not Poco's
+// HTTPServerConnection: it would answer what its parser refuses with an empty 400, hand a failed handshake to its
+// global error handler unseen, and time out each read alone, so a byte every few seconds kept a thread forever.
 class Connection : public Poco::Net::TCPServerConnection {
  public:
-  Connection(const Poco::Net::StreamSocket& socket, Poco::Net::HTTPServerParams::Ptr params,
-             Poco::SharedPtr<RequestHandlerFactory> handlers, const http::AccessCheck& access, bool tls,
-             HandshakeFailureLog& failures)
-      : TCPServerConnection(socket), params_(params), handlers_(handlers), access_(access), tls_(tls), failures_(failures) {}
+  Connection(const Poco::Net::StreamSocket& socket, Poco::Net::HTTPServerParams::Ptr params, const http::Handler& handler,
+             const http::AccessCheck& access, bool tls, HandshakeFailureLog& failures, http::RequestDeadlines& deadlines)
+      : TCPServerConnection(socket),
+        params_(params),
+        handler_(handler),
+        access_(access),
+        tls_(tls),
+        failures_(failures),
+        deadlines_(deadlines) {}
 
   void run() override {
     try {
-      // Made first so that a server stopping with abort closes this socket, also during the handshake.
-      Poco::Net::HTTPServerConnection http(socket(), params_, Poco::Net::HTTPRequestHandlerFactory::Ptr(handlers_));
-      if (tls_ && !handshake()) return;
-      http.run();
+      serve();
     } catch (...) {
-      // The client went away mid-request (or the server is stopping): nothing to answer, nobody to tell.
+      // The client went away mid-request or mid-answer (or the server is stopping): nothing to answer.
     }
   }
 
  private:
+  void serve() {
+    const int fd = socket().impl()->sockfd();
+    // Shut down for reading when it passes: a read in progress ends, and the 408 can still be sent.
+    http::RequestDeadlines::Watch request_watch = deadlines_.watch(fd, kRequestDeadline, SHUT_RD);
+    if (tls_ && !handshake()) return;
+    Poco::Net::HTTPServerSession session(socket(), params_);
+    Poco::Net::HTTPServerResponseImpl response(session);
+    std::optional<Poco::Net::HTTPServerRequestImpl> request;
+    http::Request parsed;
+    try {
+      request.emplace(response, session, params_.get());
+      parsed = read_request(*request);
+    } catch (const Poco::Net::NoMessageException&) {
+      if (request_watch.expired()) access_.count_deadline_refusal();
+      return;  // closed (or idle until its deadline) before sending anything: nobody to answer
+    } catch (const Poco::Net::MessageException& error) {
+      if (request_watch.expired()) return refuse_late();
+      access_.count_malformed_refusal();
+      return send_refusal(socket(), 400, "malformed request: " + error.message());
+    } catch (const Poco::TimeoutException&) {
+      return refuse_late();
+    }
+    if (request_watch.expired()) return refuse_late();
+    request_watch.release();
+
+    http::Reply reply;
+    try {
+      if (request->getExpectContinue()) response.sendContinue();
+      reply = handler_(parsed, access_);
+    } catch (const Poco::Exception& error) {
+      reply = internal_error(error.displayText());
+    } catch (const std::exception& error) {
+      reply = internal_error(error.what());
+    } catch (...) {
+      reply = internal_error("unknown exception");
+    }
+    const http::RequestDeadlines::Watch answer_watch = deadlines_.watch(fd, kAnswerDeadline, SHUT_RDWR);
+    response.setVersion(request->getVersion());
+    response.setKeepAlive(false);
+    response.set("Server", params_->getSoftwareVersion());
+    send_reply(response, reply);
+  }
+
+  void refuse_late() {
+    access_.count_deadline_refusal();
+    send_refusal(socket(), 408,
+                 "request not received whole within " + std::to_string(kRequestDeadline.count()) + " s");
+  }
+
   bool handshake() {
     std::string peer = "?";
     try {
@@ -213,27 +272,29 @@ class Connection : public Poco::Net::TCPServerConnection {
   }
 
   Poco::Net::HTTPServerParams::Ptr params_;
-  Poco::SharedPtr<RequestHandlerFactory> handlers_;
+  const http::Handler& handler_;
   const http::AccessCheck& access_;
   bool tls_;
   HandshakeFailureLog& failures_;
+  http::RequestDeadlines& deadlines_;
 };
 
 class ConnectionFactory : public Poco::Net::TCPServerConnectionFactory {
  public:
-  ConnectionFactory(Poco::Net::HTTPServerParams::Ptr params, Poco::SharedPtr<RequestHandlerFactory> handlers,
-                    const http::AccessCheck& access, bool tls)
-      : params_(params), handlers_(handlers), access_(access), tls_(tls) {}
+  ConnectionFactory(Poco::Net::HTTPServerParams::Ptr params, const http::Handler& handler,
+                    const http::AccessCheck& access, bool tls, http::RequestDeadlines& deadlines)
+      : params_(params), handler_(handler), access_(access), tls_(tls), deadlines_(deadlines) {}
   Poco::Net::TCPServerConnection* createConnection(const Poco::Net::StreamSocket& socket) override {
-    return new Connection(socket, params_, handlers_, access_, tls_, failures_);
+    return new Connection(socket, params_, handler_, access_, tls_, failures_, deadlines_);
   }
 
  private:
   Poco::Net::HTTPServerParams::Ptr params_;
-  Poco::SharedPtr<RequestHandlerFactory> handlers_;
+  const http::Handler& handler_;
   const http::AccessCheck& access_;
   bool tls_;
   HandshakeFailureLog failures_;
+  http::RequestDeadlines& deadlines_;
 };
 
 // A TLS server socket when a certificate is given, else a plain one.
@@ -257,9 +318,10 @@ std::string listen_failure_reason(const Poco::Exception& error) {
 namespace http {
 
 struct HttpServer::Impl {
-  Impl(Handler handler, const std::string& host, std::uint16_t wanted_port, unsigned threads,
+  Impl(Handler handler_function, const std::string& host, std::uint16_t wanted_port, unsigned threads,
        const ControlServerSecurity& security)
-      : access(AccessRules{security.token, security.reads_need_token}),
+      : handler(std::move(handler_function)),
+        access(AccessRules{security.token, security.reads_need_token}),
         socket(make_socket(security)),
         thread_pool("daqx-http", 1, static_cast<int>(std::max(threads, 1u))) {
     try {
@@ -276,28 +338,31 @@ struct HttpServer::Impl {
 
     Poco::Net::HTTPServerParams::Ptr params = new Poco::Net::HTTPServerParams;
     params->setMaxThreads(static_cast<int>(std::max(threads, 1u)));
+    // Connections past the threads wait here; past this many they are closed at once (a flood costs a descriptor
+    // each for a moment, never memory that grows).
     params->setMaxQueued(64);
     // A kept-alive connection holds one of the few server threads while idle (a status page refreshing every
     // 2 s would hold it for good); control traffic is a request every few seconds, so close after each answer.
     params->setKeepAlive(false);
-    // Each connection holds a thread while it sends its request: one that stalls (or a browser's idle preconnect)
-    // is dropped after this, so a few of them block the server for seconds at most. Real requests come in one go.
-    params->setTimeout(Poco::Timespan(3, 0));
+    // Each read and write alone; the whole request and the whole answer have their deadlines (kRequestDeadline,
+    // kAnswerDeadline), so a client that stalls or trickles holds a thread for seconds at most.
+    params->setTimeout(Poco::Timespan(std::chrono::duration_cast<std::chrono::seconds>(kRequestDeadline).count(), 0));
     params->setSoftwareVersion("daqx");
-    handlers = new RequestHandlerFactory(std::move(handler), access);
     const bool tls = !security.certificate_file.empty();
-    server = std::make_unique<Poco::Net::TCPServer>(new ConnectionFactory(params, handlers, access, tls), thread_pool,
-                                                    socket, params);
+    server = std::make_unique<Poco::Net::TCPServer>(new ConnectionFactory(params, this->handler, access, tls, deadlines),
+                                                    thread_pool, socket, params);
   }
 
   std::mutex mutex;  // start and stop may come from different threads (signal handler thread, main)
   bool started = false;
   bool stopped = false;
   std::uint16_t port = 0;
-  http::AccessCheck access;  // before the server: its connections use it until they end
+  // Before the server: its connections use these until they end.
+  Handler handler;
+  http::AccessCheck access;
+  RequestDeadlines deadlines;
   Poco::Net::ServerSocket socket;
   Poco::ThreadPool thread_pool;                   // declared before the server: it must outlive it
-  Poco::SharedPtr<RequestHandlerFactory> handlers;
   std::unique_ptr<Poco::Net::TCPServer> server;
 };
 
@@ -326,7 +391,7 @@ void HttpServer::stop() {
   if (impl_->stopped) return;
   impl_->stopped = true;
   impl_->server->stop();
-  impl_->handlers->stop_connections(/*abort_current=*/true);
+  impl_->deadlines.expire_all();  // requests still being read end now
   impl_->thread_pool.joinAll();
   impl_->socket.close();  // frees the port at once, for an executive restarted on it
 }

@@ -17,8 +17,8 @@ namespace daqx::http {
 using Handler = std::function<Reply(const Request& request, const AccessCheck& access)>;
 
 // What ControlServer documents: binds in the constructor ("cannot listen on HOST:PORT: REASON"), serves at most
-// `threads` requests at once, closes each connection after its answer, drops TLS clients that do not complete a
-// handshake within 3 s.
+// `threads` requests at once, closes each connection after its answer, reads each request whole within a deadline
+// (TLS handshake included) and answers parser refusals with a JSON reason.
 class HttpServer {
  public:
   HttpServer(Handler handler, const std::string& host, std::uint16_t port, unsigned threads,

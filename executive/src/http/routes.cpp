@@ -218,8 +218,24 @@ class Router {
 
   // POST /api/connect[?timeout=ms]: opens every outgoing connection of every transport ahead of a run and
   // waits until all are up (200) or the timeout passes (504, naming those still down). The wait holds one of
-  // the server's few threads: fine for a command run once before a run, bounded by the 120 s limit.
+  // the server's threads, bounded by the 120 s limit; at most kMaxConnectWaits wait at once (more are 503 at
+  // once), so waits never take the threads that status reads, stop and halt need.
   Reply connect_all() {
+    if (pages_.connect_waits.fetch_add(1) >= kMaxConnectWaits) {
+      pages_.connect_waits.fetch_sub(1);
+      access_.count_busy_refusal();
+      return error_reply(path_, 503,
+                         "busy: " + std::to_string(kMaxConnectWaits) +
+                             " connect waits are in progress on this executive; ask again when one is answered");
+    }
+    struct Leave {
+      std::atomic<unsigned>& waits;
+      ~Leave() { waits.fetch_sub(1); }
+    } leave{pages_.connect_waits};
+    return connect_wait();
+  }
+
+  Reply connect_wait() {
     long long timeout_ms = 10000;
     for (const auto& [key, value] : query_) {
       if (key != "timeout") continue;
@@ -245,6 +261,8 @@ class Router {
         }
       }
       const auto now = std::chrono::steady_clock::now();
+      if (pages_.stopping.load(std::memory_order_relaxed))
+        return error_reply(path_, 503, "the executive's control server is stopping");
       if (result.up == result.total || now >= deadline) {
         result.seconds = std::chrono::duration<double>(now - started).count();
         return json_reply(result.up == result.total ? 200 : 504, json_connect_result(result));
@@ -269,7 +287,8 @@ class Router {
     const std::string refusal = model_.set_parameter(tid, name, value);
     if (refusal.empty()) return json_reply(200, json_ok());
     // Parameters change only while Halted: otherwise the request was fine but came at the wrong time.
-    return error_reply(path_, application->state == State::halted ? 400 : 409, refusal);
+    const bool busy = refusal.starts_with(kBusyRefusal);
+    return error_reply(path_, application->state == State::halted && !busy ? 400 : 409, refusal);
   }
 
   ControlModel& model_;

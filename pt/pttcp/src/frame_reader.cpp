@@ -68,9 +68,32 @@ void FrameReader::advance(std::size_t bytes) noexcept {
   }
 }
 
+bool FrameReader::grow() noexcept {
+  const std::size_t piece = std::min(unallocated_, pool_.max_block_size());
+  mem::Ref more = pool_.allocate(piece);
+  if (!more) return false;
+  mem::Block* block = more.head();
+  if (frame_) {
+    frame_.append(std::move(more));
+  } else {
+    frame_ = std::move(more);
+  }
+  tail_ = block;
+  unallocated_ -= piece;
+  return true;
+}
+
 FrameReader::Result FrameReader::next(Frame& out) noexcept {
   if (in_place_) {
-    if (remaining_ > 0) return Result::need_more;
+    if (remaining_ > 0) {
+      // The blocks taken so far are full: the next one, now that bytes for it are coming.
+      if (block_filled_ == block_->size() && block_->next() == nullptr) {
+        if (!grow()) return Result::no_memory;
+        block_ = block_->next();
+        block_filled_ = 0;
+      }
+      return Result::need_more;
+    }
     in_place_ = false;
     expect_large_ = true;
     out.header = header_;
@@ -101,10 +124,19 @@ FrameReader::Result FrameReader::start_frame(Frame& out) noexcept {
       if (staging_bytes_ - begin_ < total) compact();
       return Result::need_more;
     }
-    // Large: blocks of its own, fill them with what is here, read the rest straight in.
-    mem::Ref frame = pool_.allocate_chain(total);
-    if (!frame) return Result::no_memory;
+    // Large: blocks of its own, as allocate_chain would lay them out (the pool's largest, then the rest), taken
+    // for what is here and one block more; the rest as the bytes come (next()). Fill them with what is here,
+    // read the rest straight in.
     std::size_t here = std::min(available, total);
+    frame_.reset();
+    unallocated_ = total;
+    do {
+      if (!grow()) {
+        frame_.reset();  // what was taken goes back; the header is parsed again when blocks are free
+        return Result::no_memory;
+      }
+    } while (total - unallocated_ < here);
+    mem::Ref frame = std::move(frame_);
     std::size_t copied = 0;
     mem::Block* block = frame.head();
     std::size_t filled = 0;

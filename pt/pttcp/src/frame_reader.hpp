@@ -1,6 +1,8 @@
 // Turns the byte stream of one TCP connection into validated frames in pool blocks: small frames are
 // copied out of a staging buffer (one read serves many frames), large payloads are read straight into
-// their blocks (no copy).
+// their blocks (no copy). A large frame's blocks are taken as its bytes come, one block (at most the pool's
+// largest) ahead of them: a peer that announces 64 MiB and sends little holds little, never what it only
+// announced.
 #pragma once
 
 #include <sys/uio.h>
@@ -43,6 +45,9 @@ class FrameReader {
  private:
   Result start_frame(Frame& out) noexcept;
   void compact() noexcept;
+  // Appends the next block of the frame being read in place (the pool's largest, or what is left); false when
+  // the pool has none.
+  bool grow() noexcept;
 
   mem::Pool& pool_;
   std::unique_ptr<std::byte[]> staging_;
@@ -63,6 +68,8 @@ class FrameReader {
   mem::Block* block_ = nullptr;   // block being filled
   std::size_t block_filled_ = 0;  // bytes of block_'s window filled
   std::size_t remaining_ = 0;     // bytes of the frame still to arrive
+  std::size_t unallocated_ = 0;   // bytes of the frame no block is taken for yet
+  mem::Block* tail_ = nullptr;    // the frame's last block so far
   std::string error_;
 };
 

@@ -209,14 +209,31 @@ void TcpTransport::accept_connections() {
         host().log(LogLevel::warning, "accept on " + local_.text() + ": " + errno_text(errno));
       return;
     }
+    if (incoming_open_ >= settings_.max_incoming) {
+      // Closed at once, before any buffer is made for it: a flood of connections costs nothing that stays.
+      close(fd);
+      over_limit_.fetch_add(1, std::memory_order_relaxed);
+      ++unlogged_over_limit_;
+      const Clock::time_point now = Clock::now();
+      if (now - last_limit_log_ >= std::chrono::seconds(1)) {
+        host().log(LogLevel::warning, "closed " + std::to_string(unlogged_over_limit_) + " incoming connection(s) on " +
+                                          local_.text() + ": maxIncoming (" + std::to_string(settings_.max_incoming) +
+                                          ") are open");
+        last_limit_log_ = now;
+        unlogged_over_limit_ = 0;
+      }
+      continue;
+    }
     set_socket_options(fd, settings_, false);
     auto connection = std::make_unique<Incoming>();
+    connection->last_byte = Clock::now();
     connection->fd = fd;
     connection->remote = pt::address_text(reinterpret_cast<sockaddr*>(&address));
     connection->reader = std::make_unique<FrameReader>(*receive_pool_, settings_.staging_bytes, settings_.copy_threshold,
                                                        connection_settings().max_frame_size);
     auto& c = static_cast<Incoming&>(adopt(std::move(connection)));
     receive_waiter().add(fd, &c, EPOLLIN | EPOLLRDHUP);
+    ++incoming_open_;
     incoming_up(c);
   }
 }
@@ -235,6 +252,7 @@ void TcpTransport::resume_wire(pt::IncomingConnection& base) {
   receive_waiter().modify(c.fd, &c, EPOLLIN | EPOLLRDHUP);
   c.reading = true;
   c.waiting_for_pool = false;
+  c.last_byte = Clock::now();  // the pause was ours, not the peer's
   serve(c);
 }
 
@@ -243,6 +261,7 @@ void TcpTransport::close_wire(pt::IncomingConnection& base) noexcept {
   if (c.fd >= 0) {
     receive_waiter().remove(c.fd);
     close(c.fd);
+    --incoming_open_;
   }
   c.fd = -1;
   c.reader.reset();  // a frame half received goes back to the pool with the staging buffer
@@ -273,6 +292,7 @@ void TcpTransport::serve(Incoming& c) {
     const int count = c.reader->read_target(vectors, 64);
     const ssize_t got = readv(c.fd, vectors, count);
     if (got > 0) {
+      c.last_byte = Clock::now();
       c.reader->advance(static_cast<std::size_t>(got));
       continue;
     }
@@ -302,13 +322,34 @@ void TcpTransport::on_receive_ready(void* tag, std::uint32_t events) {
   serve(c);
 }
 
-void TcpTransport::receive_housekeeping(Clock::time_point) {
+void TcpTransport::receive_housekeeping(Clock::time_point now) {
+  close_stalled(now);
   // Closed connections go once no event of this round can point at them any more.
   forget_closed_incoming();
 }
 
+// A connection that stops in the middle of a frame holds that frame's blocks (and its slot of maxIncoming): it
+// gets stallTimeout to go on, then it is closed as truncated. Paused connections are not stalled (the pause is
+// ours). Looked at every 100 ms, not every round: the scan is over every incoming connection.
+void TcpTransport::close_stalled(Clock::time_point now) {
+  if (settings_.stall_timeout.count() == 0 || now < next_stall_check_) return;
+  next_stall_check_ = now + std::chrono::milliseconds(100);
+  for_each_incoming([&](pt::IncomingConnection& base) {
+    auto& c = static_cast<Incoming&>(base);
+    if (!c.reading || c.reader == nullptr || !c.reader->mid_frame() || now - c.last_byte < settings_.stall_timeout)
+      return;
+    stalled_.fetch_add(1, std::memory_order_relaxed);
+    close_incoming(c, "no byte for " + std::to_string(settings_.stall_timeout.count()) + " ms in the middle of a frame",
+                   pt::Ending::truncated);
+  });
+}
+
 void TcpTransport::report_wire(MetricSink& sink) const {
   sink.setting("mode_throughput", connection_settings().throughput_mode ? 1 : 0, "1 in throughput mode, 0 in latency mode");
+  sink.counter("connections_over_limit", static_cast<double>(over_limit_.load(std::memory_order_relaxed)),
+               "incoming connections closed when accepted: maxIncoming were open");
+  sink.counter("stalled_connections", static_cast<double>(stalled_.load(std::memory_order_relaxed)),
+               "incoming connections closed: no byte for stallTimeout in the middle of a frame");
 }
 
 }  // namespace daqx::pttcp

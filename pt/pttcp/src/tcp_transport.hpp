@@ -9,6 +9,7 @@
 
 #include <sys/socket.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <memory>
@@ -40,6 +41,7 @@ class TcpTransport final : public pt::ConnectionTransport {
     std::unique_ptr<FrameReader> reader;
     bool reading = true;            // EPOLLIN requested; off while delivery or the pool waits
     bool waiting_for_pool = false;
+    Clock::time_point last_byte;    // when a byte last came (or reading last resumed): for stallTimeout
   };
 
   // Outgoing (pt::ConnectionTransport).
@@ -61,6 +63,7 @@ class TcpTransport final : public pt::ConnectionTransport {
   void delivery_paused(pt::IncomingConnection& c) override;
   void resume_wire(pt::IncomingConnection& c) override;
   void receive_housekeeping(Clock::time_point now) override;
+  void close_stalled(Clock::time_point now);
   void stop_endpoints() noexcept override;
   void report_wire(MetricSink& sink) const override;
 
@@ -68,6 +71,12 @@ class TcpTransport final : public pt::ConnectionTransport {
   mem::Pool* receive_pool_ = nullptr;
   EndpointAddress local_;
   int listen_fd_ = -1;
+  std::size_t incoming_open_ = 0;          // receive thread: accepted and not closed (maxIncoming)
+  Clock::time_point next_stall_check_{};  // receive thread
+  Clock::time_point last_limit_log_{};    // receive thread: over-limit refusals are logged once a second at most
+  std::uint64_t unlogged_over_limit_ = 0;
+  std::atomic<std::uint64_t> over_limit_{0};  // connections closed when accepted: maxIncoming were open
+  std::atomic<std::uint64_t> stalled_{0};     // connections closed: stallTimeout in the middle of a frame
 };
 
 }  // namespace daqx::pttcp

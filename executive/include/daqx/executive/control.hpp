@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "daqx/api/counters.hpp"
@@ -14,6 +15,10 @@
 #include "daqx/mempool/stats.hpp"
 
 namespace daqx {
+
+// How a control operation refused because a transition is in progress begins ("nothing done: busy: configure has
+// been in progress for 2.4 s ...").
+inline constexpr std::string_view kBusyRefusal = "nothing done: busy: ";
 
 struct ParamView {
   std::string name;
@@ -89,7 +94,8 @@ class ControlModel {
   virtual std::uint64_t run_number() const { return 0; }
   // How long that run has been on here, in seconds; negative when none is on (or the model does not know).
   virtual double run_seconds() const { return -1; }
-  // Only while Halted; returns the reason when refused (unknown name, bad value, wrong state).
+  // Only while Halted; returns the reason when refused (unknown name, bad value, wrong state). A refusal because a
+  // transition is in progress starts with kBusyRefusal (answered 409, as a busy transition is).
   virtual std::string set_parameter(Tid tid, const std::string& name, const std::string& value) = 0;
   virtual std::vector<PoolStatus> pools() const = 0;
   virtual std::vector<ThreadStatus> threads() const = 0;

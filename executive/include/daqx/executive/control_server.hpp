@@ -32,8 +32,9 @@ class ControlServer {
   // Binds and listens at once, so a busy port is reported here and not later: throws std::runtime_error
   // "cannot listen on HOST:PORT: REASON". Host "0.0.0.0" (or "") listens on every interface; port 0 picks a free
   // port.
-  // `threads` bounds the requests served at once; more wait in the listen queue. With a certificate in
-  // `security`, a client that does not complete a TLS handshake within 3 s is dropped and counted.
+  // `threads` bounds the requests served at once; more wait in a queue of 64. Each request (TLS handshake
+  // included) must arrive whole within 5 s, else it is answered 408 (or dropped) and counted; what the HTTP
+  // parser refuses is a 400 with a JSON reason (docs/control-api.md, "Slow, malformed and long requests").
   // With a `partition_view` (borrowed, must outlive the server) it also serves GET /partition and /api/partition.
   ControlServer(ControlModel& model, const std::string& host, std::uint16_t port, unsigned threads = 2,
                 const ControlServerSecurity& security = {}, PartitionView* partition_view = nullptr);
