@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string_view>
 
 #include "daqx/apps/latency.hpp"
 #include "daqx/apps/text.hpp"
@@ -81,6 +82,8 @@ void BU::configure() {
   c.request_interval = p.real("requestInterval");
   c.evm_timeout = p.real("evmTimeout");
   if (c.block_level < c.throttle_level) throw std::runtime_error("blockLevel is below throttleLevel");
+  // Here rather than at the first event: a directory that cannot take files is a configuration error.
+  if (c.output == OutputKind::file) check_output_directory(c.files.directory);
   std::shared_ptr<EventConsumerService> consumer;
   if (c.output == OutputKind::consumer) {
     consumer = find_event_consumer(c.consumer);
@@ -544,6 +547,17 @@ void BU::output_loop(std::stop_token stop, std::uint64_t run_number) {
   std::uint32_t writer_run = 0;
   std::vector<EventRecordView::Fragment> fragments;
   std::vector<std::span<const std::byte>> spans;
+  bool failed = false;  // after a failure nothing more is written (the BU has failed); slots only go back
+  // Closes the current file where only the log is left to tell of a failure to: the run is over for it.
+  const auto close_and_log = [&](std::string_view when) {
+    if (!writer) return;
+    try {
+      writer->close();
+      files_closed_.store(writer->stats().files_closed, std::memory_order_relaxed);
+    } catch (const std::exception& error) {
+      context().log(LogLevel::error, concatenate({"output: closing the file", when, ": ", error.what()}));
+    }
+  };
   for (;;) {
     std::uint32_t index = 0;
     {
@@ -554,7 +568,7 @@ void BU::output_loop(std::stop_token stop, std::uint64_t run_number) {
       output_queue_.pop_front();
     }
     const Slot& s = slots_[index];
-    try {
+    if (!failed) try {
       if (writer && writer_run != s.run) {  // the last run's file: closed here, so an error is reported
         writer->close();
         writer.reset();
@@ -568,7 +582,13 @@ void BU::output_loop(std::stop_token stop, std::uint64_t run_number) {
       output_bytes_.store(writer->stats().bytes, std::memory_order_relaxed);
       files_closed_.store(writer->stats().files_closed, std::memory_order_relaxed);
     } catch (const std::exception& error) {
+      failed = true;
       const std::string reason = concatenate({"output: ", error.what()});
+      // The file being written is closed before the failure is told, so whoever sees Failed finds the files
+      // settled: the last one cut back to its last whole record and closed, or left NAME.open if even that
+      // failed (disk full).
+      close_and_log(" after the failure");
+      writer.reset();
       context().post_task([this, reason] {
         running_ = false;
         context().fail(reason);
@@ -577,14 +597,7 @@ void BU::output_loop(std::stop_token stop, std::uint64_t run_number) {
     const std::uint32_t run = s.run, generation = s.generation;
     context().post_task([this, index, run, generation] { finish_slot(index, run, generation); });
   }
-  if (writer) {
-    try {
-      writer->close();
-      files_closed_.store(writer->stats().files_closed, std::memory_order_relaxed);
-    } catch (const std::exception& error) {
-      context().log(LogLevel::error, concatenate({"output: closing the file: ", error.what()}));
-    }
-  }
+  close_and_log("");
 }
 
 void BU::write_slot(FileWriter& writer, const Slot& s, std::vector<EventRecordView::Fragment>& fragments,
