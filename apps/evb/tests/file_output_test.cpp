@@ -328,7 +328,7 @@ TEST_CASE("a file is written as NAME.open and renamed to NAME when closed", "[fi
   CHECK(writer.stats().files_closed == 1);
 }
 
-TEST_CASE("a file removed while written fails its close, naming it; the next write opens a new file", "[file_output]") {
+TEST_CASE("a file removed while written fails its close, naming it: the next write opens a new file", "[file_output]") {
   TempDir dir;
   FileWriter writer(config_for(dir.path()), 42, 7);
   OwnedEvent event(42, 1, 0, {1000}, 1000);
