@@ -13,6 +13,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string_view>
@@ -97,8 +98,9 @@ void check_output_directory(const std::string& given) {
   create_directories(directory);
   std::string probe = directory;
   if (probe.back() != '/') probe += '/';
-  probe.append(".daqx-write-probe-").append(std::to_string(::getpid()));
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  // A unique name (mkostemp): BUs sharing the directory, even from hosts whose pids coincide, never collide.
+  probe.append(".daqx-write-probe-XXXXXX");
+  const int fd = ::mkostemp(probe.data(), O_CLOEXEC);
   if (fd < 0) fail("cannot write event files in", directory, errno);
   ::close(fd);
   if (::unlink(probe.c_str()) != 0) fail("cannot remove a file from event file directory", directory, errno);
