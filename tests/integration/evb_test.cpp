@@ -97,6 +97,16 @@ std::string file_output_evb(const std::string& directory, std::uint64_t file_siz
          application("evb::RU", ru(1), "") + application("evb::EvM", kEvm, "");
 }
 
+// A file output event builder, enabled, writing at 2 MB/s: a file stays open long enough to be removed.
+std::unique_ptr<InProcessEvb> writing_slowly(const std::string& name, const std::string& directory,
+                                             std::uint64_t file_size) {
+  auto evb = std::make_unique<InProcessEvb>(
+      name, file_output_evb(directory, file_size, "<outputBandwidth type=\"double\">2</outputBandwidth>"));
+  REQUIRE(evb->process->transition("configure").status == 200);
+  REQUIRE(evb->process->transition("enable").status == 200);
+  return evb;
+}
+
 }  // namespace
 
 TEST_CASE("a BU whose consumer is slow throttles, then blocks, keeps building as the consumer frees slots, and "
@@ -249,11 +259,8 @@ TEST_CASE("a BU whose disk fills during a run fails with the reason, its executi
 TEST_CASE("a BU whose open event file is removed under it fails when it closes that file, and its other files "
           "read back whole", "[evb][output][files]") {
   const std::string directory = scratch_directory() + "/evb-removed";
-  // 2 MB/s in files of 1 MB: a file stays open long enough to be removed.
-  InProcessEvb evb("evb-file-removed",
-                   file_output_evb(directory, 1000000, "<outputBandwidth type=\"double\">2</outputBandwidth>"));
-  REQUIRE(evb.process->transition("configure").status == 200);
-  REQUIRE(evb.process->transition("enable").status == 200);
+  const auto run = writing_slowly("evb-file-removed", directory, 1000000);  // a file a second
+  InProcessEvb& evb = *run;
   REQUIRE(evb.process->wait_metric(bu(0), "files_closed", 1));
   std::string removed;
   REQUIRE(wait_until([&] {
@@ -273,5 +280,24 @@ TEST_CASE("a BU whose open event file is removed under it fails when it closes t
   INFO(dump.output);
   CHECK(dump.exit_code == 0);
   CHECK(evb.process->transition(bu(0), "halt").status == 200);  // Failed -> Halted: the BU can be set up again
+  CHECK(evb.process->stop() == 0);
+}
+
+TEST_CASE("a BU whose open event file is removed and not closed before the run stops fails the stop with the reason",
+          "[evb][output][files]") {
+  const std::string directory = scratch_directory() + "/evb-removed-at-stop";
+  const auto run = writing_slowly("evb-file-removed-at-stop", directory, 1000000000);  // closed only by the stop
+  InProcessEvb& evb = *run;
+  REQUIRE(evb.process->wait_metric(bu(0), "output_events", 10));
+  const std::vector<std::string> open = files_in(directory, ".open");
+  REQUIRE(open.size() == 1);
+  REQUIRE(::unlink(open.front().c_str()) == 0);
+  // The launcher's order: the EvM stops (and drains) first, the BU last.
+  for (std::uint32_t tid : {kEvm, ru(1), ru(0)}) REQUIRE(evb.process->transition(tid, "stop").status == 200);
+  CHECK(evb.process->transition(bu(0), "stop").status != 200);
+  CHECK(evb.state(bu(0)) == "Failed");
+  CHECK_THAT(evb.reason(bu(0)), Catch::Contains(open.front()) && Catch::Contains("was removed while being written"));
+  CHECK(files_in(directory, "").empty());
+  CHECK(evb.process->transition(bu(0), "halt").status == 200);
   CHECK(evb.process->stop() == 0);
 }

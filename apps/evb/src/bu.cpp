@@ -145,11 +145,21 @@ void BU::stop() {
     outbox_.clear();
     publish();
   });
+  std::string failure;
+  {
+    std::lock_guard lock(output_mutex_);
+    failure.swap(output_failure_);
+  }
+  if (!failure.empty()) throw std::runtime_error(failure);  // the BU goes to Failed with it
 }
 
 void BU::halt() {
   ticker_.stop();
   stop_output();
+  {
+    std::lock_guard lock(output_mutex_);
+    output_failure_.clear();  // logged; halt is how a Failed unit recovers, it does not fail again
+  }
   run_on_dispatch(context(), [this] {
     running_ = false;
     abandon_slots();
@@ -549,14 +559,17 @@ void BU::output_loop(std::stop_token stop, std::uint64_t run_number) {
   std::vector<std::span<const std::byte>> spans;
   bool failed = false;  // after a failure nothing more is written (the BU has failed); slots only go back
   // Closes the current file where only the log is left to tell of a failure to: the run is over for it.
-  const auto close_and_log = [&](std::string_view when) {
-    if (!writer) return;
+  // Returns the failure, or "".
+  const auto close_and_log = [&](std::string_view when) -> std::string {
+    if (!writer) return {};
     try {
       writer->close();
       files_closed_.store(writer->stats().files_closed, std::memory_order_relaxed);
     } catch (const std::exception& error) {
       context().log(LogLevel::error, concatenate({"output: closing the file", when, ": ", error.what()}));
+      return concatenate({"output: ", error.what()});
     }
+    return {};
   };
   for (;;) {
     std::uint32_t index = 0;
@@ -597,7 +610,12 @@ void BU::output_loop(std::stop_token stop, std::uint64_t run_number) {
     const std::uint32_t run = s.run, generation = s.generation;
     context().post_task([this, index, run, generation] { finish_slot(index, run, generation); });
   }
-  close_and_log("");
+  // The last file of the run closes here (stop, halt): a failure to (disk full, file removed) is the run's
+  // too, so stop() reports it.
+  if (std::string failure = close_and_log(""); !failure.empty()) {
+    std::lock_guard lock(output_mutex_);
+    output_failure_ = std::move(failure);
+  }
 }
 
 void BU::write_slot(FileWriter& writer, const Slot& s, std::vector<EventRecordView::Fragment>& fragments,
