@@ -184,6 +184,11 @@ void ApplicationHost::fail(const std::string& reason) {
   daqx::log(LogLevel::error, name_, "failed: " + reason);
 }
 
+void ApplicationHost::set_condition(const std::string& condition) {
+  std::lock_guard lock(state_mutex_);
+  condition_ = condition;
+}
+
 void ApplicationHost::log(LogLevel level, const std::string& message) { daqx::log(level, name_, message); }
 
 // ---- Executive side -----------------------------------------------------------------------------------
@@ -448,7 +453,10 @@ TransitionResult ApplicationHost::run(Command command, std::uint64_t run) {
     // A hook may have called fail(): that wins over the planned state.
     if (state_ != State::failed || command == Command::halt) {
       state_ = *to;
-      if (*to == State::halted) reason_.clear();
+      if (*to == State::halted) {
+        reason_.clear();
+        condition_.clear();
+      }
     }
     // Stop and halt end the run once their hooks are done with it; a failed enable never started one.
     if (state_ == State::configured || state_ == State::halted) run_.store(0, std::memory_order_release);
@@ -471,7 +479,7 @@ ApplicationStatus ApplicationHost::status() const {
   {
     std::lock_guard lock(state_mutex_);
     s.state = state_;
-    s.reason = reason_;
+    s.reason = reason_.empty() ? condition_ : reason_;
   }
   s.run = run_number();
   for (const ParamSpec& spec : params_.specs())

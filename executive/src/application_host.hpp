@@ -52,6 +52,7 @@ class ApplicationHost final : public ApplicationContext {
   std::jthread start_worker(const std::string& suffix, std::function<void(std::stop_token)> body) override;
   std::vector<ApplicationInfo> applications() const override;
   void fail(const std::string& reason) override;
+  void set_condition(const std::string& condition) override;
   void log(LogLevel level, const std::string& message) override;
   std::uint64_t run_number() const noexcept override { return run_.load(std::memory_order_acquire); }
 
@@ -135,6 +136,7 @@ class ApplicationHost final : public ApplicationContext {
   mutable std::mutex state_mutex_;
   State state_ = State::halted;
   std::string reason_;
+  std::string condition_;  // set_condition: the status reason while reason_ (a failure's) is empty
   std::atomic<std::uint64_t> run_{0};  // read by the application's threads without the state lock
 
   void read_transport_mode();

@@ -3,11 +3,17 @@
 // The scenarios over transports (2x2, 2x2_failBU, 3x1_incompleteEvents, ...) are in tests/transport/.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "../support/evb_run.hpp"
+#include "../support/executive_metrics.hpp"
 #include "../support/executive_process.hpp"
 #include "../support/process.hpp"
 
@@ -16,27 +22,89 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+std::string application(const std::string& cls, std::uint32_t tid, const std::string& properties) {
+  return "    <Application class=\"" + cls + "\" id=\"" + std::to_string(tid) + "\" instance=\"" +
+         std::to_string(tid % 100) + "\"><Properties>" + properties +
+         "</Properties></Application>\n";
+}
+
 // The whole event builder in one executive (frames handed over without a transport), with extra applications.
+// `wrapper` goes before the executive (ExecutiveProcess), e.g. on_private_tmpfs(...).
 struct InProcessEvb {
   std::uint16_t control = free_port();
   std::unique_ptr<ExecutiveProcess> process;
   std::string url() const { return "http://127.0.0.1:" + std::to_string(control); }
 
-  InProcessEvb(const std::string& name, const std::string& applications) {
+  InProcessEvb(const std::string& name, const std::string& applications, std::vector<std::string> wrapper = {}) {
     const std::string xml = "<Partition name=\"" + name + "\">\n  <Context url=\"" + url() +
                             "\">\n    <Module path=\"libdaqx_evb.so\"/>\n" + applications + "  </Context>\n</Partition>\n";
-    process = std::make_unique<ExecutiveProcess>(write_file(name + ".xml", xml), url());
+    const bool wrapped = !wrapper.empty();
+    process = std::make_unique<ExecutiveProcess>(write_file(name + ".xml", xml), url(), std::vector<std::string>{},
+                                                 executive_program(), std::move(wrapper));
     const bool ready = process->wait_ready();
     INFO(process->output());
+    if (wrapped && !ready)
+      FAIL("the executive did not start in its own mount namespace: this test needs root (CAP_SYS_ADMIN) to mount "
+           "a tmpfs there, and must not be skipped without it");
     REQUIRE(ready);
   }
   double metric(std::uint32_t tid, const std::string& name) const { return process->metric(tid, name); }
+  std::string state(std::uint32_t tid) const {
+    Poco::JSON::Object::Ptr app = process->application(tid);
+    return app ? app->getValue<std::string>("state") : std::string("unreachable");
+  }
+  std::string reason(std::uint32_t tid) const {
+    Poco::JSON::Object::Ptr app = process->application(tid);
+    return app && app->has("reason") ? app->getValue<std::string>("reason") : std::string();
+  }
+  // A path as the executive sees it (in its mount namespace, if it has one of its own).
+  std::string seen_by_executive(const std::string& path) const {
+    return "/proc/" + std::to_string(process->pid()) + "/root" + path;
+  }
 };
 
-std::string application(const std::string& cls, std::uint32_t tid, const std::string& properties) {
-  return "    <Application class=\"" + cls + "\" id=\"" + std::to_string(tid) + "\" instance=\"" +
-         std::to_string(tid % 100) + "\"><Properties>" + properties +
-         "</Properties></Application>\n";
+// A wrapper running the executive in a mount namespace of its own with a tmpfs (mount options `options`:
+// "ro", "size=2m") on `directory`: a read-only or small filesystem for it alone, nothing left mounted after.
+std::vector<std::string> on_private_tmpfs(const std::string& directory, const std::string& options) {
+  std::filesystem::create_directories(directory);
+  return {"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
+          "mount -t tmpfs -o " + options + " daqx-test " + directory + " && exec \"$0\" \"$@\""};
+}
+
+// The files in a directory whose names end with `suffix`, sorted.
+std::vector<std::string> files_in(const std::string& directory, const std::string& suffix) {
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(directory))
+    if (entry.path().string().ends_with(suffix)) files.push_back(entry.path().string());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// daqx-evb-dump --verify over files: read back with the event file reader, every fragment checked.
+ProcessResult dump_event_files(const std::vector<std::string>& files) {
+  std::vector<std::string> argv{program_directory() + "/../apps/evb/daqx-evb-dump", "--verify"};
+  argv.insert(argv.end(), files.begin(), files.end());
+  return run_process(argv, std::chrono::seconds(60));
+}
+
+// A BU writing files of fileSize bytes to directory (and as the extra properties say), two RUs, the EvM.
+std::string file_output_evb(const std::string& directory, std::uint64_t file_size, const std::string& extra = "") {
+  return application("evb::BU", bu(0),
+                     "<output>file</output><outputDirectory>" + directory +
+                         "</outputDirectory><fileSize type=\"unsigned\">" + std::to_string(file_size) + "</fileSize>" +
+                         extra) +
+         application("evb::RU", ru(0), "<fragmentSpread type=\"unsigned\">1000</fragmentSpread>") +
+         application("evb::RU", ru(1), "") + application("evb::EvM", kEvm, "");
+}
+
+// A file output event builder, enabled, writing at 2 MB/s: a file stays open long enough to be removed.
+std::unique_ptr<InProcessEvb> writing_slowly(const std::string& name, const std::string& directory,
+                                             std::uint64_t file_size) {
+  auto evb = std::make_unique<InProcessEvb>(
+      name, file_output_evb(directory, file_size, "<outputBandwidth type=\"double\">2</outputBandwidth>"));
+  REQUIRE(evb->process->transition("configure").status == 200);
+  REQUIRE(evb->process->transition("enable").status == 200);
+  return evb;
 }
 
 }  // namespace
@@ -84,16 +152,12 @@ TEST_CASE("file output writes every event, rotates files by size, and daqx-evb-d
   CHECK(evb.metric(bu(0), "output_events") == 600);
   CHECK(evb.metric(bu(0), "events_corrupt") == 0);
 
-  std::vector<std::string> files;
-  for (const auto& entry : std::filesystem::directory_iterator(directory)) files.push_back(entry.path().string());
-  std::sort(files.begin(), files.end());
+  const std::vector<std::string> files = files_in(directory, "");
   INFO(files.size() << " files");
   CHECK(files.size() > 5);  // ~ 600 x 35 kB in files of 1 MB
   CHECK(evb.metric(bu(0), "files_closed") == static_cast<double>(files.size()));
   for (const std::string& f : files) CHECK(f.ends_with(".daqx"));  // closed: renamed from .open
-  std::vector<std::string> argv{program_directory() + "/../apps/evb/daqx-evb-dump", "--verify"};
-  argv.insert(argv.end(), files.begin(), files.end());
-  const ProcessResult dump = run_process(argv, std::chrono::seconds(60));
+  const ProcessResult dump = dump_event_files(files);
   INFO(dump.output);
   CHECK(dump.exit_code == 0);
   CHECK(evb.process->stop() == 0);
@@ -118,5 +182,122 @@ TEST_CASE("a BU offers only as many slots as its memory budget can hold once it 
   CHECK(evb.metric(bu(0), "slot_limit") >= 1);
   REQUIRE(evb.process->transition("stop").status == 200);
   CHECK(evb.metric(bu(0), "events_built") == 800);
+  CHECK(evb.process->stop() == 0);
+}
+
+// ---- file output failures: a directory that cannot take files, a full disk, a file removed under the writer --
+
+TEST_CASE("a BU refuses at configure an output directory it cannot write: read-only, not a directory, cannot be "
+          "created", "[evb][output][files]") {
+  const std::string read_only = scratch_directory() + "/evb-read-only";
+  const std::string not_directory = write_file("evb-not-a-directory", "a file\n");
+  const std::string writable = scratch_directory() + "/evb-writable";
+  InProcessEvb evb("evb-unwritable", file_output_evb(read_only, 1000000), on_private_tmpfs(read_only, "ro"));
+  // Each refusal leaves the BU Failed with the reason; halt, a new directory through the control API, again.
+  const auto configure_with = [&](const std::string& directory) {
+    REQUIRE(evb.process->post("/api/applications/" + std::to_string(bu(0)) + "/parameters",
+                              "{\"name\":\"outputDirectory\",\"value\":\"" + directory + "\"}")
+                .status == 200);
+    return evb.process->transition("configure").status;
+  };
+  const auto halt = [&] { REQUIRE(evb.process->transition("halt").status == 200); };
+
+  CHECK(configure_with(read_only) != 200);
+  CHECK(evb.state(bu(0)) == "Failed");
+  CHECK_THAT(evb.reason(bu(0)), Catch::Contains(read_only) && Catch::Contains("Read-only file system"));
+  halt();
+  CHECK(configure_with(read_only + "/run7") != 200);  // cannot be created: its parent is read-only
+  CHECK_THAT(evb.reason(bu(0)), Catch::Contains(read_only + "/run7") && Catch::Contains("Read-only file system"));
+  halt();
+  CHECK(configure_with(not_directory) != 200);
+  CHECK_THAT(evb.reason(bu(0)), Catch::Contains(not_directory) && Catch::Contains("Not a directory"));
+  halt();
+  CHECK(configure_with(not_directory + "/run7") != 200);
+  CHECK_THAT(evb.reason(bu(0)), Catch::Contains("Not a directory"));
+  halt();
+  CHECK(configure_with(writable) == 200);
+  CHECK(evb.state(bu(0)) == "Configured");
+  CHECK(files_in(writable, "").empty());  // the probe file is gone
+  CHECK(evb.process->stop() == 0);
+}
+
+TEST_CASE("a BU whose disk fills during a run fails with the reason, its executive lives on, and the files it "
+          "wrote read back whole", "[evb][output][files]") {
+  const std::string directory = scratch_directory() + "/evb-full";
+  InProcessEvb evb("evb-disk-full", file_output_evb(directory, 300000), on_private_tmpfs(directory, "size=2m"));
+  REQUIRE(evb.process->transition("configure").status == 200);
+  REQUIRE(evb.process->transition("enable").status == 200);
+  const bool failed = wait_until([&] { return evb.state(bu(0)) == "Failed"; }, std::chrono::seconds(60));
+  INFO(evb.process->output());
+  REQUIRE(failed);
+  const std::string reason = evb.reason(bu(0));
+  CHECK_THAT(reason, Catch::Contains("No space left on device") && Catch::Contains(directory + "/run"));
+  CHECK(evb.process->running());
+
+  // As the executive sees the directory (its tmpfs is in its own mount namespace).
+  const std::string seen = evb.seen_by_executive(directory);
+  const std::vector<std::string> closed = files_in(seen, ".daqx");
+  const std::vector<std::string> open = files_in(seen, ".open");
+  INFO(closed.size() << " files closed, " << open.size() << " left open");
+  CHECK(closed.size() >= 3);  // 2 MB in files of 300 kB
+  const ProcessResult closed_dump = dump_event_files(closed);
+  INFO(closed_dump.output);
+  CHECK(closed_dump.exit_code == 0);
+  // The file being written when the disk filled: cut back to its last whole record, then closed if the trailer
+  // still fitted, else left NAME.open with whole records and only the trailer missing.
+  CHECK(open.size() <= 1);
+  for (const std::string& file : open) {
+    const ProcessResult open_dump = dump_event_files({file});
+    INFO(open_dump.output);
+    CHECK_THAT(open_dump.output, Catch::Contains("problem: no trailer: the file was not closed cleanly") &&
+                                     Catch::Contains(" 0 failed"));
+  }
+  CHECK(evb.process->transition(bu(0), "halt").status == 200);  // Failed -> Halted: the BU can be set up again
+  CHECK(evb.process->stop() == 0);
+}
+
+TEST_CASE("a BU whose open event file is removed under it fails when it closes that file, and its other files "
+          "read back whole", "[evb][output][files]") {
+  const std::string directory = scratch_directory() + "/evb-removed";
+  const auto run = writing_slowly("evb-file-removed", directory, 1000000);  // a file a second
+  InProcessEvb& evb = *run;
+  REQUIRE(evb.process->wait_metric(bu(0), "files_closed", 1));
+  std::string removed;
+  REQUIRE(wait_until([&] {
+    for (const std::string& file : files_in(directory, ".open"))
+      if (::unlink(file.c_str()) == 0) removed = file;  // else renamed meanwhile: the next one
+    return !removed.empty();
+  }));
+  const bool failed = wait_until([&] { return evb.state(bu(0)) == "Failed"; }, std::chrono::seconds(30));
+  INFO(evb.process->output());
+  REQUIRE(failed);
+  CHECK_THAT(evb.reason(bu(0)), Catch::Contains(removed) && Catch::Contains("was removed while being written"));
+  CHECK(evb.process->running());
+  const std::vector<std::string> closed = files_in(directory, ".daqx");
+  CHECK(closed.size() >= 1);
+  CHECK(files_in(directory, ".open").empty());  // nothing more written after the failure
+  const ProcessResult dump = dump_event_files(closed);
+  INFO(dump.output);
+  CHECK(dump.exit_code == 0);
+  CHECK(evb.process->transition(bu(0), "halt").status == 200);  // Failed -> Halted: the BU can be set up again
+  CHECK(evb.process->stop() == 0);
+}
+
+TEST_CASE("a BU whose open event file is removed and not closed before the run stops fails the stop with the reason",
+          "[evb][output][files]") {
+  const std::string directory = scratch_directory() + "/evb-removed-at-stop";
+  const auto run = writing_slowly("evb-file-removed-at-stop", directory, 1000000000);  // closed only by the stop
+  InProcessEvb& evb = *run;
+  REQUIRE(evb.process->wait_metric(bu(0), "output_events", 10));
+  const std::vector<std::string> open = files_in(directory, ".open");
+  REQUIRE(open.size() == 1);
+  REQUIRE(::unlink(open.front().c_str()) == 0);
+  // The launcher's order: the EvM stops (and drains) first, the BU last.
+  for (std::uint32_t tid : {kEvm, ru(1), ru(0)}) REQUIRE(evb.process->transition(tid, "stop").status == 200);
+  CHECK(evb.process->transition(bu(0), "stop").status != 200);
+  CHECK(evb.state(bu(0)) == "Failed");
+  CHECK_THAT(evb.reason(bu(0)), Catch::Contains(open.front()) && Catch::Contains("was removed while being written"));
+  CHECK(files_in(directory, "").empty());
+  CHECK(evb.process->transition(bu(0), "halt").status == 200);
   CHECK(evb.process->stop() == 0);
 }

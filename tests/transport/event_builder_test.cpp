@@ -189,6 +189,7 @@ TEST_CASE("2x2_failRU: an RU killed mid-run fails the run with the reason on eve
   run.process(ru(1)).kill_now();
   REQUIRE(run.wait_state(kEvm, "Failed", std::chrono::seconds(60)));  // ruTimeout is 5 s; a bound against a hang
   CHECK_THAT(run.reason(kEvm), Contains("RU 101"));
+  CHECK(run.metric(kEvm, "rus_alive") == 1);  // the RU the reason names down is not also counted alive
   for (std::uint32_t t : {ru(0), bu(0), bu(1)}) {
     REQUIRE(run.wait_state(t, "Failed", std::chrono::seconds(60)));
     CHECK_THAT(run.reason(t), Contains("RU 101"));
@@ -267,5 +268,46 @@ TEST_CASE("3x1_incompleteEvents: an RU killed mid-run makes the BU build events 
   CHECK(run.metric(kEvm, "events_incomplete") == run.metric(bu(0), "events_incomplete"));
   CHECK(run.metric(bu(0), "events_corrupt") == 0);
   for (std::uint32_t r : {ru(0), ru(1), kEvm}) CHECK(run.pool_empty(r, "evb/"));
+  run.finish();
+}
+
+TEST_CASE("1x2_failBUs: an EvM whose builder units are all killed says so in its status reason and a gauge, counts "
+          "none of them alive, and clears both when one is taken back", "[transport][process][evb][failure]") {
+  const TransportProfile& transport = suite_transport();
+  EvbRun run(transport, "evb-1x2-failbus", 1, 2, "");
+  run.start_run();
+  for (std::uint32_t tid : {bu(0), bu(1)}) run.require_progress(tid, "events_built", 500);
+
+  // One left: the EvM goes on, nothing to say.
+  run.process(bu(0)).kill_now();
+  REQUIRE(wait_for_drop(run, 1, Clock::now(), std::chrono::seconds(10)).seen);
+  CHECK(run.metric(kEvm, "no_builder_left") == 0);
+  CHECK(run.reason(kEvm).empty());
+
+  // None left: still Enabled (a BU that returns is taken back), and the reason and the gauges say so together.
+  run.process(bu(1)).kill_now();
+  REQUIRE(wait_until([&] { return run.metric(kEvm, "no_builder_left") == 1; }, std::chrono::seconds(10)));
+  const std::string reason = run.reason(kEvm);
+  INFO("EvM reason: " << reason);
+  CHECK(run.state(kEvm) == "Enabled");
+  CHECK_THAT(reason, Contains("no builder unit left") && Contains("BU " + std::to_string(bu(0)) + " dropped: ") &&
+                         Contains("BU " + std::to_string(bu(1)) + " dropped: "));
+  CHECK(run.metric(kEvm, "bus_alive") == 0);
+  CHECK(run.metric(kEvm, "bu_drops") == 2);
+  CHECK(run.metric(kEvm, "events_in_flight") == 0);  // what the dropped BUs held is counted lost
+  CHECK(run.metric(kEvm, "events_completed") + run.metric(kEvm, "events_lost") ==
+        run.metric(kEvm, "events_assigned"));
+
+  // One comes back: taken in, and the EvM has nothing more to say.
+  run.start(bu(1));
+  REQUIRE(run.process(bu(1)).wait_ready());
+  run.bring_up(bu(1));
+  REQUIRE(wait_until([&] { return run.metric(kEvm, "bus_alive") == 1; }, std::chrono::seconds(60)));
+  run.require_progress(bu(1), "events_built", 500);  // past a possible second drop while an RU reconnects
+  CHECK(run.metric(kEvm, "no_builder_left") == 0);
+  CHECK(run.reason(kEvm).empty());
+
+  run.stop_run({bu(0)});
+  CHECK(run.metric(kEvm, "drained") == 1);
   run.finish();
 }

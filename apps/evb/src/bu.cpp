@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string_view>
 
 #include "daqx/apps/latency.hpp"
 #include "daqx/apps/text.hpp"
@@ -81,6 +82,8 @@ void BU::configure() {
   c.request_interval = p.real("requestInterval");
   c.evm_timeout = p.real("evmTimeout");
   if (c.block_level < c.throttle_level) throw std::runtime_error("blockLevel is below throttleLevel");
+  // Here rather than at the first event: a directory that cannot take files is a configuration error.
+  if (c.output == OutputKind::file) check_output_directory(c.files.directory);
   std::shared_ptr<EventConsumerService> consumer;
   if (c.output == OutputKind::consumer) {
     consumer = find_event_consumer(c.consumer);
@@ -142,11 +145,21 @@ void BU::stop() {
     outbox_.clear();
     publish();
   });
+  std::string failure;
+  {
+    std::lock_guard lock(output_mutex_);
+    failure.swap(output_failure_);
+  }
+  if (!failure.empty()) throw std::runtime_error(failure);  // the BU goes to Failed with it
 }
 
 void BU::halt() {
   ticker_.stop();
   stop_output();
+  {
+    std::lock_guard lock(output_mutex_);
+    output_failure_.clear();  // logged; halt is how a Failed unit recovers, it does not fail again
+  }
   run_on_dispatch(context(), [this] {
     running_ = false;
     abandon_slots();
@@ -544,6 +557,20 @@ void BU::output_loop(std::stop_token stop, std::uint64_t run_number) {
   std::uint32_t writer_run = 0;
   std::vector<EventRecordView::Fragment> fragments;
   std::vector<std::span<const std::byte>> spans;
+  bool failed = false;  // after a failure nothing more is written (the BU has failed); slots only go back
+  // Closes the current file where only the log is left to tell of a failure to: the run is over for it.
+  // Returns the failure, or "".
+  const auto close_and_log = [&](std::string_view when) -> std::string {
+    if (!writer) return {};
+    try {
+      writer->close();
+      files_closed_.store(writer->stats().files_closed, std::memory_order_relaxed);
+    } catch (const std::exception& error) {
+      context().log(LogLevel::error, concatenate({"output: closing the file", when, ": ", error.what()}));
+      return concatenate({"output: ", error.what()});
+    }
+    return {};
+  };
   for (;;) {
     std::uint32_t index = 0;
     {
@@ -554,7 +581,7 @@ void BU::output_loop(std::stop_token stop, std::uint64_t run_number) {
       output_queue_.pop_front();
     }
     const Slot& s = slots_[index];
-    try {
+    if (!failed) try {
       if (writer && writer_run != s.run) {  // the last run's file: closed here, so an error is reported
         writer->close();
         writer.reset();
@@ -568,7 +595,13 @@ void BU::output_loop(std::stop_token stop, std::uint64_t run_number) {
       output_bytes_.store(writer->stats().bytes, std::memory_order_relaxed);
       files_closed_.store(writer->stats().files_closed, std::memory_order_relaxed);
     } catch (const std::exception& error) {
+      failed = true;
       const std::string reason = concatenate({"output: ", error.what()});
+      // The file being written is closed before the failure is told, so whoever sees Failed finds the files
+      // settled: the last one cut back to its last whole record and closed, or left NAME.open if even that
+      // failed (disk full).
+      close_and_log(" after the failure");
+      writer.reset();
       context().post_task([this, reason] {
         running_ = false;
         context().fail(reason);
@@ -577,13 +610,11 @@ void BU::output_loop(std::stop_token stop, std::uint64_t run_number) {
     const std::uint32_t run = s.run, generation = s.generation;
     context().post_task([this, index, run, generation] { finish_slot(index, run, generation); });
   }
-  if (writer) {
-    try {
-      writer->close();
-      files_closed_.store(writer->stats().files_closed, std::memory_order_relaxed);
-    } catch (const std::exception& error) {
-      context().log(LogLevel::error, concatenate({"output: closing the file: ", error.what()}));
-    }
+  // The last file of the run closes here (stop, halt): a failure to (disk full, file removed) is the run's
+  // too, so stop() reports it.
+  if (std::string failure = close_and_log(""); !failure.empty()) {
+    std::lock_guard lock(output_mutex_);
+    output_failure_ = std::move(failure);
   }
 }
 

@@ -133,6 +133,7 @@ class BU final : public Application {
   std::mutex output_mutex_;
   std::condition_variable_any output_changed_;
   std::deque<std::uint32_t> output_queue_;
+  std::string output_failure_;  // closing the last file failed when the worker ended: stop() reports it
   std::jthread output_worker_;
   std::atomic<std::uint64_t> output_events_{0};
   std::atomic<std::uint64_t> output_bytes_{0};

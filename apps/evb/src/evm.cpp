@@ -165,6 +165,7 @@ void EvM::halt() {
     running_ = false;
     outbox_.clear();
     trigger_sender_.clear();
+    publish();
   });
 }
 
@@ -444,6 +445,7 @@ void EvM::drop_builder(BuProxy& bu, const std::string& why) {
   bu.events_in_flight = 0;
   bu.credits.clear();
   bu.state = BuProxy::State::dropped;
+  bu.dropped_because = why;
   ++bu.generation;
   context().log(LogLevel::warning, concatenate({"BU ", to_text(std::uint64_t{bu.tid}), " dropped: ", why, "; ",
                                                 to_text(lost), " events lost"}));
@@ -455,6 +457,7 @@ void EvM::drop_builder(BuProxy& bu, const std::string& why) {
     if (ru.state == RuProxy::State::alive)
       send_control(ru.tid, Control{ControlKind::bu_down, run_, bu.generation, bu.tid, why}, true);
   }
+  publish();  // the gauges and the status agree with the drop from now on, not from the next tick
 }
 
 void EvM::ru_down(RuProxy& ru, const std::string& why) {
@@ -463,6 +466,8 @@ void EvM::ru_down(RuProxy& ru, const std::string& why) {
   outbox_.drop(ru.tid);
   bump(ru_downs_);
   const std::string reason = concatenate({"RU ", to_text(std::uint64_t{ru.tid}), " is down: ", why});
+  // Before Failed is visible: a failed EvM publishes no more, and must not go on counting this RU alive.
+  publish();
   if (config_.ru_failure == RuFailurePolicy::fail) {
     failed_ = true;
     broadcast(Control{ControlKind::run_failed, run_, 0, ru.tid, reason});
@@ -527,6 +532,22 @@ void EvM::publish() {
   put(events_in_flight_, in_flight);
   put(bus_alive_, alive);
   put(rus_alive_, rus_alive);
+  // No builder left: nothing can be assigned until one is taken in again. Said in the status reason (the run
+  // is not over: a BU that returns is taken back), named with each BU's drop.
+  const bool none_left = running_ && !failed_ && alive == 0 &&
+                         std::any_of(bus_.begin(), bus_.end(), [](const BuProxy& bu) { return *bu.drops != 0; });
+  if (none_left != (no_builder_left_.load() != 0)) {
+    put(no_builder_left_, none_left ? 1 : 0);
+    std::string condition;
+    if (none_left) {
+      condition = "no builder unit left, nothing is assigned until one is taken in again:";
+      for (const BuProxy& bu : bus_)
+        condition.append(concatenate({bu.tid == bus_.front().tid ? " BU " : "; BU ", to_text(std::uint64_t{bu.tid}),
+                                      *bu.drops != 0 ? concatenate({" dropped: ", bu.dropped_because})
+                                                     : std::string(" never heard")}));
+    }
+    context().set_condition(condition);
+  }
   // Drained: stopping and nothing out (dropped BUs' events are already counted lost).
   put(drained_, draining_ && in_flight == 0 ? 1 : 0);
   event_rate_.update(Clock::now(), events_completed_.load(std::memory_order_relaxed), 0);
@@ -550,6 +571,8 @@ void EvM::report(MetricSink& sink) const {
   sink.counter("ru_downs", read(ru_downs_), "readout units declared down");
   sink.gauge("bus_alive", read(bus_alive_), "builder units taking part");
   sink.gauge("rus_alive", read(rus_alive_), "readout units taking part");
+  sink.gauge("no_builder_left", read(no_builder_left_),
+             "1 while every builder unit has been dropped and none taken in again (the status reason says why)");
   sink.gauge("waiting_for_rus", waiting_for_rus_.load() ? 1 : 0, "1 while assignment waits for every RU to report");
   sink.gauge("drained", read(drained_), "1 when stopping and every assigned event is completed or lost");
   sink.counter("trigger_bytes", read(trigger_bytes_), "trigger fragment bytes sent");

@@ -73,6 +73,7 @@ class EvM final : public Application {
     };
     std::map<std::uint32_t, Batch> outstanding;  // slot -> batch assigned to it
     std::uint64_t events_in_flight = 0;
+    std::string dropped_because;  // the last drop's reason, for the status when no BU is left
     // Published for report().
     std::unique_ptr<Counter> assigned = std::make_unique<Counter>(0);
     std::unique_ptr<Counter> completed = std::make_unique<Counter>(0);
@@ -151,6 +152,7 @@ class EvM final : public Application {
   Counter ru_downs_{0};
   Counter bus_alive_{0};
   Counter rus_alive_{0};
+  Counter no_builder_left_{0};  // 1 while every BU of the run has been dropped and none taken in again
   Counter malformed_{0};
   Counter drained_{1};
   Counter trigger_bytes_{0};

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string_view>
@@ -90,6 +91,19 @@ std::string event_file_name(std::uint32_t run, std::uint32_t builder, std::uint3
   char name[64];
   std::snprintf(name, sizeof name, "run%06u_bu%u_%04u.daqx", run, builder, sequence);
   return name;
+}
+
+void check_output_directory(const std::string& given) {
+  const std::string directory = given.empty() ? std::string(".") : given;  // as FileWriter reads it
+  create_directories(directory);
+  std::string probe = directory;
+  if (probe.back() != '/') probe += '/';
+  // A unique name (mkostemp): BUs sharing the directory, even from hosts whose pids coincide, never collide.
+  probe.append(".daqx-write-probe-XXXXXX");
+  const int fd = ::mkostemp(probe.data(), O_CLOEXEC);
+  if (fd < 0) fail("cannot write event files in", directory, errno);
+  ::close(fd);
+  if (::unlink(probe.c_str()) != 0) fail("cannot remove a file from event file directory", directory, errno);
 }
 
 // ---- FileWriter -------------------------------------------------------------------------------------------
@@ -301,6 +315,16 @@ void FileWriter::close() {
   put64(&trailer[24], impl.first_event);
   put64(&trailer[32], impl.last_event);
   put64(&trailer[40], now_ns());
+  // Removed under the writer (its name unlinked): writes still succeed into the nameless file, so only here
+  // can the loss be told; checked before the trailer, and by the rename for a removal after this check.
+  const auto removed = [&] {
+    return std::runtime_error(concatenate({"event file ", impl.open_path, " was removed while being written: its ",
+                                           std::to_string(impl.file_events), " events are lost"}));
+  };
+  if (struct stat info {}; ::fstat(fd, &info) == 0 && info.st_nlink == 0) {
+    ::close(fd);
+    throw removed();
+  }
   iovec iov{trailer, sizeof trailer};
   pace(sizeof trailer);
   if (const int error = write_fully(fd, &iov, 1, impl.iov_max); error != 0) {
@@ -316,6 +340,7 @@ void FileWriter::close() {
   }
   if (::close(fd) != 0) fail("cannot close", impl.open_path, errno);
   if (::rename(impl.open_path.c_str(), impl.final_path.c_str()) != 0) {
+    if (errno == ENOENT) throw removed();
     fail(concatenate({"cannot rename ", impl.open_path, " to"}), impl.final_path, errno);
   }
   ++stats_.files_closed;

@@ -52,7 +52,9 @@ class FileWriter {
   // Appends one event, opening or rotating files as needed. Throws std::runtime_error naming the file and
   // the system error on failure (disk full, permission): the BU fails with that reason.
   void write(const EventRecordView& event);
-  void close();  // closes the current file (trailer, rename); the next write opens a new one
+  // Closes the current file (trailer, rename); the next write opens a new one. Throws, as write does, when
+  // that fails, and when the file was removed while being written (its events are then lost).
+  void close();
   const FileOutputStats& stats() const noexcept { return stats_; }
 
  private:
@@ -67,6 +69,12 @@ class FileWriter {
   FileOutputStats stats_;
   std::unique_ptr<Impl> impl_;
 };
+
+// Whether event files can be written in `directory`: creates it if missing, then creates and removes a file
+// there (permission bits alone say nothing: root ignores them, a read-only mount does not). Throws
+// std::runtime_error naming the directory and the system error, so a BU refuses it at configure rather
+// than failing at its first event.
+void check_output_directory(const std::string& directory);
 
 // ---- the file format (docs/evb-files.md), little-endian ------------------------------------------------
 

@@ -328,6 +328,35 @@ TEST_CASE("a file is written as NAME.open and renamed to NAME when closed", "[fi
   CHECK(writer.stats().files_closed == 1);
 }
 
+TEST_CASE("a file removed while written fails its close, naming it: the next write opens a new file", "[file_output]") {
+  TempDir dir;
+  FileWriter writer(config_for(dir.path()), 42, 7);
+  OwnedEvent event(42, 1, 0, {1000}, 1000);
+  writer.write(event.view);
+  REQUIRE(::unlink((dir / "run000042_bu7_0000.daqx.open").c_str()) == 0);
+  writer.write(event.view);  // into the nameless file: nothing says so yet
+  CHECK_THROWS_WITH(writer.close(), Catch::Contains(dir / "run000042_bu7_0000.daqx.open") &&
+                                        Catch::Contains("was removed while being written") &&
+                                        Catch::Contains("2 events are lost"));
+  CHECK(writer.stats().files_closed == 0);
+  CHECK(files_in(dir.path()).empty());
+  writer.write(event.view);
+  writer.close();
+  CHECK(files_in(dir.path()) == std::vector<std::string>{"run000042_bu7_0001.daqx"});
+}
+
+TEST_CASE("an output directory is checked by a file created and removed there", "[file_output]") {
+  TempDir dir;
+  check_output_directory(dir / "new/run7");  // created, parents included
+  CHECK(fs::is_directory(dir / "new/run7"));
+  CHECK(files_in(dir / "new/run7").empty());  // the probe is gone
+  std::ofstream(dir / "plain") << "a file, not a directory";
+  CHECK_THROWS_WITH(check_output_directory(dir / "plain"), Catch::Contains(dir / "plain") &&
+                                                              Catch::Contains("Not a directory"));
+  // /proc takes no new file, even from root.
+  CHECK_THROWS_WITH(check_output_directory("/proc"), Catch::Contains("cannot write event files in /proc"));
+}
+
 TEST_CASE("a write after close opens the next file in sequence", "[file_output]") {
   TempDir dir;
   FileWriter writer(config_for(dir.path()), 42, 7);

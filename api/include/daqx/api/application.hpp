@@ -96,6 +96,9 @@ class ApplicationContext {
 
   // Puts the application into Failed with this reason (e.g. a peer died and the policy says fail).
   virtual void fail(const std::string& reason) = 0;
+  // What keeps the application from its work while it is not Failed (an EvM whose builder units are all
+  // dropped), shown as its status reason; "" when nothing does. Cleared when it halts. Not pure, as run_number.
+  virtual void set_condition(const std::string& condition) { (void)condition; }
   virtual void log(LogLevel level, const std::string& message) = 0;
 };
 
