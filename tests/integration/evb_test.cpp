@@ -301,3 +301,29 @@ TEST_CASE("a BU whose open event file is removed and not closed before the run s
   CHECK(evb.process->transition(bu(0), "halt").status == 200);
   CHECK(evb.process->stop() == 0);
 }
+
+TEST_CASE("a BU stopped on its own while its EvM still assigns events and its output writes slowly stops after its "
+          "bounded wait, with its file closed whole, and a context-wide stop then brings down the rest",
+          "[evb][output][files]") {
+  const std::string directory = scratch_directory() + "/evb-bu-stopped-alone";
+  const auto run = writing_slowly("evb-bu-stopped-alone", directory, 1000000000);  // closed only by the stop
+  InProcessEvb& evb = *run;
+  REQUIRE(evb.process->wait_metric(bu(0), "output_events", 10));
+  // The EvM goes on assigning events to this BU while it stops, and 2 MB/s never empties its output queue: the
+  // stop used to wait for an empty queue and never returned.
+  const auto asked = Clock::now();
+  const daqx::HttpReply stopped = evb.process->transition(bu(0), "stop");
+  INFO(stopped.body << evb.process->output());
+  CHECK(stopped.status == 200);
+  CHECK(Clock::now() - asked < std::chrono::seconds(9));  // the 5 s wait for the backlog, then what is left goes back
+  CHECK(evb.state(bu(0)) == "Configured");
+  CHECK(files_in(directory, ".open").empty());
+  const std::vector<std::string> closed = files_in(directory, ".daqx");
+  REQUIRE(closed.size() == 1);
+  const ProcessResult dump = dump_event_files(closed);
+  INFO(dump.output);
+  CHECK(dump.exit_code == 0);
+  CHECK(evb.process->transition("stop").status == 200);  // the EvM and RUs, still Enabled
+  CHECK(evb.process->transition("halt").status == 200);
+  CHECK(evb.process->stop() == 0);
+}

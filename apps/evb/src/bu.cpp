@@ -575,8 +575,10 @@ void BU::output_loop(std::stop_token stop, std::uint64_t run_number) {
     std::uint32_t index = 0;
     {
       std::unique_lock lock(output_mutex_);
-      // Stop only once the queue is empty: stop() waits for the backlog first, halt() cuts it short below.
-      if (!output_changed_.wait(lock, stop, [&] { return !output_queue_.empty(); })) break;
+      // stop() waits (bounded) for the backlog before it asks this loop to end; once it asks, what is still
+      // queued goes back unwritten (stop_output). Not "once the queue is empty": a BU stopped before its EvM
+      // keeps receiving events, and with a slow output the queue would never empty and stop never return.
+      if (!output_changed_.wait(lock, stop, [&] { return !output_queue_.empty(); }) || stop.stop_requested()) break;
       index = output_queue_.front();
       output_queue_.pop_front();
     }
