@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,10 +18,14 @@ using Catch::Contains;
 
 namespace {
 
-std::string first_use(std::string context) {
+// The context with one more property on its endpoint.
+std::string with_endpoint_property(std::string context, const std::string& property) {
   const std::string end_of_properties = "</Properties></Endpoint>";
-  return context.replace(context.find(end_of_properties), end_of_properties.size(),
-                         "<connectAt>first-use</connectAt>" + end_of_properties);
+  return context.replace(context.find(end_of_properties), end_of_properties.size(), property + end_of_properties);
+}
+
+std::string first_use(const std::string& context) {
+  return with_endpoint_property(context, "<connectAt>first-use</connectAt>");
 }
 
 Poco::JSON::Object::Ptr json_object(const std::string& body) {
@@ -178,5 +183,59 @@ TEST_CASE("a peer that was not listening at one connect command is reached by th
   CHECK(receiver.wait_metric(21, "frames_received", 100));
   CHECK(transport_metric(sender, "send_errors") == 0);
   CHECK(sender.stop() == 0);
+  CHECK(receiver.stop() == 0);
+}
+
+TEST_CASE("past maxIncoming a peer's connection is refused at once and counted, it gets in when another closes, and "
+          "no frame is lost", "[transport][process]") {
+  const TransportProfile& transport = suite_transport();
+  Host a, b, c, d;
+  auto sender = [&](const Host& h, std::uint32_t tid, int instance) {
+    return nton_context(transport, h, Traffic::throughput, application_xml("nton::Sender", tid, instance,
+        "<frameSize>4096</frameSize><frameCount>3000</frameCount><receivers>21</receivers>"));
+  };
+  const std::string path = write_file("max-incoming.xml", partition_xml("max-incoming", {
+      with_endpoint_property(nton_context(transport, a, Traffic::throughput, application_xml("nton::Receiver", 21, 0)),
+                             "<maxIncoming>2</maxIncoming>"),
+      sender(b, 11, 0), sender(c, 12, 1), sender(d, 13, 2)}));
+  ExecutiveProcess receiver(path, a.url());
+  REQUIRE(receiver.wait_ready());
+  // One sender at a time, so the third is the one past the limit.
+  std::vector<std::unique_ptr<ExecutiveProcess>> senders;
+  for (const Host* h : {&b, &c, &d}) {
+    senders.push_back(std::make_unique<ExecutiveProcess>(path, h->url()));
+    REQUIRE(senders.back()->wait_ready());
+    if (senders.size() < 3)
+      REQUIRE(wait_until([&] { return transport_metric(receiver, "incoming_connections") == static_cast<double>(senders.size()); }));
+  }
+  INFO(receiver.output());
+  CHECK(wait_until([&] { return transport_metric(receiver, "connections_over_limit") >= 1; }));
+  CHECK(transport_metric(receiver, "incoming_connections") == 2);
+  CHECK_THAT(receiver.output(), Contains("maxIncoming (2) are open"));
+
+  // The two that got in carry their frames.
+  REQUIRE(receiver.transition("configure").status == 200);
+  REQUIRE(receiver.transition("enable").status == 200);
+  for (int i = 0; i < 2; ++i) {
+    REQUIRE(senders[i]->transition("configure").status == 200);
+    REQUIRE(senders[i]->transition("enable").status == 200);
+  }
+  REQUIRE(receiver.wait_metric(21, "frames_received", 6000));
+  // The first sender goes: its connection closes, and the refused one is let in on its next try.
+  const double accepted = transport_metric(receiver, "connections_accepted");
+  CHECK(senders[0]->transition("stop").status == 200);
+  CHECK(senders[0]->stop() == 0);
+  CHECK(wait_until([&] {
+    return transport_metric(receiver, "connections_accepted") > accepted &&
+           transport_metric(receiver, "incoming_connections") == 2;
+  }, std::chrono::seconds(30)));
+  REQUIRE(senders[2]->transition("configure").status == 200);
+  REQUIRE(senders[2]->transition("enable").status == 200);
+  CHECK(receiver.wait_metric(21, "frames_received", 9000));
+  CHECK(receiver.metric(21, "frames_received") == 9000);
+  CHECK(receiver.metric(21, "pattern_errors") == 0);
+  for (std::size_t i = 1; i < senders.size(); ++i) CHECK(senders[i]->transition("stop").status == 200);
+  CHECK(receiver.transition("stop").status == 200);
+  for (std::size_t i = 1; i < senders.size(); ++i) CHECK(senders[i]->stop() == 0);
   CHECK(receiver.stop() == 0);
 }

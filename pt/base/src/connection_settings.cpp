@@ -59,6 +59,9 @@ std::vector<ParamSpec> connection_parameter_specs() {
        "per message)", 4096, 64.0 * 1024 * 1024},
       {"packTimeout", ParamType::unsigned_integer, "200", "microseconds",
        "throughput mode: send at the latest when the oldest queued frame is this old", 1, 1e6},
+      {"maxIncoming", ParamType::unsigned_integer, "1024", "connections",
+       "incoming connections open at once; one more is refused when it arrives and counted "
+       "(connections_over_limit)", 1, 1000000},
   };
 }
 
@@ -66,6 +69,7 @@ ConnectionSettings ConnectionSettings::from(const ParamSet& params, std::uint32_
   ConnectionSettings s;
   s.connect_at_start = choice(params, "connectAt", {"start", "first-use"}) == 0;
   s.send_queue = params.unsigned_integer("sendQueue");
+  s.max_incoming = params.unsigned_integer("maxIncoming");
   s.reconnect_min = std::chrono::milliseconds(params.unsigned_integer("reconnectMin"));
   s.reconnect_max =
       std::chrono::milliseconds(std::max(params.unsigned_integer("reconnectMax"), params.unsigned_integer("reconnectMin")));

@@ -281,6 +281,23 @@ void ConnectionTransport::send_loop(std::stop_token stop) {
 
 // ---- incoming connections -------------------------------------------------------------------------------
 
+bool ConnectionTransport::over_incoming_limit(const std::string& remote) {
+  const auto open = static_cast<std::size_t>(std::count_if(
+      incoming_.begin(), incoming_.end(), [](const std::unique_ptr<IncomingConnection>& c) { return !c->closed; }));
+  if (open < settings_.max_incoming) return false;
+  events_.over_limit.fetch_add(1, std::memory_order_relaxed);
+  ++unlogged_over_limit_;
+  const Clock::time_point now = Clock::now();
+  if (now - last_limit_log_ >= std::chrono::seconds(1)) {
+    host_.log(LogLevel::warning, "refused " + std::to_string(unlogged_over_limit_) +
+                                     " incoming connection(s), the last from " + remote + ": maxIncoming (" +
+                                     std::to_string(settings_.max_incoming) + ") are open");
+    last_limit_log_ = now;
+    unlogged_over_limit_ = 0;
+  }
+  return true;
+}
+
 IncomingConnection& ConnectionTransport::adopt(std::unique_ptr<IncomingConnection> connection) {
   std::lock_guard peers(peers_mutex_);
   connection->id = next_incoming_id_++;

@@ -62,6 +62,7 @@ void report_totals(MetricSink& sink, const TransportTotals& t, const TransportEv
   sink.counter("receive_pool_waits", value(e.receive_pool_waits), "times receiving waited for receive blocks");
   sink.counter("delivery_waits", value(e.delivery_waits), "times receiving paused because an application's queue was full");
   sink.counter("completion_errors", value(e.completion_errors), "operations the network completed with an error");
+  sink.counter("connections_over_limit", value(e.over_limit), "incoming connections refused: maxIncoming were open");
   sink.gauge("incoming_connections", d(t.incoming_connections), "incoming connections open");
 }
 

@@ -635,6 +635,12 @@ void IbvTransport::accept(rdma_cm_id* id, const rdma_conn_param& param) {
     events().requests_refused.fetch_add(1, std::memory_order_relaxed);
     host().log(LogLevel::warning, "refused a connection request from " + remote + ": " + reason);
   };
+  // Before a queue pair is made or a receive buffer posted for it.
+  if (over_incoming_limit(remote)) {
+    rdma_reject(id, nullptr, 0);
+    rdma_destroy_id(id);
+    return;
+  }
   ConnectRequest request;
   std::string error = decode_request(param.private_data, param.private_data_len, request);
   if (!error.empty()) return refuse(error);

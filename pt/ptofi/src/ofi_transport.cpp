@@ -416,6 +416,11 @@ bool OfiTransport::reap_send() {
 // ---- receive side ---------------------------------------------------------------------------------------
 
 void OfiTransport::accept(fi_info* request) {
+  // Before an endpoint is made or a receive buffer posted for it.
+  if (over_incoming_limit(pt::address_text(static_cast<const sockaddr*>(request->dest_addr)))) {
+    fi_reject(passive_.get(), request->handle, nullptr, 0);
+    return;
+  }
   auto connection = std::make_unique<OfiIncoming>(std::max<std::size_t>(1, receive_depth() / 4),
                                                connection_settings().max_frame_size);
   OfiIncoming* c = connection.get();

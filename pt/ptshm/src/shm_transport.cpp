@@ -493,6 +493,10 @@ void ShmTransport::accept_connections() {
         host().log(LogLevel::warning, "accept on " + local_.text() + ": " + errno_text(errno));
       return;
     }
+    if (over_incoming_limit("a local peer")) {
+      close(fd);  // before its hello is read or a segment mapped
+      continue;
+    }
     auto connection = std::make_unique<Incoming>();
     connection->socket = fd;
     connection->remote = "local peer";

@@ -16,9 +16,6 @@ std::vector<ParamSpec> parameter_specs() {
           {"copyThreshold", ParamType::unsigned_integer, "16384", "bytes",
            "received frames up to this size are copied out of the staging buffer; larger ones are read in place", 64,
            262144},
-          {"maxIncoming", ParamType::unsigned_integer, "1024", "connections",
-           "incoming connections open at once; more are closed when accepted and counted (connections_over_limit)", 1,
-           1000000},
           {"stallTimeout", ParamType::unsigned_integer, "10000", "ms",
            "an incoming connection that stops for this long in the middle of a frame is closed and counted "
            "(stalled_connections); 0: never",
@@ -31,7 +28,6 @@ Settings Settings::from(const ParamSet& params) {
   s.send_buffer = static_cast<int>(params.unsigned_integer("sendBuffer"));
   s.receive_buffer = static_cast<int>(params.unsigned_integer("receiveBuffer"));
   s.copy_threshold = params.unsigned_integer("copyThreshold");
-  s.max_incoming = params.unsigned_integer("maxIncoming");
   s.stall_timeout = std::chrono::milliseconds(params.unsigned_integer("stallTimeout"));
   return s;
 }

@@ -19,9 +19,6 @@ struct Settings {
   int receive_buffer = 0;                       // SO_RCVBUF, 0: kernel default
   std::size_t copy_threshold = 16 * 1024;       // received frames up to this size are copied from the staging buffer
   std::size_t staging_bytes = 256 * 1024;       // per incoming connection
-  // Incoming connections open at once; one more is closed as soon as it is accepted (and counted), so any
-  // number of peers costs a bounded number of descriptors, staging buffers and reader states.
-  std::size_t max_incoming = 1024;
   // An incoming connection in the middle of a frame that brings no byte for this long is closed (and
   // counted): a peer that announces a frame and stops holds its partial frame's blocks no longer. 0: never.
   std::chrono::milliseconds stall_timeout{10000};

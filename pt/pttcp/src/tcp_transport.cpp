@@ -209,31 +209,20 @@ void TcpTransport::accept_connections() {
         host().log(LogLevel::warning, "accept on " + local_.text() + ": " + errno_text(errno));
       return;
     }
-    if (incoming_open_ >= settings_.max_incoming) {
-      // Closed at once, before any buffer is made for it: a flood of connections costs nothing that stays.
-      close(fd);
-      over_limit_.fetch_add(1, std::memory_order_relaxed);
-      ++unlogged_over_limit_;
-      const Clock::time_point now = Clock::now();
-      if (now - last_limit_log_ >= std::chrono::seconds(1)) {
-        host().log(LogLevel::warning, "closed " + std::to_string(unlogged_over_limit_) + " incoming connection(s) on " +
-                                          local_.text() + ": maxIncoming (" + std::to_string(settings_.max_incoming) +
-                                          ") are open");
-        last_limit_log_ = now;
-        unlogged_over_limit_ = 0;
-      }
+    const std::string remote = pt::address_text(reinterpret_cast<sockaddr*>(&address));
+    if (over_incoming_limit(remote)) {
+      close(fd);  // at once, before any buffer is made for it: a flood costs nothing that stays
       continue;
     }
     set_socket_options(fd, settings_, false);
     auto connection = std::make_unique<Incoming>();
     connection->last_byte = Clock::now();
     connection->fd = fd;
-    connection->remote = pt::address_text(reinterpret_cast<sockaddr*>(&address));
+    connection->remote = remote;
     connection->reader = std::make_unique<FrameReader>(*receive_pool_, settings_.staging_bytes, settings_.copy_threshold,
                                                        connection_settings().max_frame_size);
     auto& c = static_cast<Incoming&>(adopt(std::move(connection)));
     receive_waiter().add(fd, &c, EPOLLIN | EPOLLRDHUP);
-    ++incoming_open_;
     incoming_up(c);
   }
 }
@@ -261,7 +250,6 @@ void TcpTransport::close_wire(pt::IncomingConnection& base) noexcept {
   if (c.fd >= 0) {
     receive_waiter().remove(c.fd);
     close(c.fd);
-    --incoming_open_;
   }
   c.fd = -1;
   c.reader.reset();  // a frame half received goes back to the pool with the staging buffer
@@ -346,8 +334,6 @@ void TcpTransport::close_stalled(Clock::time_point now) {
 
 void TcpTransport::report_wire(MetricSink& sink) const {
   sink.setting("mode_throughput", connection_settings().throughput_mode ? 1 : 0, "1 in throughput mode, 0 in latency mode");
-  sink.counter("connections_over_limit", static_cast<double>(over_limit_.load(std::memory_order_relaxed)),
-               "incoming connections closed when accepted: maxIncoming were open");
   sink.counter("stalled_connections", static_cast<double>(stalled_.load(std::memory_order_relaxed)),
                "incoming connections closed: no byte for stallTimeout in the middle of a frame");
 }

@@ -71,11 +71,7 @@ class TcpTransport final : public pt::ConnectionTransport {
   mem::Pool* receive_pool_ = nullptr;
   EndpointAddress local_;
   int listen_fd_ = -1;
-  std::size_t incoming_open_ = 0;          // receive thread: accepted and not closed (maxIncoming)
   Clock::time_point next_stall_check_{};  // receive thread
-  Clock::time_point last_limit_log_{};    // receive thread: over-limit refusals are logged once a second at most
-  std::uint64_t unlogged_over_limit_ = 0;
-  std::atomic<std::uint64_t> over_limit_{0};  // connections closed when accepted: maxIncoming were open
   std::atomic<std::uint64_t> stalled_{0};     // connections closed: stallTimeout in the middle of a frame
 };
 

@@ -34,6 +34,9 @@ struct ConnectionSettings {
   std::chrono::microseconds poll_time{0};
   bool automatic_poll_time = true;
   std::uint32_t max_frame_size = kDefaultMaxFrameSize;
+  // Incoming connections open at once: one more is refused as soon as it arrives (and counted), before anything
+  // is made for it, so any number of peers costs a bounded number of connections' buffers.
+  std::size_t max_incoming = 1024;
   // Coalescing: in throughput mode frames wait for each other, to go many to a message or write, until
   // pack_bytes are queued or the oldest has waited pack_timeout. A frame's header flags override the mode.
   bool throughput_mode = false;
@@ -44,7 +47,7 @@ struct ConnectionSettings {
   static ConnectionSettings from(const ParamSet& params, std::uint32_t max_frame_size);
 };
 
-// connectAt, sendQueue, reconnectMin, reconnectMax, waitMode, mode, packSize, packTimeout.
+// connectAt, sendQueue, reconnectMin, reconnectMax, waitMode, pollTime, mode, packSize, packTimeout, maxIncoming.
 std::vector<ParamSpec> connection_parameter_specs();
 
 // What transports that carry frames as messages into pre-posted receive buffers share (ptofi, ptibv).

@@ -115,6 +115,10 @@ class ConnectionTransport : public Transport {
   std::size_t outgoing_count() const noexcept { return outgoing_count_.load(std::memory_order_acquire); }
 
   // ---- Incoming connections: the shared part, receive thread --------------------------------------------
+  // Whether a connection arriving from `remote` must be refused because maxIncoming are open: then it is
+  // counted (connections_over_limit) and logged at most once a second, and the transport refuses it before it
+  // makes anything for it.
+  bool over_incoming_limit(const std::string& remote);
   // Takes in a connection accepted from a peer (not up yet) and gives it its id.
   IncomingConnection& adopt(std::unique_ptr<IncomingConnection> connection);
   // The connection is up: counted, and the executive told.
@@ -219,6 +223,8 @@ class ConnectionTransport : public Transport {
   bool closed_since_forget_ = false;                          // receive thread: forget_closed_incoming has work
   std::uint64_t retired_frames_received_ = 0;                 // of closed incoming connections (peers_mutex_)
   std::uint64_t retired_bytes_received_ = 0;
+  Clock::time_point last_limit_log_{};     // receive thread: refusals past maxIncoming, logged once a second
+  std::uint64_t unlogged_over_limit_ = 0;  // receive thread
 
   std::atomic<bool> attention_{false};
   std::atomic<bool> resume_requested_{false};

@@ -31,6 +31,7 @@ struct TransportEvents {
   std::atomic<std::uint64_t> receive_pool_waits{0};  // times receiving waited for receive blocks
   std::atomic<std::uint64_t> delivery_waits{0};      // times receiving paused because an application's queue was full
   std::atomic<std::uint64_t> completion_errors{0};   // operations the network completed with an error
+  std::atomic<std::uint64_t> over_limit{0};          // incoming connections refused: maxIncoming were open
 };
 
 // The per-connection metrics of the page's connection table.
