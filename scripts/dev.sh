@@ -12,6 +12,8 @@
 #   scripts/dev.sh bench-ibv  packages + matplotlib + release build + ptibv vs perftest in the soft-RoCE guest
 #   scripts/dev.sh fuzz [SECONDS] [TARGET...]  packages + the fuzz build (clang) + each fuzz target for SECONDS
 #                                 (default 600), or the named ones (tests/fuzz, docs/fuzzing.md)
+#   scripts/dev.sh soak [MINUTES]  packages + matplotlib + the soak run's targets + the 4x4 event builder in namespaces,
+#                                 every event checked, for MINUTES (default 30): samples, verdict and plot in build/soak
 #   scripts/dev.sh fuzz-seeds     rewrites the binary seeds of tests/fuzz/corpus with daqx's own encoders
 set -euo pipefail
 
@@ -60,6 +62,8 @@ bench_tcp_packages=(iperf3 libzmq3-dev ucx-utils python3-matplotlib)
 bench_shm_packages=(libzmq3-dev ucx-utils python3-matplotlib)
 # What the event-building efficiency benchmark (bench/evb_efficiency.py) adds: the plots.
 bench_evb_packages=(python3-matplotlib)
+# What the soak run's plot (tests/soak/soak_plot.py) needs.
+soak_packages=(python3-matplotlib)
 # What the ptofi comparison (bench/ofi_comparison.py) adds: the plots (fi_pingpong is in libfabric-bin above).
 bench_ofi_packages=(python3-matplotlib)
 
@@ -181,6 +185,18 @@ main_job() {
     --log-dir "$root/build/logs"
 }
 
+# The soak run (tests/soak/soak_run.cpp, docs/operations.md "Soak"): only its targets, not the whole release build.
+soak() {  # soak [MINUTES]
+  local minutes=${1:-30}
+  build "$root/build/release" -DCMAKE_BUILD_TYPE=Release -DDAQX_BUILD_TESTS=ON --target daqx_soak_run
+  mkdir -p "$root/build/soak"
+  echo "== soak: 4x4 event builder in network namespaces, every event checked, $minutes minutes (build/soak)"
+  local rc=0
+  "$root/build/release/tests/daqx_soak_run" --minutes "$minutes" --out "$root/build/soak" || rc=$?
+  /usr/bin/python3 "$root/tests/soak/soak_plot.py" "$root/build/soak" || true
+  return "$rc"
+}
+
 bench() {
   mkdir -p "$root/build/bench-results"
   "$root/build/release/bench/daqx-bench-pool" "$root/build/bench-results/pool_bench.csv"
@@ -283,10 +299,11 @@ case "${1:-}" in
   bench-ofi) install_packages; install_packages "${bench_ofi_packages[@]}"; build_release; build_fi_msg_bw; shift; bench_ofi "$@" ;;
   bench-ibv) install_packages; install_packages "${bench_ofi_packages[@]}"; build_release; shift; bench_ibv "$@" ;;
   fuzz) install_packages; shift; fuzz "$@" ;;
+  soak) install_packages; install_packages "${soak_packages[@]}"; shift; soak "$@" ;;
   fuzz-seeds)
     install_packages
     build_fuzz
     "$root/build/fuzz/tests/fuzz/daqx_fuzz_write_seeds" "$root/tests/fuzz/corpus"
     ;;
-  *) echo "usage: $0 main|test|build|bench|bench-tcp|bench-shm|bench-evb|bench-ofi|bench-ibv|fuzz|fuzz-seeds [options]" >&2; exit 2 ;;
+  *) echo "usage: $0 main|test|build|bench|bench-tcp|bench-shm|bench-evb|bench-ofi|bench-ibv|fuzz|soak|fuzz-seeds [options]" >&2; exit 2 ;;
 esac

@@ -5,6 +5,7 @@
 
 #include <thread>
 
+#include "../support/checked_evb_partition.hpp"
 #include "../support/executive_process.hpp"
 #include "../support/netns.hpp"
 #include "../support/process.hpp"
@@ -18,19 +19,8 @@ TEST_CASE("4x4 event builder, one unit per simulated host, builds 30 s of events
   constexpr int kRus = 4, kBus = 4, kHosts = 1 + kRus + kBus;
   VirtualCluster cluster(kHosts);  // the generator places the EvM on host 0, RUs on 1..4, BUs on 5..8
   const std::uint16_t control = 39400;
-  std::string hosts;
-  for (int h = 0; h < kHosts; ++h) {
-    if (h != 0) hosts.push_back(',');
-    hosts.append(cluster.address(h));
-  }
-  const std::string path = scratch_directory() + "/evb-4x4-cluster.xml";
-  const ProcessResult generated = run_process(
-      {"/usr/bin/env", "python3", config_directory() + "/../apps/evb/tools/evb_partition.py", "--rus", "4", "--bus", "4", "--hosts",
-       hosts, "--base-port", std::to_string(control), "--fragment-size", "2048", "--fragment-spread", "1024",
-       "--sources", "4", "--slots", "8", "--check-data", "true", "--pattern", "true", "-o", path},
-      10s);
-  INFO(generated.output);
-  REQUIRE(generated.exit_code == 0);
+  std::string path;
+  REQUIRE_NOTHROW(path = checked_evb_partition(cluster, kRus, kBus, control, "evb-4x4-cluster"));
 
   std::vector<std::unique_ptr<ExecutiveProcess>> executives;
   for (int h = 0; h < kHosts; ++h) executives.push_back(cluster.start_executive(h, path, control));

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "checked_evb_partition.hpp"
 #include "executive_process.hpp"
 #include "process.hpp"
 
@@ -18,20 +19,8 @@ namespace daqx::test {
 using namespace std::chrono_literals;
 
 std::string cluster_evb_partition(const VirtualCluster& cluster, const std::string& name, const std::string& extra) {
-  std::string hosts;
-  for (int h = 0; h < kClusterEvbHosts; ++h) {
-    if (h != 0) hosts.push_back(',');
-    hosts.append(cluster.address(h));
-  }
-  const std::string path = scratch_directory() + "/" + name + ".xml";
-  const ProcessResult generated = run_process(
-      {"/usr/bin/env", "python3", config_directory() + "/../apps/evb/tools/evb_partition.py", "--rus", "2", "--bus", "2",
-       "--hosts", hosts, "--base-port", std::to_string(kClusterEvbControlPort), "--fragment-size", "2048",
-       "--fragment-spread", "1024", "--sources", "2", "--slots", "8", "--check-data", "true", "--pattern", "true",
-       "--name", name, "-o", path},
-      std::chrono::seconds(10));
-  INFO(generated.output);
-  REQUIRE(generated.exit_code == 0);
+  std::string path;
+  REQUIRE_NOTHROW(path = checked_evb_partition(cluster, 2, 2, kClusterEvbControlPort, name));
   std::string xml = read_text(path);
   xml.replace(xml.rfind("</Partition>"), 12, extra + "\n</Partition>\n");
   std::ofstream(path) << xml;
