@@ -121,6 +121,8 @@ ExecutiveCore::ExecutiveCore(config::Partition partition, const std::string& con
                                " is not in this partition (it has: " + known + ")"});
   }
   policy_ = Policy(partition_, context_->url);
+  if (std::vector<std::string> unfit = detail::check_policy_on_this_machine(partition_, context_->url); !unfit.empty())
+    throw config::ConfigError(std::move(unfit));
   load_modules();
   std::vector<std::string> problems = config::check_against_catalogue(partition_, *context_, modules_);
   if (!problems.empty()) throw config::ConfigError(problems);
@@ -609,6 +611,11 @@ std::vector<std::string> Executive::check(const config::Partition& partition, co
   for (const config::ContextConfig& context : partition.contexts) {
     if (!context_url.empty() && partition.find_context(context_url) != &context) continue;
     found = true;
+    // Only for a context named on the command line: that says this host runs it, and another host may have
+    // other CPUs and nodes.
+    if (!context_url.empty())
+      for (std::string& problem : detail::check_policy_on_this_machine(partition, context.url))
+        problems.push_back(std::move(problem));
     detail::ModuleRegistry registry;
     bool loaded = true;
     for (const config::ModuleConfig& module : context.modules) {

@@ -8,6 +8,21 @@
 #include <sstream>
 
 namespace daqx::detail {
+namespace {
+
+std::string file_kind(std::filesystem::file_type type) {
+  using std::filesystem::file_type;
+  switch (type) {
+    case file_type::directory: return "a directory";
+    case file_type::character: return "a character device";
+    case file_type::block: return "a block device";
+    case file_type::fifo: return "a FIFO";
+    case file_type::socket: return "a socket";
+    default: return "not a regular file";
+  }
+}
+
+}  // namespace
 
 std::vector<std::string> ModuleRegistry::search_path() {
   namespace fs = std::filesystem;
@@ -56,6 +71,12 @@ std::string ModuleRegistry::load(const std::string& spec, const std::string& par
     }
     if (path.empty()) return "module '" + spec + "' not found (searched " + searched + "; set DAQX_MODULE_PATH)";
   }
+  // dlopen would block on a FIFO and read a device without end; only a regular file can be a shared object.
+  std::error_code status_error;
+  const fs::file_status status = fs::status(path, status_error);
+  if (status_error) return "cannot load module '" + path + "': " + status_error.message();
+  if (!fs::is_regular_file(status))
+    return "module '" + path + "' is not a shared object: it is " + file_kind(status.type());
   for (const std::string& loaded : paths_)
     if (fs::equivalent(loaded, path)) return {};  // loading twice is harmless: the first load serves
   // Modules stay loaded for the life of the process (never dlclose): their code may still be on a stack

@@ -30,6 +30,9 @@ using strings::trim;
 
 constexpr std::string_view kPortRange = "(1-65535)";
 constexpr std::string_view kKnownTypes = "bool, int, unsigned, double, string, list, applications";
+// Far above any real partition (a thousand applications take some hundred kilobytes), low enough that the text,
+// its parse tree and its line index stay well within an executive's memory whatever a file holds.
+constexpr std::size_t kMaxPartitionBytes = std::size_t{16} << 20;
 
 
 std::string lowercase(std::string_view text) {
@@ -120,23 +123,63 @@ std::string split_context_url(std::string_view url, std::string& host, std::uint
   return {};
 }
 
-// Byte offsets where lines begin, to turn pugixml's offsets into the line numbers people read.
+// Byte offsets where lines begin, to turn pugixml's offsets into the line numbers people read. 32 bits suffice:
+// text longer than kMaxPartitionBytes is refused before it is indexed.
 class LineIndex {
  public:
   explicit LineIndex(std::string_view text) {
     starts_.push_back(0);
     for (std::size_t i = 0; i < text.size(); ++i)
-      if (text[i] == '\n') starts_.push_back(i + 1);
+      if (text[i] == '\n') starts_.push_back(static_cast<std::uint32_t>(i + 1));
   }
   int line_of(std::ptrdiff_t offset) const {
     if (offset < 0) return 1;
-    const auto after = std::upper_bound(starts_.begin(), starts_.end(), static_cast<std::size_t>(offset));
+    const auto after = std::upper_bound(starts_.begin(), starts_.end(), static_cast<std::uint64_t>(offset),
+                                        [](std::uint64_t value, std::uint32_t start) { return value < start; });
     return static_cast<int>(after - starts_.begin());
   }
 
  private:
-  std::vector<std::size_t> starts_;
+  std::vector<std::uint32_t> starts_;
 };
+
+int line_at(std::string_view text, std::size_t offset) {
+  const std::string_view before = text.substr(0, offset);
+  return 1 + static_cast<int>(std::count(before.begin(), before.end(), '\n'));
+}
+
+// What the text must be before pugixml sees it: not too large, UTF-8, and without a document type. pugixml
+// neither fetches nor expands DTDs and entities, but a partition never needs one, and one is how files that
+// mean harm begin (entity bombs, external entities); refused outright, it cannot be half-understood.
+void refuse_unreadable_text(std::string_view xml, const std::string& file) {
+  const auto refuse = [&](int line, std::initializer_list<std::string_view> reason) {
+    throw ConfigError({concatenate({file, ":", std::to_string(line), ": ", concatenate(reason)})});
+  };
+  if (xml.size() > kMaxPartitionBytes)
+    refuse(line_at(xml, kMaxPartitionBytes),
+           {"the file goes on past ", std::to_string(kMaxPartitionBytes >> 20),
+            " MiB, the most a partition file may hold (is it the right file?)"});
+  struct Mark {
+    std::string_view bytes;
+    std::string_view encoding;
+  };
+  // UTF-32 first: its little-endian mark begins with UTF-16's.
+  for (const Mark& mark : {Mark{std::string_view("\xFF\xFE\0\0", 4), "UTF-32LE"},
+                           Mark{std::string_view("\0\0\xFE\xFF", 4), "UTF-32BE"}, Mark{"\xFF\xFE", "UTF-16LE"},
+                           Mark{"\xFE\xFF", "UTF-16BE"}})
+    if (xml.substr(0, mark.bytes.size()) == mark.bytes)
+      refuse(1, {"the file is ", mark.encoding, " (by its byte-order mark); a partition file is UTF-8: convert it, "
+                 "e.g. iconv -f ", mark.encoding, " -t UTF-8"});
+  if (const std::size_t nul = xml.find('\0'); nul != std::string_view::npos)
+    refuse(line_at(xml, nul), {"a NUL byte: a partition file is UTF-8 text (is it UTF-16 without a byte-order "
+                               "mark, or not text at all?)"});
+  // Anywhere, comments included: a false alarm in a comment costs an edit, a missed one could cost a host.
+  constexpr std::string_view doctype = "<!DOCTYPE";
+  for (std::size_t at = xml.find("<!"); at != std::string_view::npos; at = xml.find("<!", at + 2))
+    if (equals_ignoring_case(xml.substr(at, doctype.size()), doctype))
+      refuse(line_at(xml, at), {"a <!DOCTYPE>: a partition file may not have one (no DTD or entity is ever read, ",
+                                "fetched or expanded)"});
+}
 
 struct Finding {
   int line = 0;
@@ -149,12 +192,13 @@ class PartitionReader {
 
   Partition read() {
     // In place, so that attribute names point into our buffer and give their own line.
-    const pugi::xml_parse_result result =
-        document_.load_buffer_inplace(buffer_.data(), buffer_.size(), pugi::parse_default, pugi::encoding_utf8);
+    const pugi::xml_parse_result result = document_.load_buffer_inplace(
+        buffer_.data(), buffer_.size(), pugi::parse_default | pugi::parse_declaration, pugi::encoding_utf8);
     if (!result) {
       report(lines_.line_of(result.offset), {"malformed XML: ", result.description()});
       fail();
     }
+    check_declaration();
     const pugi::xml_node root = document_.document_element();
     for (pugi::xml_node top : document_.children()) {
       if (top.type() == pugi::node_element && top != root)
@@ -173,6 +217,17 @@ class PartitionReader {
 
  private:
   using ChildReader = std::function<bool(pugi::xml_node child, std::string_view name)>;
+
+  // The text is read as UTF-8 whatever it declares: a declaration of another encoding would have its names
+  // silently read differently from what the editor shows, so it is refused.
+  void check_declaration() {
+    const pugi::xml_node declaration = document_.first_child();
+    if (declaration.type() != pugi::node_declaration) return;
+    const pugi::xml_attribute encoding = declaration.attribute("encoding");
+    if (encoding && !equals_ignoring_case(encoding.value(), "UTF-8") && !equals_ignoring_case(encoding.value(), "UTF8"))
+      report(line_of(encoding, declaration), {"the XML declaration says encoding ", quoted(encoding.value()),
+                                              "; a partition file is UTF-8: convert it and declare UTF-8"});
+  }
 
   void report(int line, std::initializer_list<std::string_view> reason) {
     findings_.push_back({line, concatenate(reason)});
@@ -725,16 +780,20 @@ class PartitionReader {
 }  // namespace
 
 Partition parse_partition(std::string_view xml, const std::string& file_name) {
+  refuse_unreadable_text(xml, file_name);
   return PartitionReader(xml, file_name).read();
 }
 
 Partition load_partition(const std::string& path) {
   std::FILE* file = std::fopen(path.c_str(), "rb");
   if (file == nullptr) throw ConfigError({concatenate({path, ": cannot read: ", std::strerror(errno)})});
+  // At most one byte past the limit, whatever the file is (/dev/zero, a file still being written): parse_partition
+  // refuses what is over it, with the line.
   std::string content;
   char chunk[65536];
   std::size_t count = 0;
-  while ((count = std::fread(chunk, 1, sizeof chunk, file)) > 0) content.append(chunk, count);
+  while (content.size() <= kMaxPartitionBytes && (count = std::fread(chunk, 1, sizeof chunk, file)) > 0)
+    content.append(chunk, count);
   const int read_error = std::ferror(file) != 0 ? errno : 0;  // a directory opens, then fails here with EISDIR
   std::fclose(file);
   if (read_error != 0) throw ConfigError({concatenate({path, ": cannot read: ", std::strerror(read_error)})});

@@ -28,6 +28,11 @@ class Policy {
   std::vector<config::PolicyRule> rules_;
 };
 
+// The policy rules of the context that this machine cannot honour (CPUs this process may not run on, NUMA nodes
+// it does not have), each as "file:line: reason"; empty when it can honour all.
+std::vector<std::string> check_policy_on_this_machine(const config::Partition& partition,
+                                                      const std::string& context_url);
+
 class ThreadRegistry {
  public:
   explicit ThreadRegistry(const Policy& policy) : policy_(policy) {}

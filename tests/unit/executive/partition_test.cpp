@@ -396,6 +396,47 @@ TEST_CASE("an empty document is malformed XML at line 1", "[partition]") {
   }
 }
 
+// The only message of parse_partition(xml), which must refuse it.
+std::string only_refusal(const std::string& xml, const std::string& file) {
+  try {
+    parse_partition(xml, file);
+  } catch (const ConfigError& error) {
+    REQUIRE(error.messages().size() == 1);
+    return error.messages()[0];
+  }
+  FAIL("the partition was accepted");
+  return {};
+}
+
+TEST_CASE("a UTF-8 byte-order mark is skipped and lines still count from it", "[partition]") {
+  const std::string xml = "\xEF\xBB\xBF<Partition name=\"p\">\n  <Context url=\"http://h:1\">\n    <Bad/>\n  </Context>\n</Partition>";
+  CHECK(only_refusal(xml, "bom.xml") == "bom.xml:3: unknown element <Bad> in <Context>");
+}
+
+TEST_CASE("UTF-16, UTF-32 and NUL bytes are refused with the encoding and the line", "[partition]") {
+  CHECK(only_refusal(std::string("\xFF\xFE<\0", 4), "le.xml").starts_with("le.xml:1: the file is UTF-16LE"));
+  CHECK(only_refusal(std::string("\xFE\xFF\0<", 4), "be.xml").starts_with("be.xml:1: the file is UTF-16BE"));
+  CHECK(only_refusal(std::string("\0\0\xFE\xFF", 4), "32.xml").starts_with("32.xml:1: the file is UTF-32BE"));
+  CHECK(only_refusal(std::string("<P\n\n\0", 5), "nul.xml").starts_with("nul.xml:3: a NUL byte"));
+}
+
+TEST_CASE("a <!DOCTYPE> is refused at its line, in any case of letters", "[partition]") {
+  const std::string xml = "<?xml version=\"1.0\"?>\n<!doctype Partition [<!ENTITY a \"b\">]>\n<Partition name=\"&a;\"/>";
+  CHECK(only_refusal(xml, "dtd.xml").starts_with("dtd.xml:2: a <!DOCTYPE>: a partition file may not have one"));
+}
+
+TEST_CASE("an XML declaration of an encoding other than UTF-8 is refused at its line", "[partition]") {
+  const std::string xml = "<?xml version=\"1.0\"\n  encoding=\"windows-1252\"?>\n<Partition name=\"p\"><Context url=\"http://h:1\"/></Partition>";
+  CHECK(only_refusal(xml, "enc.xml").starts_with("enc.xml:2: the XML declaration says encoding 'windows-1252'"));
+}
+
+TEST_CASE("text past 16 MiB is refused at the line where it passes the limit", "[partition]") {
+  std::string xml = "<Partition name=\"p\">\n";
+  xml.append((std::size_t{16} << 20) - xml.size() - 2, ' ');
+  xml += "\n\n\n";  // the first byte past the limit is the last of these, on line 4
+  CHECK(only_refusal(xml, "big.xml").starts_with("big.xml:4: the file goes on past 16 MiB"));
+}
+
 TEST_CASE("a partition finds contexts by URL and applications by TID", "[partition]") {
   const Partition partition = parse_partition(kThreeContexts, "three.xml");
   REQUIRE(partition.find_context("http://b:9002") != nullptr);
