@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -106,7 +107,11 @@ bool ExecutiveProcess::running() {
 bool ExecutiveProcess::wait_ready(std::chrono::milliseconds limit) {
   auto deadline = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < deadline) {
-    if (!running()) return false;
+    if (!running()) {
+      // What it said on its way out (a port taken, a refusal): a test that did not expect this shows why.
+      std::cerr << "executive for " << client_.url() << " exited before it was ready:\n" << output() << std::endl;
+      return false;
+    }
     if (ControlClient(client_.url(), std::chrono::seconds(1)).get("/api/executive").status == 200) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
