@@ -72,13 +72,11 @@ bool FrameReader::grow() noexcept {
   const std::size_t piece = std::min(unallocated_, pool_.max_block_size());
   mem::Ref more = pool_.allocate(piece);
   if (!more) return false;
-  mem::Block* block = more.head();
   if (frame_) {
     frame_.append(std::move(more));
   } else {
     frame_ = std::move(more);
   }
-  tail_ = block;
   unallocated_ -= piece;
   return true;
 }

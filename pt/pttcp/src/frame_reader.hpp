@@ -69,7 +69,6 @@ class FrameReader {
   std::size_t block_filled_ = 0;  // bytes of block_'s window filled
   std::size_t remaining_ = 0;     // bytes of the frame still to arrive
   std::size_t unallocated_ = 0;   // bytes of the frame no block is taken for yet
-  mem::Block* tail_ = nullptr;    // the frame's last block so far
   std::string error_;
 };
 
