@@ -267,6 +267,7 @@ int main(int argc, char** argv) {
     sigwait(&stop_signals, &received);
     say(daqx::LogLevel::info, std::string("stopping (") + strsignal(received) + ")");
     view.stop();
+    server.begin_stop();  // before the transports go: a connect wait must end 503, not see no connections as all up
     executive.shutdown();
     server.stop();
     return 0;

@@ -25,8 +25,9 @@ ControlServer::ControlServer(ControlModel& model, const std::string& host, std::
 ControlServer::~ControlServer() = default;  // the server stops first: it is the last member of Impl
 
 void ControlServer::start() { impl_->server.start(); }
+void ControlServer::begin_stop() noexcept { impl_->pages.stopping.store(true, std::memory_order_relaxed); }
 void ControlServer::stop() {
-  impl_->pages.stopping.store(true, std::memory_order_relaxed);  // connect waits end, so the stop does not wait
+  begin_stop();  // connect waits end, so the stop does not wait for them
   impl_->server.stop();
 }
 std::uint16_t ControlServer::port() const noexcept { return impl_->server.port(); }

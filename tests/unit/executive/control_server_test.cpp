@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -64,6 +65,8 @@ class TestExecutive : public daqx::ControlModel {
   // The connect command: how often it was asked, and whether the connection that is down comes up when asked.
   std::atomic<int> connect_requests{0};
   std::atomic<bool> down_connection_comes_up{false};
+  // The executive has shut down its transports (as ExecutiveCore::shutdown does): no connections are listed.
+  std::atomic<bool> transports_gone{false};
 
   State state_of(Tid tid) const {
     std::lock_guard lock(mutex_);
@@ -169,6 +172,7 @@ class TestExecutive : public daqx::ControlModel {
   }
 
   std::vector<daqx::TransportStatus> transports() const override {
+    if (transports_gone) return {};
     daqx::TransportStatus tcp;
     tcp.protocol = "tcp";
     tcp.endpoint = "tcp://127.0.0.1:40000";
@@ -1297,6 +1301,27 @@ TEST_CASE("POST /api/connect asks the transports to open their connections and w
   const HttpAnswer wrong_method = get(port, "/api/connect");
   require_json_error(wrong_method, 405);
   CHECK(wrong_method.header("allow") == "POST");
+}
+
+TEST_CASE("when the executive begins to stop, a connect wait in progress ends 503 and new ones are refused, even "
+          "though its transports, torn down, list no connection: never read as all up", "[http]") {
+  ServedExecutive served;
+  const std::uint16_t port = served.port();
+  auto waiting = std::async(std::launch::async, [port] { return post(port, "/api/connect?timeout=20000", ""); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the wait is under way: one connection is down
+  REQUIRE(waiting.wait_for(std::chrono::milliseconds(0)) == std::future_status::timeout);
+  // main's order at SIGTERM: the server is told first, then the executive tears its transports down.
+  served.server.begin_stop();
+  served.model.transports_gone = true;
+  REQUIRE(waiting.wait_for(std::chrono::seconds(3)) == std::future_status::ready);
+  const HttpAnswer ended = waiting.get();
+  require_json_error(ended, 503);
+  CHECK(parse_json(ended.body)["error"].string.find("stopping") != std::string::npos);
+  const HttpAnswer refused = post(port, "/api/connect?timeout=0", "");
+  require_json_error(refused, 503);
+  CHECK(still_answers(port));  // other requests are served until stop()
+  served.server.begin_stop();  // idempotent
+  served.server.stop();
 }
 
 TEST_CASE("a wrong method on a known path answers 405 with an Allow header", "[http]") {

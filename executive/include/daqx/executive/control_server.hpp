@@ -44,6 +44,10 @@ class ControlServer {
   ControlServer& operator=(const ControlServer&) = delete;
 
   void start();  // starts accepting connections; once
+  // The executive is about to shut down: connect waits in progress end at once (503, "stopping") and new ones
+  // are refused, while other requests are still served until stop(). Called before the executive tears down
+  // its transports, so that a wait never reads a context without connections as "all up". Idempotent.
+  void begin_stop() noexcept;
   // Stops accepting, aborts requests in progress and waits for the server threads: after it returns the model is
   // no longer called. Idempotent.
   void stop();
