@@ -252,9 +252,9 @@ int main(int argc, char** argv) {
     daqx::PartitionView view(whole, access);
     view.set_local(context_url, executive.control());
     view.start();
-    // Sixteen threads (made as needed): a browser on the live pages keeps a couple of requests going, up to
-    // four connect waits hold one each, a handful of clients that trickle or stall hold one each for the request
-    // deadline (5 s), and status reads, stop and halt must still get in at once.
+    // Sixteen threads (made as needed): a browser on the live pages keeps a couple of requests going, a handful of
+    // clients that trickle or stall hold one each for the request deadline (5 s), and status reads, stop and halt
+    // must still get in at once. Connect waits hold none (the server parks them until they are answered).
     constexpr unsigned kControlServerThreads = 16;
     daqx::ControlServer server(executive.control(), host, port, kControlServerThreads, security, &view);
     server.start();

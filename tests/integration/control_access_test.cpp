@@ -219,6 +219,11 @@ TEST_CASE("over TLS with a test certificate, daqxctl with --ca-file drives the e
   INFO(configure.output);
   CHECK(configure.exit_code == 0);
   CHECK(executive.application(1)->getValue<std::string>("state") == "Configured");
+  // A connect wait is parked off the request threads and answered from there, over the same TLS session.
+  const daqx::HttpReply connected = executive.post("/api/connect?timeout=2000", "");
+  INFO(connected.body);
+  CHECK(connected.status == 200);
+  CHECK_THAT(connected.body, Contains("\"total\""));
   // A name the certificate carries works as well as the address.
   ProcessResult by_name = run_process({tool_program("daqxctl"), "--url", "https://localhost:" + std::to_string(port),
                                        "--ca-file", made.ca, "status"}, std::chrono::seconds(60));

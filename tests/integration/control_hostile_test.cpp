@@ -246,8 +246,8 @@ TEST_CASE("what the HTTP parser refuses is answered 400 with a JSON reason, and 
   CHECK(executive.stop() == 0);
 }
 
-TEST_CASE("long connect waits take at most four threads: a fifth is answered 503 at once, and reads, halt and the "
-          "executive's own stop are not held up by them",
+TEST_CASE("connect waits are parked off the request threads: 32 wait at once, twice the server's 16 threads, a 33rd "
+          "is answered 503 at once, and reads, halt and the executive's own stop are not held up by them",
           "[executive][process][hostile][control]") {
   const std::uint16_t port = free_port();
   const std::uint16_t absent_port = free_port();  // the peer context is never started: its connection stays down
@@ -263,16 +263,17 @@ TEST_CASE("long connect waits take at most four threads: a fifth is answered 503
   ExecutiveProcess executive(partition, "http://127.0.0.1:" + std::to_string(port));
   REQUIRE(executive.wait_ready());
 
+  constexpr int kWaits = 32;  // kMaxConnectWaits; the server has 16 threads (kControlServerThreads)
   std::vector<std::future<daqx::HttpReply>> waits;
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < kWaits; ++i)
     waits.push_back(std::async(std::launch::async, [&] { return executive.post("/api/connect?timeout=60000", ""); }));
-  // The four are waiting once /metrics... cannot tell; give them time to be taken in.
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // Give them time to be taken in: had they kept their threads, 16 would still be queued and the 33rd behind them.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2000));
   const auto asked = Clock::now();
-  daqx::HttpReply fifth = executive.post("/api/connect?timeout=60000", "");
+  daqx::HttpReply extra = executive.post("/api/connect?timeout=60000", "");
   CHECK(Clock::now() - asked < std::chrono::seconds(3));
-  CHECK(fifth.status == 503);
-  CHECK_THAT(json_error_of(fifth.body), Contains("busy") && Contains("connect waits"));
+  CHECK(extra.status == 503);
+  CHECK_THAT(json_error_of(extra.body), Contains("busy: 32 connect waits"));
   CHECK(control_refusals(executive.get("/metrics"), "busy") == 1);
 
   for (int i = 0; i < 3; ++i) {
@@ -288,8 +289,8 @@ TEST_CASE("long connect waits take at most four threads: a fifth is answered 503
   for (auto& wait : waits)
     CHECK(wait.wait_for(std::chrono::milliseconds(0)) == std::future_status::timeout);  // still waiting
 
-  // SIGTERM with four waits in progress: they end (503, the server stops), and the executive exits cleanly and
-  // soon, not after their 60 s.
+  // SIGTERM with 32 waits in progress: they end (503, the executive is stopping), and the executive exits cleanly
+  // and soon, not after their 60 s.
   const auto stop_asked = Clock::now();
   CHECK(executive.stop() == 0);
   CHECK(Clock::now() - stop_asked < std::chrono::seconds(15));

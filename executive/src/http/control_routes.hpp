@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,8 +20,10 @@ namespace daqx::http {
 
 // Control bodies are a few hundred bytes; a larger limit would only let a client tie up memory.
 inline constexpr std::size_t kMaxRequestBody = 1u << 20;
-// At most this many POST /api/connect waits at once per server (its threads: kControlServerThreads in main).
-inline constexpr unsigned kMaxConnectWaits = 4;
+// At most this many POST /api/connect waits at once per server. They hold no server thread (the server parks
+// them, pending_replies.hpp), only a descriptor and a few hundred bytes each, so this bounds memory and the work
+// of polling them, not the threads that status reads, stop and halt need.
+inline constexpr unsigned kMaxConnectWaits = 32;
 
 inline constexpr const char* kJsonType = "application/json";
 inline constexpr const char* kHtmlType = "text/html; charset=utf-8";
@@ -37,6 +40,8 @@ struct Request {
   std::string authorization;     // the Authorization header as sent; empty when absent
 };
 
+class PendingReply;
+
 struct Reply {
   int status = 200;
   std::string content_type = kJsonType;
@@ -44,6 +49,20 @@ struct Reply {
   std::string allow;  // for 405: the methods the path accepts
   std::string www_authenticate;  // for 401: how to authenticate (RFC 6750)
   std::string location;          // for 302: where to
+  // Set when the answer is not known yet (a wait): the server then parks the connection off its request threads
+  // and asks this for the answer until it has one; the fields above are unused.
+  std::shared_ptr<PendingReply> pending;
+};
+
+// An answer that comes later: POST /api/connect waits for connections. The server asks poll() every few
+// milliseconds from one thread of its own, never from a request thread, until it gives the answer; when the server
+// stops first it takes stopped() instead. The object is released as soon as it is answered, or when its client
+// goes away.
+class PendingReply {
+ public:
+  virtual ~PendingReply() = default;
+  virtual std::optional<Reply> poll() = 0;
+  virtual Reply stopped() = 0;
 };
 
 // The connect command's answer: the outgoing connections of every transport, and those still down.
@@ -63,15 +82,16 @@ struct ConnectResult {
 struct Pages {
   PageRates rates;                          // the rates on the executive's own pages
   PartitionView* partition_view = nullptr;  // when set, /partition and /api/partition serve it
-  // Connect waits in progress. They hold a server thread each for up to 120 s, so there are at most
-  // kMaxConnectWaits of them (more are answered 503 at once): status reads, stop and halt always find a thread.
+  // Connect waits in progress (parked off the server's threads for up to 120 s): at most kMaxConnectWaits, more
+  // are answered 503 at once.
   std::atomic<unsigned> connect_waits{0};
-  std::atomic<bool> stopping{false};  // the server is stopping: waits in progress end at once (503)
+  std::atomic<bool> stopping{false};  // the executive is stopping: waits in progress end at once (503)
 };
 
 // Checks the request against `access` (401, 403), then routes it to the model. An exception from the model becomes
 // a 500 with its reason; only a failure to build even that (out of memory) escapes. Without `pages` the pages show
-// no rates and there is no partition view (what PartitionView itself uses to read its own executive).
+// no rates, there is no partition view and no wait (what PartitionView itself uses to read its own executive).
+// A reply with `pending` set must be polled while `pages` and `model` live (the server does, and stops first).
 Reply handle_request(ControlModel& model, const Request& request, const AccessCheck& access, Pages* pages = nullptr);
 
 // The routes of daqx-launch's dashboard server: /partition and /api/partition of `view`, / leading to /partition.
@@ -92,6 +112,8 @@ std::string json_transports(const std::vector<TransportStatus>& transports);
 std::string json_executive(const std::string& partition, const std::string& context, std::uint64_t run,
                            double run_seconds, const std::vector<Metric>& metrics);
 std::string json_connect_result(const ConnectResult& result);
+// A reply of `status` with a JSON document as its body.
+Reply json_reply(int status, std::string body);
 
 // Bodies of the POST routes. Each returns the reason when the body is not what the route takes, else empty.
 // {"command":"enable","run":1234}: "run" (a whole number from 1 to kMaxRunNumber) goes with enable only; 0 in

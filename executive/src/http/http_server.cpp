@@ -33,10 +33,11 @@
 
 #include <atomic>
 #include <chrono>
-#include <sstream>
 
 #include "daqx/services/log.hpp"
 #include "daqx/services/text.hpp"
+#include "pending_replies.hpp"
+#include "reply_writer.hpp"
 #include "request_deadlines.hpp"
 #include "tls_context.hpp"
 
@@ -107,48 +108,20 @@ http::Reply internal_error(const std::string& reason) {
   return reply;
 }
 
-// Poco's status enum ends at 511; a cast past its range would be undefined.
-std::string reason_phrase(int status) {
-  using Poco::Net::HTTPResponse;
-  return status <= 511 ? HTTPResponse::getReasonForStatus(static_cast<HTTPResponse::HTTPStatus>(status))
-                       : std::string("Error");
-}
-
 // The handler's answer to a request Poco parsed, through Poco's response (which leaves the body out for HEAD).
 void send_reply(Poco::Net::HTTPServerResponse& response, const http::Reply& reply) {
-  response.setStatus(std::to_string(reply.status));
-  response.setReason(reason_phrase(reply.status));
-  response.setContentType(reply.content_type);
-  response.set("Cache-Control", "no-store");
-  if (!reply.allow.empty()) response.set("Allow", reply.allow);
-  if (!reply.www_authenticate.empty()) response.set("WWW-Authenticate", reply.www_authenticate);
-  if (!reply.location.empty()) response.set("Location", reply.location);
+  http::set_reply_fields(response, reply);
   response.sendBuffer(reply.body.data(), reply.body.size());
 }
 
 // An answer to a request that could not be read (so there is no request object to answer through): a JSON
 // reason, since the path it was for may be unknown and /api clients read every failure as JSON.
 void send_refusal(Poco::Net::StreamSocket& socket, int status, const std::string& reason) {
-  Poco::Net::HTTPResponse head;
-  head.setVersion(Poco::Net::HTTPMessage::HTTP_1_1);
-  head.setStatus(std::to_string(status));
-  head.setReason(reason_phrase(status));
-  const std::string body = http::json_error(strings::printable(reason));
-  head.setContentType(http::kJsonType);
-  head.setContentLength(static_cast<std::streamsize>(body.size()));
-  head.setKeepAlive(false);
-  head.set("Cache-Control", "no-store");
-  head.set("Server", "daqx");
-  std::ostringstream text;
-  head.write(text);
-  text << body;
-  const std::string bytes = text.str();
-  std::size_t sent = 0;
-  while (sent < bytes.size()) {
-    const int count = socket.sendBytes(bytes.data() + sent, static_cast<int>(bytes.size() - sent));
-    if (count <= 0) return;
-    sent += static_cast<std::size_t>(count);
-  }
+  http::Reply reply;
+  reply.status = status;
+  reply.content_type = http::kJsonType;
+  reply.body = http::json_error(strings::printable(reason));
+  http::write_reply(socket, reply);
 }
 
 // Failed handshakes are logged at most once a second, with how many were not: a port scanner must not flood the log.
@@ -185,14 +158,16 @@ class HandshakeFailureLog {
 class Connection : public Poco::Net::TCPServerConnection {
  public:
   Connection(const Poco::Net::StreamSocket& socket, Poco::Net::HTTPServerParams::Ptr params, const http::Handler& handler,
-             const http::AccessCheck& access, bool tls, HandshakeFailureLog& failures, http::RequestDeadlines& deadlines)
+             const http::AccessCheck& access, bool tls, HandshakeFailureLog& failures, http::RequestDeadlines& deadlines,
+             http::PendingReplies& pending)
       : TCPServerConnection(socket),
         params_(params),
         handler_(handler),
         access_(access),
         tls_(tls),
         failures_(failures),
-        deadlines_(deadlines) {}
+        deadlines_(deadlines),
+        pending_(pending) {}
 
   void run() override {
     try {
@@ -239,6 +214,12 @@ class Connection : public Poco::Net::TCPServerConnection {
     } catch (...) {
       reply = internal_error("unknown exception");
     }
+    if (reply.pending != nullptr) {
+      // The answer comes later (a wait): the connection leaves this thread for the parked ones. Detached from the
+      // session first, whose end would close it.
+      pending_.park(session.detachSocket(), std::move(reply.pending));
+      return;
+    }
     const http::RequestDeadlines::Watch answer_watch = deadlines_.watch(fd, kAnswerDeadline, SHUT_RDWR);
     response.setVersion(request->getVersion());
     response.setKeepAlive(false);
@@ -277,15 +258,17 @@ class Connection : public Poco::Net::TCPServerConnection {
   bool tls_;
   HandshakeFailureLog& failures_;
   http::RequestDeadlines& deadlines_;
+  http::PendingReplies& pending_;
 };
 
 class ConnectionFactory : public Poco::Net::TCPServerConnectionFactory {
  public:
   ConnectionFactory(Poco::Net::HTTPServerParams::Ptr params, const http::Handler& handler,
-                    const http::AccessCheck& access, bool tls, http::RequestDeadlines& deadlines)
-      : params_(params), handler_(handler), access_(access), tls_(tls), deadlines_(deadlines) {}
+                    const http::AccessCheck& access, bool tls, http::RequestDeadlines& deadlines,
+                    http::PendingReplies& pending)
+      : params_(params), handler_(handler), access_(access), tls_(tls), deadlines_(deadlines), pending_(pending) {}
   Poco::Net::TCPServerConnection* createConnection(const Poco::Net::StreamSocket& socket) override {
-    return new Connection(socket, params_, handler_, access_, tls_, failures_, deadlines_);
+    return new Connection(socket, params_, handler_, access_, tls_, failures_, deadlines_, pending_);
   }
 
  private:
@@ -295,6 +278,7 @@ class ConnectionFactory : public Poco::Net::TCPServerConnectionFactory {
   bool tls_;
   HandshakeFailureLog failures_;
   http::RequestDeadlines& deadlines_;
+  http::PendingReplies& pending_;
 };
 
 // A TLS server socket when a certificate is given, else a plain one.
@@ -349,8 +333,8 @@ struct HttpServer::Impl {
     params->setTimeout(Poco::Timespan(std::chrono::duration_cast<std::chrono::seconds>(kRequestDeadline).count(), 0));
     params->setSoftwareVersion("daqx");
     const bool tls = !security.certificate_file.empty();
-    server = std::make_unique<Poco::Net::TCPServer>(new ConnectionFactory(params, this->handler, access, tls, deadlines),
-                                                    thread_pool, socket, params);
+    server = std::make_unique<Poco::Net::TCPServer>(
+        new ConnectionFactory(params, this->handler, access, tls, deadlines, pending), thread_pool, socket, params);
   }
 
   std::mutex mutex;  // start and stop may come from different threads (signal handler thread, main)
@@ -361,6 +345,7 @@ struct HttpServer::Impl {
   Handler handler;
   http::AccessCheck access;
   RequestDeadlines deadlines;
+  PendingReplies pending;
   Poco::Net::ServerSocket socket;
   Poco::ThreadPool thread_pool;                   // declared before the server: it must outlive it
   std::unique_ptr<Poco::Net::TCPServer> server;
@@ -393,6 +378,7 @@ void HttpServer::stop() {
   impl_->server->stop();
   impl_->deadlines.expire_all();  // requests still being read end now
   impl_->thread_pool.joinAll();
+  impl_->pending.stop();  // after the request threads, which may still park a wait: each is answered now
   impl_->socket.close();  // frees the port at once, for an executive restarted on it
 }
 

@@ -18,7 +18,8 @@ using Handler = std::function<Reply(const Request& request, const AccessCheck& a
 
 // What ControlServer documents: binds in the constructor ("cannot listen on HOST:PORT: REASON"), serves at most
 // `threads` requests at once, closes each connection after its answer, reads each request whole within a deadline
-// (TLS handshake included) and answers parser refusals with a JSON reason.
+// (TLS handshake included) and answers parser refusals with a JSON reason. A reply that is pending (a wait) leaves
+// the request thread: the connection is parked and answered when the reply is known (pending_replies.hpp).
 class HttpServer {
  public:
   HttpServer(Handler handler, const std::string& host, std::uint16_t port, unsigned threads,

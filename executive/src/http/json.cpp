@@ -312,6 +312,14 @@ std::string json_executive(const std::string& partition, const std::string& cont
   return stringify(object);
 }
 
+Reply json_reply(int status, std::string body) {
+  Reply reply;
+  reply.status = status;
+  reply.content_type = kJsonType;
+  reply.body = std::move(body);
+  return reply;
+}
+
 std::string json_connect_result(const ConnectResult& result) {
   Object::Ptr object = new_object();
   object->set("up", result.up);

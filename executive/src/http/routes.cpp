@@ -5,11 +5,11 @@
 #include <exception>
 #include <limits>
 #include <string_view>
-#include <thread>
 
 #include <Poco/Exception.h>
 #include <Poco/URI.h>
 
+#include "connect_wait.hpp"
 #include "control_routes.hpp"
 #include "daqx/executive/partition_view.hpp"
 #include "daqx/services/text.hpp"
@@ -44,14 +44,6 @@ Reply error_reply(std::string_view path, int status, const std::string& reason) 
     reply.content_type = kHtmlType;
     reply.body = html_error_page(status, text);
   }
-  return reply;
-}
-
-Reply json_reply(int status, std::string body) {
-  Reply reply;
-  reply.status = status;
-  reply.content_type = kJsonType;
-  reply.body = std::move(body);
   return reply;
 }
 
@@ -217,25 +209,10 @@ class Router {
   }
 
   // POST /api/connect[?timeout=ms]: opens every outgoing connection of every transport ahead of a run and
-  // waits until all are up (200) or the timeout passes (504, naming those still down). The wait holds one of
-  // the server's threads, bounded by the 120 s limit; at most kMaxConnectWaits wait at once (more are 503 at
-  // once), so waits never take the threads that status reads, stop and halt need.
+  // waits until all are up (200) or the timeout passes (504, naming those still down). The wait is a pending
+  // reply: the server parks it off its request threads, so waits never take the threads that status reads, stop
+  // and halt need; at most kMaxConnectWaits wait at once (more are 503 at once).
   Reply connect_all() {
-    if (pages_.connect_waits.fetch_add(1) >= kMaxConnectWaits) {
-      pages_.connect_waits.fetch_sub(1);
-      access_.count_busy_refusal();
-      return error_reply(path_, 503,
-                         "busy: " + std::to_string(kMaxConnectWaits) +
-                             " connect waits are in progress on this executive; ask again when one is answered");
-    }
-    struct Leave {
-      std::atomic<unsigned>& waits;
-      ~Leave() { waits.fetch_sub(1); }
-    } leave{pages_.connect_waits};
-    return connect_wait();
-  }
-
-  Reply connect_wait() {
     long long timeout_ms = 10000;
     for (const auto& [key, value] : query_) {
       if (key != "timeout") continue;
@@ -244,36 +221,17 @@ class Router {
       if (value.empty() || *end != '\0' || timeout_ms < 0 || timeout_ms > 120000)
         return error_reply(path_, 400, "timeout must be milliseconds from 0 to 120000, not '" + value + "'");
     }
-    const auto started = std::chrono::steady_clock::now();
-    const auto deadline = started + std::chrono::milliseconds(timeout_ms);
-    auto asked = started;
-    model_.open_connections();
-    for (;;) {
-      ConnectResult result;
-      for (const TransportStatus& transport : model_.transports()) {
-        for (const ConnectionInfo& connection : transport.connections) {
-          if (!connection.outgoing) continue;
-          ++result.total;
-          if (connection.up)
-            ++result.up;
-          else
-            result.down.push_back({transport.protocol, connection.peer, connection.remote});
-        }
-      }
-      const auto now = std::chrono::steady_clock::now();
-      if (pages_.stopping.load(std::memory_order_relaxed))
-        return error_reply(path_, 503, "the executive's control server is stopping");
-      if (result.up == result.total || now >= deadline) {
-        result.seconds = std::chrono::duration<double>(now - started).count();
-        return json_reply(result.up == result.total ? 200 : 504, json_connect_result(result));
-      }
-      // Asked again now and then: a peer that refused (not listening yet) is tried once more after its backoff.
-      if (now - asked >= std::chrono::milliseconds(250)) {
-        model_.open_connections();
-        asked = now;
-      }
-      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(std::chrono::milliseconds(10), deadline - now));
+    if (pages_.stopping.load(std::memory_order_relaxed))
+      return error_reply(path_, 503, "the executive's control server is stopping");
+    Reply reply;
+    reply.pending = start_connect_wait(model_, pages_, std::chrono::milliseconds(timeout_ms));
+    if (reply.pending == nullptr) {
+      access_.count_busy_refusal();
+      return error_reply(path_, 503,
+                         "busy: " + std::to_string(kMaxConnectWaits) +
+                             " connect waits are in progress on this executive; ask again when one is answered");
     }
+    return reply;
   }
 
   Reply set_parameter(Tid tid) {
@@ -348,7 +306,10 @@ Reply checked(const Request& request, const AccessCheck& access, Route route) {
 Reply handle_request(ControlModel& model, const Request& request, const AccessCheck& access, Pages* pages) {
   Pages none;
   return checked(request, access, [&](const Target& target) {
-    return Router(model, request, target, access, pages != nullptr ? *pages : none).route();
+    Reply reply = Router(model, request, target, access, pages != nullptr ? *pages : none).route();
+    if (reply.pending != nullptr && pages == nullptr)  // the wait would outlive `none`: only a server parks waits
+      return error_reply(target.path, 503, "connect waits are served by the control server only");
+    return reply;
   });
 }
 

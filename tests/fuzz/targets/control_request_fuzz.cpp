@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -87,8 +88,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   request.body_incomplete = flags.find('i') != std::string_view::npos;
   request.body = rest;
 
-  const daqx::http::Reply reply =
+  daqx::http::Reply reply =
       daqx::http::handle_request(executive->control(), request, guarded ? *guarded_access : *open_access, &pages);
+  if (reply.pending != nullptr) {  // a wait: polled once, as the server would, else its answer when stopped
+    const std::shared_ptr<daqx::http::PendingReply> pending = std::move(reply.pending);
+    std::optional<daqx::http::Reply> answer = pending->poll();
+    reply = answer ? std::move(*answer) : pending->stopped();
+  }
   if (reply.status < 200 || reply.status > 599) fail("a status that is not one", request, reply);
   if (reply.status == 500 && reply.body.find("internal error") != std::string::npos)
     fail("an exception answered as 500: a client's mistake must be a 4xx with its reason", request, reply);

@@ -1303,6 +1303,38 @@ TEST_CASE("POST /api/connect asks the transports to open their connections and w
   CHECK(wrong_method.header("allow") == "POST");
 }
 
+TEST_CASE("connect waits leave the request threads: a server of 2 threads parks 32 of them and still answers reads at "
+          "once, a 33rd is 503 busy, and each is answered when its connections come up, half-closed clients too",
+          "[http]") {
+  ServedExecutive served;  // 2 threads
+  const std::uint16_t port = served.port();
+  constexpr int kWaits = 32;  // kMaxConnectWaits
+  std::vector<std::unique_ptr<Connection>> waits;
+  for (int i = 0; i < kWaits; ++i) {
+    waits.push_back(std::make_unique<Connection>(port));
+    waits.back()->send("POST /api/connect?timeout=20000 HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n");
+    if (i % 2 == 0) waits.back()->finish_sending();  // a client may half-close after its request
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const auto asked = std::chrono::steady_clock::now();
+  const HttpAnswer extra = post(port, "/api/connect?timeout=20000", "");
+  require_json_error(extra, 503);
+  CHECK(parse_json(extra.body)["error"].string.find("busy: 32 connect waits") != std::string::npos);
+  CHECK(still_answers(port));
+  CHECK(get(port, "/api/transports").status == 200);
+  CHECK(std::chrono::steady_clock::now() - asked < std::chrono::seconds(3));
+
+  served.model.down_connection_comes_up = true;  // the next ask (every 250 ms per wait) brings it up
+  for (auto& wait : waits) {
+    const HttpAnswer answer = wait->receive();
+    INFO(answer.body);
+    REQUIRE(answer.status == 200);
+    CHECK(parse_json(answer.body)["up"].number == 2);
+  }
+  // Every place is free again.
+  CHECK(post(port, "/api/connect?timeout=1000", "").status == 200);
+}
+
 TEST_CASE("when the executive begins to stop, a connect wait in progress ends 503 and new ones are refused, even "
           "though its transports, torn down, list no connection: never read as all up", "[http]") {
   ServedExecutive served;

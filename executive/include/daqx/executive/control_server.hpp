@@ -32,9 +32,10 @@ class ControlServer {
   // Binds and listens at once, so a busy port is reported here and not later: throws std::runtime_error
   // "cannot listen on HOST:PORT: REASON". Host "0.0.0.0" (or "") listens on every interface; port 0 picks a free
   // port.
-  // `threads` bounds the requests served at once; more wait in a queue of 64. Each request (TLS handshake
-  // included) must arrive whole within 5 s, else it is answered 408 (or dropped) and counted; what the HTTP
-  // parser refuses is a 400 with a JSON reason (docs/control-api.md, "Slow, malformed and long requests").
+  // `threads` bounds the requests served at once; more wait in a queue of 64 (connect waits hold no thread: they
+  // are parked until answered, at most 32 at once). Each request (TLS handshake included) must arrive whole within
+  // 5 s, else it is answered 408 (or dropped) and counted; what the HTTP parser refuses is a 400 with a JSON reason
+  // (docs/control-api.md, "Slow, malformed and long requests").
   // With a `partition_view` (borrowed, must outlive the server) it also serves GET /partition and /api/partition.
   ControlServer(ControlModel& model, const std::string& host, std::uint16_t port, unsigned threads = 2,
                 const ControlServerSecurity& security = {}, PartitionView* partition_view = nullptr);
