@@ -49,17 +49,11 @@ void PendingReplies::park(Poco::Net::StreamSocket socket, std::shared_ptr<Pendin
     std::lock_guard lock(mutex_);
     if (!stopping_) {
       arrived_.push_back(std::move(parked));
-      ++parked_;
       wake_.notify_all();
       return;
     }
   }
   answer_stopped(parked);
-}
-
-std::size_t PendingReplies::parked() const {
-  std::lock_guard lock(mutex_);
-  return parked_;
 }
 
 void PendingReplies::stop() {
@@ -90,8 +84,24 @@ void PendingReplies::answer_stopped(Parked& parked) {
   }
 }
 
+bool PendingReplies::settled(Parked& parked) {
+  if (client_gone(parked.socket)) return true;
+  std::optional<Reply> reply;
+  try {
+    reply = parked.pending->poll();
+  } catch (const std::exception& error) {
+    reply = failed_reply(error.what());
+  } catch (...) {
+    reply = failed_reply("unknown exception");
+  }
+  if (!reply) return false;
+  answer(parked, *reply);
+  return true;
+}
+
 void PendingReplies::run() {
   std::vector<Parked> waiting;  // only this thread's
+  std::vector<Parked> still;    // those not settled in a round (kept to reuse its memory)
   for (;;) {
     {
       std::unique_lock lock(mutex_);
@@ -102,39 +112,12 @@ void PendingReplies::run() {
       if (stopping_) break;
     }
     // Polled without the mutex: a poll asks the model, and park() must not wait for that.
-    std::size_t kept = 0;
-    for (std::size_t k = 0; k < waiting.size(); ++k) {
-      Parked& parked = waiting[k];
-      std::optional<Reply> reply;
-      bool done = client_gone(parked.socket);
-      if (!done) {
-        try {
-          reply = parked.pending->poll();
-        } catch (const std::exception& error) {
-          reply = failed_reply(error.what());
-        } catch (...) {
-          reply = failed_reply("unknown exception");
-        }
-      }
-      if (reply) {
-        answer(parked, *reply);
-        done = true;
-      }
-      if (done) {
-        Parked finished = std::move(parked);  // released here: its place among the waits is free again
-      } else if (kept != k) {
-        waiting[kept++] = std::move(parked);
-      } else {
-        ++kept;
-      }
-    }
-    waiting.resize(kept);
-    std::lock_guard lock(mutex_);
-    parked_ = waiting.size() + arrived_.size();
+    for (Parked& parked : waiting)
+      if (!settled(parked)) still.push_back(std::move(parked));
+    waiting.swap(still);
+    still.clear();  // the settled ones are released now, which gives their places among the waits back
   }
   for (Parked& parked : waiting) answer_stopped(parked);
-  std::lock_guard lock(mutex_);
-  parked_ = 0;
 }
 
 }  // namespace daqx::http

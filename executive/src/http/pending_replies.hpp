@@ -4,7 +4,6 @@
 #pragma once
 
 #include <condition_variable>
-#include <cstddef>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -32,21 +31,19 @@ class PendingReplies {
   // PendingReply is called again. Idempotent.
   void stop();
 
-  std::size_t parked() const;  // connections waiting for their answer now
-
  private:
   struct Parked {
     Poco::Net::StreamSocket socket;
     std::shared_ptr<PendingReply> pending;
   };
   void run();
+  static bool settled(Parked& parked);  // answered now, or its client gone: done with
   static void answer(Parked& parked, const Reply& reply);
   static void answer_stopped(Parked& parked);
 
-  mutable std::mutex mutex_;
+  std::mutex mutex_;
   std::condition_variable wake_;  // a new connection, or stop
   std::vector<Parked> arrived_;   // mutex_: parked since the thread last looked
-  std::size_t parked_ = 0;        // mutex_
   bool stopping_ = false;         // mutex_
   std::thread thread_;            // last: it uses the members above
 };

@@ -221,9 +221,7 @@ class Router {
       if (value.empty() || *end != '\0' || timeout_ms < 0 || timeout_ms > 120000)
         return error_reply(path_, 400, "timeout must be milliseconds from 0 to 120000, not '" + value + "'");
     }
-    if (pages_.stopping.load(std::memory_order_relaxed))
-      return error_reply(path_, 503, "the executive's control server is stopping");
-    Reply reply;
+    Reply reply;  // once the executive is stopping, the wait's first poll answers 503
     reply.pending = start_connect_wait(model_, pages_, std::chrono::milliseconds(timeout_ms));
     if (reply.pending == nullptr) {
       access_.count_busy_refusal();
