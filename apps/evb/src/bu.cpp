@@ -105,8 +105,7 @@ void BU::configure() {
 void BU::enable() {
   run_on_dispatch(context(), [this] {
     running_ = true;
-    heard_evm_ = false;
-    evm_ended_ = false;
+    evm_loss_.reset();
     incarnation_ = new_incarnation();
     run_ = 0;
     generation_ = 0;
@@ -175,8 +174,7 @@ int BU::contributor_index(Tid tid) const noexcept {
 }
 
 void BU::heard_evm() {
-  heard_evm_ = true;
-  last_evm_ = Clock::now();
+  evm_loss_.heard(Clock::now());
 }
 
 // Everything held is let go: slots being offered or built (their events are counted abandoned; the EvM counts
@@ -199,7 +197,7 @@ void BU::new_run(std::uint32_t run) {
   for (Slot& slot : slots_) slot.finished_first = 0;
   run_ = run;
   generation_ = 0;
-  evm_ended_ = false;
+  evm_loss_.set_run_ended(false);
   put(run_published_, run);
 }
 
@@ -239,7 +237,7 @@ void BU::on_control(Frame&& frame) {
       break;
     }
     case ControlKind::end_of_run:
-      evm_ended_ = true;
+      evm_loss_.set_run_ended(true);
       break;
     case ControlKind::run_failed:
       running_ = false;
@@ -509,15 +507,10 @@ void BU::request(bool heartbeat) {
 void BU::tick() {
   if (!running_) return;
   const Clock::time_point now = Clock::now();
-  // After a long gap between ticks this process was not running (stopped, swapped out): the EvM's silence
-  // meanwhile says nothing about the EvM, so its clock starts again.
-  if (now - last_tick_ > seconds(config_.evm_timeout / 2)) last_evm_ = now;
-  last_tick_ = now;
-  if (heard_evm_ && !evm_ended_ && now - last_evm_ > seconds(config_.evm_timeout)) {
+  if (std::optional<std::string> reason = evm_loss_.check(now, config_.evm, config_.evm_timeout)) {
     running_ = false;
     abandon_slots();
-    context().fail(concatenate({"the EvM (TID ", to_text(std::uint64_t{config_.evm}), ") was silent for ",
-                                to_text(seconds_between(last_evm_, now)), " s: presumed dead, the run stopped"}));
+    context().fail(*reason);
     return;
   }
   outbox_.flush();

@@ -19,6 +19,7 @@
 #include "daqx/evb/consumer.hpp"
 #include "daqx/evb/protocol.hpp"
 #include "daqx/api/application.hpp"
+#include "common/evm_loss_policy.hpp"
 #include "dispatch.hpp"
 #include "file_output.hpp"
 #include "outbox.hpp"
@@ -112,14 +113,11 @@ class BU final : public Application {
   // Dispatch thread only.
   bool running_ = false;
   bool request_posted_ = false;
-  bool heard_evm_ = false;
-  bool evm_ended_ = false;
+  EvmLossPolicy evm_loss_;
   std::uint32_t run_ = 0;
   std::uint32_t generation_ = 0;
   std::uint64_t incarnation_ = 0;
-  Clock::time_point last_evm_{};
   Clock::time_point last_request_{};
-  Clock::time_point last_tick_{};
   std::vector<Slot> slots_;
   std::vector<bool> contributor_down_;
   std::vector<Discard> discards_;  // given back with the next request

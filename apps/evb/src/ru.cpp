@@ -72,8 +72,7 @@ void RU::configure() {
 void RU::enable() {
   run_on_dispatch(context(), [this] {
     running_ = true;
-    heard_evm_ = false;
-    evm_ended_ = false;
+    evm_loss_.reset();
     run_ = 0;
     incarnation_ = new_incarnation();
     last_status_ = {};
@@ -118,8 +117,7 @@ void RU::on_allocate(Frame&& frame) {
     bump(malformed_);
     return;
   }
-  last_evm_ = Clock::now();
-  heard_evm_ = true;
+  evm_loss_.heard(Clock::now());
   if (message->run != run_) {
     bump(stale_frames_);  // from another run (we have not heard its heartbeat yet, or it is over)
     return;
@@ -136,12 +134,11 @@ void RU::on_control(Frame&& frame) {
     return;
   }
   if (!running_) return;
-  last_evm_ = Clock::now();
-  heard_evm_ = true;
+  evm_loss_.heard(Clock::now());
   if (c->run != run_) {
     if (c->kind == ControlKind::end_of_run) return;  // the end of an earlier run
     run_ = c->run;  // a new run: whatever was queued belongs to the old one
-    evm_ended_ = false;
+    evm_loss_.set_run_ended(false);
     sender_.start_run(run_);
     outbox_.clear();
     put(run_published_, run_);
@@ -164,7 +161,7 @@ void RU::on_control(Frame&& frame) {
       }
       break;
     case ControlKind::end_of_run:
-      evm_ended_ = true;
+      evm_loss_.set_run_ended(true);
       break;
     case ControlKind::run_failed:
       end_run();
@@ -239,13 +236,9 @@ void RU::send_status() {
 void RU::tick() {
   if (!running_) return;
   const Clock::time_point now = Clock::now();
-  if (now - last_tick_ > seconds(config_.evm_timeout / 2)) last_evm_ = now;  // we were not running (see BU::tick)
-  last_tick_ = now;
-  if (heard_evm_ && !evm_ended_ && now - last_evm_ > seconds(config_.evm_timeout)) {
-    const std::string reason = concatenate({"the EvM (TID ", to_text(std::uint64_t{config_.evm}), ") was silent for ",
-                                            to_text(seconds_between(last_evm_, now)), " s: presumed dead, the run stopped"});
+  if (std::optional<std::string> reason = evm_loss_.check(now, config_.evm, config_.evm_timeout)) {
     end_run();
-    context().fail(reason);
+    context().fail(*reason);
     return;
   }
   if (now - last_status_ >= seconds(config_.heartbeat_interval)) send_status();

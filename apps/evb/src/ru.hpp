@@ -11,6 +11,7 @@
 #include "daqx/apps/rate_meter.hpp"
 #include "daqx/evb/protocol.hpp"
 #include "daqx/api/application.hpp"
+#include "common/evm_loss_policy.hpp"
 #include "dispatch.hpp"
 #include "fragment_logic.hpp"
 #include "fragment_sender.hpp"
@@ -55,14 +56,11 @@ class RU final : public Application {
 
   // Dispatch thread only.
   bool running_ = false;
-  bool heard_evm_ = false;
-  bool evm_ended_ = false;  // the EvM said the run ended: its silence is expected
+  EvmLossPolicy evm_loss_;
   bool pump_posted_ = false;
   std::uint32_t run_ = 0;   // the EvM's run, from its frames
   std::uint64_t incarnation_ = 0;
-  Clock::time_point last_evm_{};
   Clock::time_point last_status_{};
-  Clock::time_point last_tick_{};
 
   // Published.
   Counter fragments_sent_{0};
