@@ -20,13 +20,13 @@ import subprocess
 import sys
 import time
 
-sys.dont_write_bytecode = True
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ofi_comparison import (  # noqa: E402  (the shared driver lives beside this file)
-    COLOR, NTON, PTOFI, DaqxPair, DaqxSystem, attempt, parse_cores, plot, ratio, value)
-from bench_common import (  # noqa: E402
-    BenchError, Processes, Progress, load_average, machine_busy, machine_conditions, median_run, other_cores,
-    parse_size, print_notes, print_table, size_name, tail, write_csv)
+sys.dont_write_bytecode = True  # importing the package would leave __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from daqx.pair import (  # noqa: E402  (the repository's package, found from this file)
+    COLOR, PTOFI, DaqxPair, DaqxSystem, attempt, parse_cores, plot)
+from daqx.bench import (  # noqa: E402
+    NTON, BenchError, Processes, Progress, get as value, load_average, machine_busy, machine_conditions, median_run,
+    other_cores, parse_size, print_notes, print_table, ratio, size_name, tail, write_csv)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PTIBV = "libdaqx_ptibv.so"

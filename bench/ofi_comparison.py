@@ -7,7 +7,8 @@ Usage: python3 bench/ofi_comparison.py [--build BUILD] [--out DIR] [--sizes 64 1
                                        [--systems ofi-epoll,ofi-busy,fi,tcp] [--cores 0/1] [--quick]
                                        [--provider tcp|verbs --host IP] [--fi-msg-bw PATH]
 See docs/benchmarks.md ("ptofi vs libfabric tools") for what every column means and what makes it fair.
-Shares its process, HTTP and table helpers with the other drivers (bench/bench_common.py, imported from this folder).
+Its daqx pair and its cells and plots are python/daqx/pair.py, shared with ibv_comparison.py and poll_time.py;
+processes, HTTP and tables are python/daqx/bench.py.
 """
 
 import argparse
@@ -19,22 +20,19 @@ import subprocess
 import sys
 import time
 
-sys.dont_write_bytecode = True  # importing the sibling would leave bench/__pycache__ in the source tree
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_common import (  # noqa: E402  (the shared helpers live beside this file)
-    BenchError, Executive, Processes, Progress, free_ports, listening, load_average, machine_busy, machine_conditions,
-    median_run, other_cores, parse_size, point_prefix, print_notes, print_table, size_name, tail, wait_until,
-    write_csv, xml_properties)
+sys.dont_write_bytecode = True  # importing the package would leave __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from daqx.bench import (  # noqa: E402  (the repository's package, found from this file)
+    NTON, BenchError, Processes, Progress, free_ports, get as value, listening, load_average, machine_busy,
+    machine_conditions, median_run, other_cores, parse_size, print_notes, print_table, ratio, size_name, tail,
+    wait_until, write_csv)
+from daqx.pair import (  # noqa: E402
+    PING_WARMUP, WARM_SECONDS, DaqxPair, DaqxSystem, attempt, daqx_systems, parse_cores, plot)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PTOFI = "libdaqx_ptofi.so"
-PTTCP = "libdaqx_pttcp.so"
-NTON = "libdaqx_nton.so"
-
 DEFAULT_SIZES = [64, 256, 1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20]
 QUICK_SIZES = [64, 4 << 10, 64 << 10, 1 << 20]
 
-PING, PONG, SENDER, RECEIVER = 12, 22, 11, 21
 
 # The targets for daqx over ptofi against libfabric's tools on the same provider, each daqx row against the tool
 # that waits the same way (epoll: fabtests -c fd; busy: the polling tools). Informational.
@@ -42,205 +40,6 @@ LATENCY_TARGET = 1.10     # mean round trip at most 1.1 x the tool's
 THROUGHPUT_TARGET = 0.95  # at least 95 % of fi_msg_bw's MB/s
 PACK_TARGET = 2.0         # coalescing (mode=throughput): at least 2 x fi_msg_bw from 64 B to 1 KiB
 PACK_TARGET_UP_TO = 1 << 10
-
-WARM_SECONDS = 0.5  # from enable to the first sample: connections warm, pools filled, slow start over
-# Round trips the ping leaves out of its median and p99 (the mean is taken over the window only). Few: a
-# point that makes 40 round trips a second (waitMode=busy on one core) must still keep some.
-PING_WARMUP = 20
-
-
-class DaqxSystem:
-    """One way of running daqx: a transport with its endpoint properties, and what it is measured for."""
-
-    def __init__(self, name, label, protocol, module, properties, latency, throughput, build=None):
-        self.name = name
-        self.build = build  # another build tree to run this system from (--base-build), else the driver's
-        self.label = label
-        self.protocol = protocol
-        self.module = module
-        self.properties = properties
-        self.latency = latency
-        self.throughput = throughput
-
-
-def daqx_systems(provider):
-    systems = [
-        DaqxSystem("ofi-epoll", f"daqx ofi/{provider} epoll", "ofi", PTOFI,
-                   {"provider": provider, "waitMode": "epoll"}, True, True),
-        DaqxSystem("ofi-busy", f"daqx ofi/{provider} busy", "ofi", PTOFI,
-                   {"provider": provider, "waitMode": "busy"}, True, True),
-        # Coalescing: small frames packed into one message up to packSize (docs/ptofi.md); a stream only.
-        DaqxSystem("ofi-pack", f"daqx ofi/{provider} pack", "ofi", PTOFI,
-                   {"provider": provider, "waitMode": "epoll", "mode": "throughput"}, False, True),
-    ]
-    if provider == "tcp":  # pttcp only compares with the tcp provider: over verbs it would be another network
-        systems += [DaqxSystem("tcp-latency", "daqx pttcp", "tcp", PTTCP, {"mode": "latency"}, True, False),
-                    DaqxSystem("tcp-throughput", "daqx pttcp", "tcp", PTTCP, {"mode": "throughput"}, False, True)]
-    return systems
-
-
-# ---------------------------------------------------------------- daqx: two executives, driven per application
-
-def pair_partition(name, system, host, control_ports, data_ports, cores, window):
-    """Two contexts: the first with the ping and the Sender, the second with the pong and the Receiver. With
-    cores, each context's threads are pinned to its CPU by the partition's Policy."""
-    urls = [f"http://127.0.0.1:{p}" for p in control_ports]
-    policy = ""
-    if cores:
-        rules = "".join(f'    <Thread pattern="*" cores="{c}" context="{u}"/>\n' for c, u in zip(cores, urls))
-        policy = f"  <Policy>\n{rules}  </Policy>\n"
-    # count 0: the ping runs until stopped and keeps its last 2^20 round trips; the Sender likewise
-    # (duration 0). frameSize is set before each point, through the control API.
-    applications = [
-        [("nton::PingPong", PING, {"role": "ping", "peer": PONG, "count": 0, "warmup": PING_WARMUP}),
-         ("nton::Sender", SENDER, {"receivers": RECEIVER, "duration": 0, "window": window, "pattern": "false"})],
-        [("nton::PingPong", PONG, {"role": "pong"}), ("nton::Receiver", RECEIVER, {})],
-    ]
-    contexts = ""
-    for index, url in enumerate(urls):
-        apps = "".join(f'    <Application class="{cls}" id="{tid}" instance="{index}" network="data">\n'
-                       f'      <Properties>{xml_properties(properties)}</Properties>\n    </Application>\n'
-                       for cls, tid, properties in applications[index])
-        contexts += (f'  <Context url="{url}">\n'
-                     f'    <Endpoint protocol="{system.protocol}" hostname="{host}" port="{data_ports[index]}" '
-                     f'network="data">\n      <Properties>{xml_properties(system.properties)}</Properties>\n'
-                     f'    </Endpoint>\n    <Module path="{system.module}"/>\n    <Module path="{NTON}"/>\n'
-                     f'{apps}  </Context>\n')
-    text = (f'<!-- Generated by bench/ofi_comparison.py. -->\n<Partition name="{name}">\n{policy}{contexts}'
-            f'</Partition>\n')
-    return text, urls
-
-
-def command(executive, tid, what):
-    answer = executive.request(f"/api/applications/{tid}/transition", {"command": what})
-    if not answer.get("ok", False):
-        raise BenchError(f"{executive.url}: application {tid} refused {what}: {answer}")
-
-
-def set_parameter(executive, tid, name, value):
-    executive.request(f"/api/applications/{tid}/parameters", {"name": name, "value": str(value)})
-
-
-class DaqxPair:
-    """Two executives of one system, kept for every size of a round: the ping and the Sender in the first
-    (pinned to the sending side's CPU), the pong and the Receiver in the second. Each point configures and
-    enables only its two applications, so the others stay Halted and idle."""
-
-    def __init__(self, processes, build, out, system, host, cores, window, seconds, serial):
-        self.processes = processes
-        self.system = system
-        self.seconds = seconds
-        build = system.build or build
-        binary = os.path.join(build, "executive", "daqx-executive")
-        env = dict(os.environ, DAQX_MODULE_PATH=os.path.join(build, "modules"))
-        ports = free_ports(4)
-        name = f"bench-ofi-{system.name}"
-        text, urls = pair_partition(name, system, host, ports[:2], ports[2:], cores, window)
-        path = os.path.join(out, "partitions", f"{system.name}-{serial}.xml")
-        with open(path, "w") as f:
-            f.write(text)
-        self.executives = [Executive(processes, binary, env, path, url, f"{system.name}-{serial}-{i}",
-                                     ("sender", "receiver")[i]) for i, url in enumerate(urls)]
-        try:
-            for e in self.executives:
-                e.wait_ready()
-            wait_until(self.connected, 20, f"{system.name} connections up")
-        except BenchError:
-            self.shut()
-            raise
-
-    def connected(self):
-        """Both executives see an outgoing and an incoming connection up (connectAt=start for ptofi)."""
-        for e in self.executives:
-            connections = [c for t in e.transports() for c in t.get("connections", [])]
-            if len(connections) < 2 or not all(c.get("up") for c in connections):
-                return False
-        return True
-
-    def shut(self):
-        for e in self.executives:
-            self.processes.stop(e.process, grace=15)
-
-    def cpu(self):
-        return [e.cpu() for e in self.executives]
-
-    def sample(self, executive, tid, key):
-        """One counter, timed at the middle of its request, with both executives' CPU and the machine's."""
-        before = time.monotonic()
-        value = executive.metrics(tid)[key]
-        after = time.monotonic()
-        return {"t": (before + after) / 2, "value": value, "cpu": self.cpu(), "busy": machine_busy()}
-
-    def window(self, executive, tid, key):
-        """Enables have just been sent: a sample WARM_SECONDS later and another `seconds` after that."""
-        time.sleep(WARM_SECONDS)
-        first = self.sample(executive, tid, key)
-        time.sleep(max(0.0, first["t"] + self.seconds - time.monotonic()))
-        second = self.sample(executive, tid, key)
-        elapsed = second["t"] - first["t"]
-        cores = [(b - a) / elapsed for a, b in zip(first["cpu"], second["cpu"])]
-        other = other_cores(first["busy"], second["busy"], sum(second["cpu"]) - sum(first["cpu"]))
-        return second["value"] - first["value"], elapsed, cores, other
-
-    def round_trips(self, size):
-        ping, pong = self.executives
-        set_parameter(ping, PING, "frameSize", size)
-        for e, tid in ((pong, PONG), (ping, PING)):
-            command(e, tid, "configure")
-        for e, tid in ((pong, PONG), (ping, PING)):
-            command(e, tid, "enable")
-        try:
-            trips, elapsed, cores, other = self.window(ping, PING, "round_trips")
-        finally:
-            command(ping, PING, "stop")  # the ping publishes its summary of the round trips since the warmup
-            command(pong, PONG, "stop")
-        m = ping.metrics(PING)
-        for e, tid in ((ping, PING), (pong, PONG)):
-            command(e, tid, "halt")
-        if trips <= 0:
-            raise BenchError(f"no round trip in {elapsed:.2f} s (sends deferred {m.get('sends_deferred')})")
-        mean = elapsed / trips * 1e6
-        kept = m["samples"] > 0  # none when the run was shorter than the warmup
-        return {"median_us": m["rtt_median_us"] if kept else None, "p99_us": m["rtt_p99_us"] if kept else None,
-                "min_us": m["rtt_min_us"] if kept else None, "max_us": m["rtt_max_us"] if kept else None,
-                "samples": m["samples"], "mean_us": mean, "one_way_us": mean / 2,
-                # as fi_pingpong counts it: the bytes of both directions over the time
-                "pingpong_mb_per_s": 2 * size / mean, "round_trips": trips, "seconds": elapsed,
-                "cores_ping": cores[0], "cores_pong": cores[1], "other_cores": other}
-
-    def stream(self, size):
-        sender, receiver = self.executives
-        set_parameter(sender, SENDER, "frameSize", size)
-        for e, tid in ((receiver, RECEIVER), (sender, SENDER)):
-            command(e, tid, "configure")
-        for e, tid in ((receiver, RECEIVER), (sender, SENDER)):
-            command(e, tid, "enable")
-        try:
-            moved, elapsed, cores, other = self.window(receiver, RECEIVER, "bytes_received")
-        finally:
-            command(sender, SENDER, "stop")
-        # What was sent before the stop arrives; then the receiver stops too.
-        sent = sender.metrics(SENDER)
-        try:
-            wait_until(lambda: receiver.metrics(RECEIVER)["frames_received"] >= sent["frames_sent"], 10,
-                       "every frame sent at the receiver")
-        except BenchError:
-            pass  # reported below as a difference of counts
-        received = receiver.metrics(RECEIVER)
-        command(receiver, RECEIVER, "stop")
-        for e, tid in ((sender, SENDER), (receiver, RECEIVER)):
-            command(e, tid, "halt")
-        notes = [f"sender {k}={sent[k]:.0f}" for k in ("send_errors",) if sent.get(k)]
-        notes += [f"receiver {k}={received[k]:.0f}" for k in ("pattern_errors", "sequence_errors",
-                                                               "malformed_frames", "send_errors") if received.get(k)]
-        if sent.get("frames_sent") != received.get("frames_received"):
-            notes.append(f"frames sent {sent.get('frames_sent'):.0f} != received {received.get('frames_received'):.0f}")
-        if moved <= 0:
-            raise BenchError(f"no byte received in {elapsed:.2f} s ({'; '.join(notes) or 'no error counted'})")
-        return {"mb_per_s": moved / elapsed / 1e6, "msgs_per_s": moved / size / elapsed, "bytes": moved,
-                "seconds": elapsed, "cores_sender": cores[0], "cores_receiver": cores[1], "other_cores": other,
-                "would_blocks": sent.get("sends_deferred"), "pool_exhausted": sent.get("pool_exhausted"),
-                "note": "; ".join(notes)}
 
 
 # ---------------------------------------------------------------- libfabric's tools
@@ -392,39 +191,6 @@ def find_fabtests(given, name):
 
 # ---------------------------------------------------------------- results
 
-def attempt(what, size, repeat, run, progress=None):
-    print(f"  {point_prefix(progress)}{what:>30} {size_name(size):>8} #{repeat + 1} ...", end="", flush=True)
-    try:
-        r = run()
-    except BenchError as e:
-        r = {"na": str(e)}
-    except (OSError, ValueError, KeyError, TypeError) as e:  # an unexpected answer: this point only is lost
-        r = {"na": f"{type(e).__name__}: {e}"}
-    if "na" in r:
-        print(f" n/a: {r['na']}")
-    elif "mb_per_s" in r:
-        print(f" {r['mb_per_s']:.1f} MB/s, {r['msgs_per_s']:.0f} msg/s, other load {fmt(r['other_cores'])} cores")
-    else:
-        median = (f"median {r['median_us']:.1f} us, p99 {r['p99_us']:.1f} us, " if r.get("median_us") is not None
-                  else "")
-        print(f" {median}mean {r['mean_us']:.1f} us, other load {fmt(r['other_cores'])} cores")
-    return r
-
-
-def fmt(value, digits=2):
-    return "n/a" if value is None else f"{value:.{digits}f}"
-
-
-def value(results, system, size, key):
-    r = results.get((system, size))
-    if r is None or "na" in r:
-        return None
-    return r.get(key)
-
-
-def ratio(a, b):
-    return a / b if a is not None and b else None
-
 
 def verdict(r, target, higher_is_better):
     if r is None:
@@ -516,53 +282,7 @@ def write_comparison_csv(path, lines):
                              for k in fields])
 
 
-# One colour per system in both plots; a system's mean and median share it.
-COLOR = {"ofi-epoll": "C0", "ofi-busy": "C1", "ofi-pack": "C5", "fi_pingpong": "C2", "fi_msg_bw": "C2", "tcp-latency": "C3",
-         "tcp-throughput": "C3", "fi-fd": "C4"}
-
-
-def plot(path, results, series, sizes, key, ylabel, title):
-    """series: [(system, label, line style, field or None for key)]; both axes logarithmic."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        import matplotlib.ticker
-    except ImportError:
-        print(f"matplotlib is missing (Debian: python3-matplotlib, run with /usr/bin/python3): no plot {path}")
-        return
-    figure, axes = plt.subplots(figsize=(9, 5.5))
-    for system, label, style, field in series:
-        points = [(size, value(results, system, size, field or key)) for size in sizes]
-        points = [(x, y) for x, y in points if y is not None]
-        if points:
-            axes.plot([x for x, _ in points], [y for _, y in points], style, color=COLOR.get(system), marker="o",
-                      label=label)
-    axes.set_xscale("log", base=2)
-    axes.set_yscale("log")
-    axes.set_xticks(sizes)
-    axes.set_xticklabels([size_name(s) for s in sizes])
-    axes.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())  # only the measured sizes are labelled
-    axes.set_xlabel("message size")
-    axes.set_ylabel(ylabel)
-    axes.set_title(title, fontsize=10)
-    axes.grid(True, which="both", alpha=0.3)
-    axes.legend()
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-    print(f"wrote {path}")
-
-
 # ---------------------------------------------------------------- main
-
-def parse_cores(text):
-    if text == "none":
-        return None
-    sending, _, receiving = text.partition("/")
-    if not sending.isdigit() or not receiving.isdigit():
-        raise argparse.ArgumentTypeError(f"--cores '{text}': expected SENDING/RECEIVING CPUs, e.g. 0/1, or none")
-    return [int(sending), int(receiving)]
 
 
 def main():

@@ -16,12 +16,12 @@ import signal
 import sys
 import time
 
-sys.dont_write_bytecode = True
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ofi_comparison import (  # noqa: E402  (the shared driver lives beside this file)
-    NTON, PTOFI, PTTCP, DaqxPair, DaqxSystem, attempt, parse_cores, value)
-from bench_common import (  # noqa: E402
-    Processes, Progress, load_average, machine_conditions, median_run, parse_size, print_notes, print_table,
+sys.dont_write_bytecode = True  # importing the package would leave __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from daqx.pair import (  # noqa: E402  (the repository's package, found from this file)
+    PTOFI, PTTCP, DaqxPair, DaqxSystem, attempt, parse_cores)
+from daqx.bench import (  # noqa: E402
+    NTON, get as value, Processes, Progress, load_average, machine_conditions, median_run, parse_size, print_notes, print_table,
     size_name, write_csv)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -19,9 +19,9 @@ import subprocess
 import sys
 import time
 
-sys.dont_write_bytecode = True
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_common import BenchError, Executive, Processes, free_ports  # noqa: E402  (the shared helpers live beside this file)
+sys.dont_write_bytecode = True  # importing the package would leave __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from daqx.bench import BenchError, Executive, Processes, free_ports  # noqa: E402  (the repository's package)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODULES = {"tcp": "libdaqx_pttcp.so", "ofi": "libdaqx_ptofi.so", "ibv": "libdaqx_ptibv.so"}

@@ -15,12 +15,13 @@ import subprocess
 import sys
 import time
 
-sys.dont_write_bytecode = True  # importing the sibling would leave bench/__pycache__ in the source tree
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_common import (  # noqa: E402  (the shared driver lives beside this file)
+sys.dont_write_bytecode = True  # importing the package would leave __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from daqx.partition import PoolRule  # noqa: E402  (the repository's package, found from this file)
+from daqx.bench import (  # noqa: E402  (the repository's package, found from this file)
     Baselines, Daqx, Processes, Progress, attempt_point, cell, find_programs, get, load_average,
     machine_conditions, median_run, other_load_cell, other_load_summary, parse_pin, parse_size, print_failures,
-    print_notes, print_table, ratio, round_trip_counts, size_name, write_csv)
+    print_notes, print_table, pyplot, ratio, round_trip_counts, size_name, write_csv)
 
 PTSHM = "libdaqx_ptshm.so"
 DEFAULT_SIZES = [64, 1024, 4096, 16384, 65536, 262144, 1048576]
@@ -86,8 +87,7 @@ class Systems:
         self.shm.prefix = "shm-"
         if args.shm_pool_allocator != "none":
             # Every pool of both executives in shared memory, so that nton's frames can travel by reference.
-            self.shm.policy = (f'  <Policy>\n    <Pool pattern="*" allocator="{args.shm_pool_allocator}"/>\n'
-                               f'  </Policy>\n')
+            self.shm.policy = [PoolRule("*", args.shm_pool_allocator)]
         self.shm_modes = [] if args.shm_modes == "none" else args.shm_modes.split(",")
         if self.shm_modes:
             self.shm.rtt_mode = args.shm_rtt_mode
@@ -291,13 +291,8 @@ def targets(throughput, rtt, s, sizes, copy_gbps):
 
 
 def plot(path, throughput, rtt, s, sizes, title):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        import matplotlib.ticker
-    except ImportError:
-        print(f"matplotlib is missing (Debian: python3-matplotlib, run with /usr/bin/python3): no plot {path}")
+    plt, ticker = pyplot(f"plot {path}")
+    if plt is None:
         return
     figure, (rate_axes, gb_axes, rtt_axes) = plt.subplots(1, 3, figsize=(16, 5.5))
     for axes, results, systems, key, scale, ylabel in (
@@ -315,7 +310,7 @@ def plot(path, throughput, rtt, s, sizes, title):
         axes.set_yscale("log")
         axes.set_xticks(sizes)
         axes.set_xticklabels([size_name(size) for size in sizes], rotation=30)
-        axes.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        axes.xaxis.set_minor_locator(ticker.NullLocator())
         axes.set_xlabel("message size")
         axes.set_ylabel(ylabel)
         axes.grid(True, which="both", alpha=0.3)

@@ -12,12 +12,12 @@ import signal
 import sys
 import time
 
-sys.dont_write_bytecode = True  # importing the sibling would leave bench/__pycache__ in the source tree
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_common import (  # noqa: E402
+sys.dont_write_bytecode = True  # importing the package would leave __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from daqx.bench import (  # noqa: E402  (the repository's package, found from this file)
     PTTCP, Baselines, BenchError, Daqx, Processes, Progress, attempt_point, cell, find_programs, get, load_average,
     machine_conditions, median_run, other_load_cell, other_load_summary, parse_pin, parse_size, print_failures,
-    print_notes, print_table, ratio, round_trip_counts, size_name, write_csv)
+    print_notes, print_table, pyplot, ratio, round_trip_counts, size_name, write_csv)
 
 
 DEFAULT_SIZES = [64, 1024, 4096, 16384, 65536, 262144, 1048576]
@@ -86,13 +86,8 @@ def rtt_table(results, systems, sizes):
 
 
 def plot(path, results, systems, sizes, title):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        import matplotlib.ticker
-    except ImportError:
-        print(f"matplotlib is missing (Debian: python3-matplotlib, run with /usr/bin/python3): no plot {path}")
+    plt, ticker = pyplot(f"plot {path}")
+    if plt is None:
         return
     figure, axes = plt.subplots(figsize=(9, 5.5))
     for s in systems:
@@ -108,7 +103,7 @@ def plot(path, results, systems, sizes, title):
     axes.set_ylabel("throughput, Gb/s (payload)")
     axes.set_title(title, fontsize=10)
     axes.grid(True, which="both", alpha=0.3)
-    axes.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())  # only the measured sizes are labelled
+    axes.xaxis.set_minor_locator(ticker.NullLocator())  # only the measured sizes are labelled
     axes.legend()
     figure.tight_layout()
     figure.savefig(path, dpi=120)

@@ -12,7 +12,11 @@ import re
 import shlex
 import sys
 from dataclasses import dataclass, field
-from xml.sax.saxutils import escape, quoteattr
+
+sys.dont_write_bytecode = True  # importing the package would leave __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "python"))
+from daqx.partition import (  # noqa: E402  (the repository's package, found from this file)
+    Application, Context as PartitionContext, Endpoint, Partition, PartitionError, Property, ThreadRule)
 
 # How the header names this tool: fixed, so that the output does not depend on how it was invoked.
 TOOL = "apps/evb/tools/evb_partition.py"
@@ -230,6 +234,10 @@ def build_parser():
                         help="CPUs for --pin, e.g. 0-7 or 0,2,4-5 (default: the CPUs of this machine)")
 
     output = parser.add_argument_group("output")
+    output.add_argument("--executive", metavar="PATH",
+                        help="the daqx-executive whose --list-params the parameters are checked against (default: "
+                             "$DAQX_EXECUTIVE, else build/release of this repository, else the one on PATH; "
+                             "with none, the parameters are written unchecked)")
     output.add_argument("--list", action="store_true", help="print a table of the contexts instead of the XML")
     output.add_argument("-o", "--output-file", metavar="FILE", help="write to FILE instead of standard output")
     return parser
@@ -436,19 +444,7 @@ def describe(args, contexts):
     return f"Event builder: {units} {where}.".replace("--", "- -")
 
 
-def properties_xml(props, indent):
-    """Parameters as one <Properties> block, or nothing."""
-    if not props:
-        return []
-    lines = [f"{indent}<Properties>"]
-    for name, type_, value in props:
-        type_attr = f" type={quoteattr(type_)}" if type_ else ""
-        lines.append(f"{indent}  <{name}{type_attr}>{escape(value)}</{name}>")
-    lines.append(f"{indent}</Properties>")
-    return lines
-
-
-def render_xml(args, argv, contexts):
+def header_lines(args, argv, contexts):
     header = [describe(args, contexts)]
     if args.comment:
         header.append(args.comment)
@@ -458,51 +454,31 @@ def render_xml(args, argv, contexts):
     if args.pin:
         cores = args.cores if args.cores is not None else this_machine_cores()
         header.append(f"Pinned round-robin over cores {cpu_text(cores)}.")
-    out = [("<!-- " if k == 0 else "     ") + line for k, line in enumerate(header)]
-    out[-1] += " -->"
+    return header
 
-    name = args.name or f"evb-{args.rus}x{args.bus}"
-    out.append(f"<Partition name={quoteattr(name)}>")
+
+def build_partition(args, argv, contexts):
+    """The placed contexts as a partition."""
+    partition = Partition(args.name or f"evb-{args.rus}x{args.bus}", comment=header_lines(args, argv, contexts))
     if args.pin:
-        out.append("  <Policy>")
-        for c in contexts:
-            for pattern, core in c.pins:
-                out.append(f"    <Thread pattern={quoteattr(pattern)} cores=\"{core}\" "
-                           f"context={quoteattr(c.url)}/>")
-        out.append("  </Policy>")
+        partition.policy = [ThreadRule(pattern, core, c.url) for c in contexts for pattern, core in c.pins]
     for c in contexts:
-        out.append(f"  <Context url={quoteattr(c.url)}>")
+        context = PartitionContext(c.url)
         if c.has_endpoint:
-            endpoint = (f"    <Endpoint protocol={quoteattr(args.transport)} hostname={quoteattr(c.host)} "
-                        f"port=\"{c.endpoint_port}\" network={quoteattr(args.network)}")
-            props = TRANSPORT_PROPERTIES[args.transport]
-            if props:
-                inner = "".join(f"<{n}{'' if t is None else f' type={quoteattr(t)}'}>{escape(v)}</{n}>"
-                                for n, t, v in props)
-                out.append(f"{endpoint}>")
-                out.append(f"      <Properties>{inner}</Properties>")
-                out.append("    </Endpoint>")
-            else:
-                out.append(f"{endpoint}/>")
-            out.append(f"    <Module path={quoteattr(TRANSPORT_MODULES[args.transport])}/>")
-        out.append(f"    <Module path={quoteattr(EVB_MODULE)}/>")
+            context.endpoint = Endpoint(args.transport, c.host, c.endpoint_port, args.network,
+                                        [Property(n, v, t) for n, t, v in TRANSPORT_PROPERTIES[args.transport]])
+            context.modules.append(TRANSPORT_MODULES[args.transport])
+        context.modules.append(EVB_MODULE)
         for u in c.units:
             # A consumer is handed events by its BU in the same executive: it needs no network.
-            network = f" network={quoteattr(args.network)}" if c.has_endpoint and u.kind != "consumer" else ""
-            start = f"    <Application class={quoteattr(u.cls)} id=\"{u.tid}\" instance=\"{u.index}\"{network}"
-            props = [(p.name, p.type, getattr(args, p.name)) for p in PARAMETERS
+            network = args.network if c.has_endpoint and u.kind != "consumer" else None
+            props = [Property(p.name, getattr(args, p.name), p.type) for p in PARAMETERS
                      if u.kind in p.kinds and getattr(args, p.name) is not None]
             if args.output == "consumer" and u.kind in ("bu", "consumer"):
-                props.append(("consumer" if u.kind == "bu" else "name", "string", u.consumer_name))
-            if props:
-                out.append(start + ">")
-                out += properties_xml(props, "      ")
-                out.append("    </Application>")
-            else:
-                out.append(start + "/>")
-        out.append("  </Context>")
-    out.append("</Partition>")
-    return "\n".join(out) + "\n"
+                props.append(Property("consumer" if u.kind == "bu" else "name", u.consumer_name, "string"))
+            context.applications.append(Application(u.cls, u.tid, u.index, network, props))
+        partition.contexts.append(context)
+    return partition
 
 
 def render_list(args, contexts):
@@ -524,7 +500,16 @@ def main(argv):
     args = parser.parse_args(argv)
     validate(parser, args)
     contexts = place(args)
-    text = render_list(args, contexts) if args.list else render_xml(args, argv, contexts)
+    if args.list:
+        text = render_list(args, contexts)
+    else:
+        partition = build_partition(args, argv, contexts)
+        try:
+            # Against what the executive declares, when there is one to ask (see --executive).
+            partition.check_against_executive(args.executive)
+        except PartitionError as error:
+            parser.error(str(error))
+        text = partition.xml()
     if args.output_file:
         try:
             with open(args.output_file, "w", encoding="utf-8") as f:
