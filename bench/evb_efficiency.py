@@ -20,7 +20,7 @@ import time
 sys.dont_write_bytecode = True  # importing the package would leave __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 from daqx.bench import (  # noqa: E402  (the repository's package, found from this file)
-    BenchError, Executive, Processes, Progress, cpu_seconds, free_ports, load_average, machine_busy, median_run,
+    BenchError, Executive, Processes, Progress, cell, cpu_seconds, free_ports, load_average, machine_busy, median_run,
     machine_conditions, parse_size, point_prefix, print_notes, print_table, pyplot, size_name, checked_xml)
 from daqx.partition import Application, Context, Endpoint, Partition, ThreadRule  # noqa: E402
 
@@ -453,13 +453,7 @@ def fmt(v, spec):
 
 
 def rate_cell(v):
-    if v is None:
-        return "n/a"
-    if v >= 1e6:
-        return f"{v / 1e6:.2f}M"
-    if v >= 1e4:
-        return f"{v / 1e3:.1f}k"
-    return f"{v:.0f}"
+    return cell(v, 0)
 
 
 def conditions_line(start_load, at_start=False):

@@ -21,33 +21,29 @@ import time
 
 sys.dont_write_bytecode = True  # importing the package would leave __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-from daqx.bench import BenchError, Executive, Processes, free_ports  # noqa: E402  (the repository's package)
+from daqx.bench import NTON, BenchError, Executive, Processes, checked_xml, free_ports  # noqa: E402  (the repository's package)
+from daqx.partition import (  # noqa: E402
+    Application, Context, Endpoint, Partition, PartitionError, ThreadRule, properties_from_xml)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODULES = {"tcp": "libdaqx_pttcp.so", "ofi": "libdaqx_ptofi.so", "ibv": "libdaqx_ptibv.so"}
 
 
-def partition(transport, host, ports, size, properties, cores):
+def partition(transport, host, ports, size, properties, cores, executive=None):
+    """properties: the endpoints' parameters as XML text."""
     sender, sender_data, receiver, receiver_data = ports
     urls = [f"http://127.0.0.1:{sender}", f"http://127.0.0.1:{receiver}"]
-    policy = ""
+    applications = [
+        Application("nton::Sender", 11, 0, "data", {"frameSize": size, "duration": 0, "window": 4096,
+                                                    "pattern": "false", "receivers": 21}),
+        Application("nton::Receiver", 21, 1, "data")]
+    model = Partition("profile")
     if cores:
-        policy = "<Policy>" + "".join(f'<Thread pattern="*" cores="{c}" context="{u}"/>' for c, u in zip(cores, urls))
-        policy += "</Policy>"
-    module = MODULES[transport]
-
-    def context(url, port, application):
-        return (f'<Context url="{url}"><Endpoint protocol="{transport}" hostname="{host}" port="{port}" '
-                f'network="data"><Properties>{properties}</Properties></Endpoint><Module path="{module}"/>'
-                f'<Module path="libdaqx_nton.so"/>{application}</Context>')
-
-    sender_app = ('<Application class="nton::Sender" id="11" instance="0" network="data"><Properties>'
-                  f"<frameSize>{size}</frameSize><duration>0</duration><window>4096</window><pattern>false</pattern>"
-                  "<receivers>21</receivers></Properties></Application>")
-    receiver_app = ('<Application class="nton::Receiver" id="21" instance="1" network="data">'
-                    "<Properties></Properties></Application>")
-    return urls, (f'<Partition name="profile">{policy}{context(urls[0], sender_data, sender_app)}'
-                  f"{context(urls[1], receiver_data, receiver_app)}</Partition>")
+        model.policy = [ThreadRule("*", c, u) for c, u in zip(cores, urls)]
+    for url, port, application in zip(urls, (sender_data, receiver_data), applications):
+        model.contexts.append(Context(url, Endpoint(transport, host, port, "data", properties_from_xml(properties)),
+                                      [MODULES[transport], NTON], [application]))
+    return urls, checked_xml(model, executive)
 
 
 def threads(pid):
@@ -81,7 +77,11 @@ def main():
 
     os.makedirs(args.out, exist_ok=True)
     cores = None if args.cores == "none" else args.cores.split("/")
-    urls, xml = partition(args.transport, args.host, free_ports(4), args.size, args.properties, cores)
+    binary = os.path.join(args.build, "executive", "daqx-executive")
+    try:
+        urls, xml = partition(args.transport, args.host, free_ports(4), args.size, args.properties, cores, binary)
+    except (PartitionError, BenchError) as error:
+        parser.error(str(error))
     config = os.path.join(args.out, "partition.xml")
     with open(config, "w") as f:
         f.write(xml)
@@ -89,7 +89,6 @@ def main():
     pin = {"sender": {int(cores[0])}, "receiver": {int(cores[1])}} if cores else None
     processes = Processes(args.out, pin)
     try:
-        binary = os.path.join(args.build, "executive", "daqx-executive")
         executives = [Executive(processes, binary, env, config, url, f"executive-{i}", side)
                       for i, (url, side) in enumerate(zip(urls, ("sender", "receiver")))]
         for e in executives:

@@ -3,6 +3,7 @@ its thread policy, checked against what the executive declares (params.py) and w
 (docs/partition.md)."""
 
 import re
+import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass, field
 from xml.sax.saxutils import escape, quoteattr
 
@@ -45,6 +46,16 @@ def properties_of(values):
         if not XML_NAME.fullmatch(p.name):
             raise PartitionError(f"'{p.name}' cannot be a parameter name (an XML element name)")
     return result
+
+
+def properties_from_xml(text):
+    """Parameters given as XML on a command line (<mode>throughput</mode><packSize>65536</packSize>) as a list
+    of Property."""
+    try:
+        parsed = ElementTree.fromstring(f"<Properties>{text}</Properties>")
+    except ElementTree.ParseError as error:
+        raise PartitionError(f"'{text}' is not a list of XML elements: {error}") from None
+    return [Property(e.tag, e.text or "", e.get("type")) for e in parsed]
 
 
 @dataclass

@@ -12,7 +12,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from daqx.params import ParameterCatalog  # noqa: E402
 from daqx.partition import (  # noqa: E402
-    Application, Context, Endpoint, Partition, PartitionError, Property, ThreadRule)
+    Application, Context, Endpoint, Partition, PartitionError, Property, ThreadRule, properties_from_xml)
 
 EXECUTIVE = os.environ.get("DAQX_EXECUTIVE")
 EVB_PARTITION = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "apps", "evb", "tools",
@@ -114,6 +114,14 @@ class Writing(unittest.TestCase):
     def test_a_parameter_name_that_is_no_xml_name_is_refused(self):
         with self.assertRaisesRegex(PartitionError, "'a b' cannot be a parameter name"):
             Application("evb::EvM", 10, 0, properties={"a b": 1})
+
+    def test_parameters_given_as_xml_text_become_properties(self):
+        self.assertEqual(properties_from_xml('<mode>throughput</mode><packSize type="unsigned">65536</packSize>'),
+                         [Property("mode", "throughput"), Property("packSize", "65536", "unsigned")])
+
+    def test_parameters_given_as_malformed_xml_text_are_refused(self):
+        with self.assertRaisesRegex(PartitionError, "'<mode>throughput' is not a list of XML elements"):
+            properties_from_xml("<mode>throughput")
 
     def test_two_applications_with_one_id_are_refused(self):
         partition = evb_1x1()
