@@ -49,9 +49,23 @@ EVM_TID, RU_TID, BU_TID = 10, 100, 200  # as apps/evb/tools/evb_partition.py num
 SENDER_TID, RECEIVER_TID = 300, 400
 
 # The systems of the size scan, in table order.
-SYSTEMS = ["evb", "evb-checks", "evb-sized", "nton"]
-LABEL = {"evb": "EvB", "evb-checks": "EvB+checks", "evb-sized": "EvB sized", "nton": "N-to-N"}
-EVB_SYSTEMS = ["evb", "evb-checks", "evb-sized"]
+# EvB and EvB+checks run with the EvM's defaults (batches sized in bytes); "EvB 8/request" fixes eventsPerRequest
+# at 8, the default before batches were sized, for comparison.
+SYSTEMS = ["evb", "evb-checks", "evb-fixed", "nton"]
+LABEL = {"evb": "EvB", "evb-checks": "EvB+checks", "evb-fixed": "EvB 8/request", "nton": "N-to-N"}
+EVB_SYSTEMS = ["evb", "evb-checks", "evb-fixed"]
+
+# Fragment-size workloads beside the fixed-size scan, at the size scan's topology: (label, RU parameters).
+# CMS: each RU reads many FEDs of about 2 kB with a wide log-normal spread (the CMS event builder's Run 2
+# conditions: about 1 MB events from some 700 FEDs, 8-12 per readout unit). LHCb: each readout node gets a few
+# small fragments per event (about 100 kB events from some 500 boards, 2-3 per node, i.e. about 200 B each),
+# the regime LHCb answers with multi-event packets; here the EvM's byte-sized batches do that job.
+WORKLOADS = {
+    "cms": ("CMS-like: 12 sources x 2 KiB, log-normal spread 2 KiB",
+            {"sources": 12, "fragmentSize": 2048, "fragmentSpread": 2048}),
+    "lhcb": ("LHCb-like: 3 sources x 224 B, log-normal spread 64 B",
+             {"sources": 3, "fragmentSize": 224, "fragmentSpread": 64}),
+}
 
 # Counters that must stay 0 in a healthy run (anything else is reported under the table).
 EVM_PROBLEMS = ["events_lost", "events_incomplete", "events_corrupt", "unexpected_discards", "bu_drops", "ru_downs",
@@ -283,17 +297,24 @@ class Window:
 
 # ---------------------------------------------------------------- the event builder
 
-def sized_batch(args, size):
-    """Events per request for a batch of about --batch-bytes per RU (what the BU's slots hold then is bounded
-    in bytes, not in events)."""
-    return max(1, min(4096, args.batch_bytes // size))
+def workload_size(ru):
+    """The mean super-fragment size of an RU's parameters: per source a header and trailer, the payload padded to
+    8 bytes (half of 7 on average); a multiple of 8, for the N-to-N frames that stand for it."""
+    per_source = ru["fragmentSize"] + SOURCE_OVERHEAD + (4 if ru["fragmentSize"] % 8 == 0 and ru["fragmentSpread"] else 0)
+    return (ru["sources"] * per_source + 7) // 8 * 8
 
 
-def evb_units(args, rus, bus, size, integrity, events_per_request):
+def evb_units(args, rus, bus, size, integrity, events_per_request, workload=None):
     block = block_size_for(size)
-    evm = {"eventsPerRequest": events_per_request, "triggerSize": args.trigger_size, "blockSize": block}
+    evm = {"triggerSize": args.trigger_size, "blockSize": block}
+    if events_per_request:
+        evm["eventsPerRequest"] = events_per_request
+    if args.batch_bytes:
+        evm["batchBytes"] = args.batch_bytes
     ru = {"sources": 1, "fragmentSize": size - SOURCE_OVERHEAD, "fragmentSpread": 0, "blockSize": block,
           "pattern": "true" if integrity else "false"}
+    if workload:
+        ru.update(workload)
     bu = {"slots": args.slots, "checkData": "true" if integrity else "false", "output": "discard"}
     spec = [("bu", "evb::BU", BU_TID + j, j, bu) for j in range(bus)]
     spec += [("ru", "evb::RU", RU_TID + i, i, ru) for i in range(rus)]
@@ -301,22 +322,26 @@ def evb_units(args, rus, bus, size, integrity, events_per_request):
     return make_units(spec)
 
 
-def run_evb(setup, rus, bus, size, integrity=False, sized=False):
+def run_evb(setup, rus, bus, size, integrity=False, fixed=False, workload=None):
+    """fixed: eventsPerRequest --fixed-events; otherwise --events-per-request if given, else the EvM's default
+    (batches sized in bytes). workload: RU parameters replacing the single fixed-size source (size is then
+    their mean super-fragment size)."""
     if size <= SOURCE_OVERHEAD or size % 8:
         raise BenchError(f"size {size} must be a multiple of 8 above {SOURCE_OVERHEAD}")
     missing = setup.missing([EVB])
     if missing:
         raise BenchError(missing)
-    events_per_request = sized_batch(setup.args, size) if sized else setup.args.events_per_request
-    units = evb_units(setup.args, rus, bus, size, integrity, events_per_request)
-    run = Run(setup, f"evb-{rus}x{bus}-{size}{'-checks' if integrity else ''}{'-sized' if sized else ''}", units, [EVB])
+    events_per_request = setup.args.fixed_events if fixed else setup.args.events_per_request
+    units = evb_units(setup.args, rus, bus, size, integrity, events_per_request, workload)
+    name = f"evb-{rus}x{bus}-{size}{'-checks' if integrity else ''}{'-fixed' if fixed else ''}"
+    run = Run(setup, name, units, [EVB])
     try:
         run.start()
         window = run.measure()
         evm = window.of("evm")[0]
         events = window.rate("evm", "events_completed")
         if events <= 0:
-            held = setup.args.slots * events_per_request * rus * size
+            held = setup.args.slots * (events_per_request or 1) * rus * size
             hint = (f" (a BU with every slot full holds slots x eventsPerRequest x RUs x S = {held >> 20} MiB, more "
                     f"than pttcp's receive pool of {RECEIVE_POOL_CLASS_BYTES >> 20} MiB per block size)"
                     if held >= RECEIVE_POOL_CLASS_BYTES else "")
@@ -344,7 +369,8 @@ def run_evb(setup, rus, bus, size, integrity=False, sized=False):
             "ru_blocks_per_s": window.rate("ru", "blocks_sent"),
             "requests_per_s": window.rate("evm", "requests"),
             "block_size": block_size_for(size),
-            "events_per_request": events_per_request,
+            # What the EvM chose (its gauge), the fixed value where it has none.
+            "events_per_request": window.gauge("evm", "events_per_request") or events_per_request,
         }
         problems = window.problems({"evm": EVM_PROBLEMS, "ru": RU_PROBLEMS, "bu": BU_PROBLEMS})
         # After the window: stop (the EvM first, it drains the BUs); every assigned event must be accounted for.
@@ -498,7 +524,7 @@ def events_table(results, sizes, systems, rus):
     for size in sizes:
         row = [size_name(size), size_name(rus * size)]
         row += [rate_cell(value(results, (s, size), "events_per_s")) for s in systems]
-        row += [fmt(value(results, (s, size), "events_per_request"), "d") for s in evb]
+        row += [fmt(value(results, (s, size), "events_per_request"), ".0f") for s in evb]
         row += [fmt(value(results, (s, size), "build_latency_median_us"), ".0f") for s in evb]
         row += [rate_cell(value(results, (s, size), "ru_blocks_per_s")) for s in evb]
         rows.append(row)
@@ -525,6 +551,26 @@ def topology_table(results, topologies, size, systems):
         loads = [get(s, "other_cores") for s in systems]
         loads = [v for v in loads if v is not None]
         row.append(f"{max(loads):.2f}" if loads else "n/a")
+        rows.append(row)
+    print_table(groups, rows)
+
+
+def workload_table(results, workloads, systems):
+    labels = [LABEL[s] for s in systems]
+    evb = [s for s in systems if s != "nton"]
+    groups = [("", ["workload", "mean S"]), ("GB/s", labels), ("efficiency", [LABEL[s] + "/N-to-N" for s in evb]),
+              ("events/s", [LABEL[s] for s in evb]), ("events/request", [LABEL[s] for s in evb]),
+              ("cores used", labels)]
+    rows = []
+    for w in workloads:
+        def get(s, field):
+            return value(results, (s, w), field)
+        row = [WORKLOADS[w][0], size_name(workload_size(WORKLOADS[w][1]))]
+        row += [fmt(get(s, "bytes_per_s") and get(s, "bytes_per_s") / 1e9, ".3f") for s in systems]
+        row += [fmt(ratio(get(s, "bytes_per_s"), get("nton", "bytes_per_s")), ".3f") for s in evb]
+        row += [rate_cell(get(s, "events_per_s")) for s in evb]
+        row += [fmt(get(s, "events_per_request"), ".0f") for s in evb]
+        row += [fmt(get(s, "cores"), ".2f") for s in systems]
         rows.append(row)
     print_table(groups, rows)
 
@@ -662,15 +708,20 @@ def main():
     parser.add_argument("--topologies", help=f"NxM list of the topology scan ({DEFAULT_TOPOLOGIES}); 'none' skips it")
     parser.add_argument("--nxm-size", default="16K", help="S of the topology scan (16K)")
     parser.add_argument("--nxm-systems", default="evb,nton",
-                        help="systems of the topology scan, from evb,evb-checks,evb-sized,nton (evb,nton)")
+                        help="systems of the topology scan, from evb,evb-checks,evb-fixed,nton (evb,nton)")
     parser.add_argument("--seconds", type=float, help="measurement window, s (5; --quick 2)")
     parser.add_argument("--warmup", type=float, help="s from the last enable to the window's start (2; --quick 1)")
     parser.add_argument("--repeat", type=int, default=1,
                         help="runs per point, the systems taking turns; the median by GB/s is reported (1)")
-    parser.add_argument("--systems", default=",".join(SYSTEMS), help="systems of the size scan, from evb,evb-checks,evb-sized,nton (all; 'none' skips the scan)")
-    parser.add_argument("--events-per-request", type=int, default=8, help="EvM eventsPerRequest (8, its default)")
-    parser.add_argument("--batch-bytes", type=parse_size, default=1 << 20,
-                        help="EvB sized: eventsPerRequest = this / S, 1..4096 (1M)")
+    parser.add_argument("--systems", default=",".join(SYSTEMS), help="systems of the size scan, from evb,evb-checks,evb-fixed,nton (all; 'none' skips the scan)")
+    parser.add_argument("--events-per-request", type=int,
+                        help="EvM eventsPerRequest for EvB and EvB+checks (default: not set, the EvM sizes batches in bytes)")
+    parser.add_argument("--batch-bytes", type=parse_size,
+                        help="EvM batchBytes (default: not set, the EvM's default)")
+    parser.add_argument("--fixed-events", type=int, default=8,
+                        help="eventsPerRequest of 'EvB 8/request' (8, the EvM's default before batches were sized)")
+    parser.add_argument("--workloads", default=",".join(WORKLOADS),
+                        help=f"fragment-size workloads at the size scan's topology, from {','.join(WORKLOADS)} (all; 'none' skips)")
     parser.add_argument("--slots", type=int, default=16, help="BU slots (16, its default)")
     parser.add_argument("--trigger-size", type=int, default=1024,
                         help="EvM triggerSize, payload bytes of its own fragment per event (1024, its default)")
@@ -693,6 +744,11 @@ def main():
         parser.error(str(e))
     nxm_size = parse_size(args.nxm_size)
     systems = [s for s in SYSTEMS if s in args.systems.split(",")]
+    workloads = [] if args.workloads == "none" else args.workloads.split(",")
+    for w in workloads:
+        if w not in WORKLOADS:
+            parser.error(f"--workloads: '{w}' is none of {', '.join(WORKLOADS)}")
+    workload_systems = ["evb", "evb-checks", "nton"]
     topology_systems = [s for s in SYSTEMS if s in args.nxm_systems.split(",")]
     args.pin_cpus = None
     if args.pin is not None:
@@ -728,12 +784,14 @@ def main():
     runs = {
         "evb": lambda n, m, size: run_evb(setup, n, m, size, integrity=False),
         "evb-checks": lambda n, m, size: run_evb(setup, n, m, size, integrity=True),
-        "evb-sized": lambda n, m, size: run_evb(setup, n, m, size, sized=True),
+        "evb-fixed": lambda n, m, size: run_evb(setup, n, m, size, fixed=True),
         "nton": lambda n, m, size: run_nton(setup, n, m, size),
     }
     by_size, by_topology = {}, {}
     started = time.monotonic()
-    progress = Progress(args.repeat * (len(sizes) * len(systems) + len(topologies) * len(topology_systems)))
+    progress = Progress(args.repeat * (len(sizes) * len(systems) + len(topologies) * len(topology_systems)
+                                       + len(workloads) * len(workload_systems)))
+    by_workload = {}
     try:
         tries = {}
         for size in sizes:
@@ -752,6 +810,19 @@ def main():
                     tries.setdefault((s, n, m), []).append(r)
             for s in topology_systems:
                 by_topology[(s, n, m)] = median_run(tries[(s, n, m)], "bytes_per_s", 1e9)
+        for w in workloads:
+            ru = WORKLOADS[w][1]
+            size = workload_size(ru)
+            for n_try in range(args.repeat):
+                for s in workload_systems:
+                    def one(s=s):
+                        if s == "nton":
+                            return run_nton(setup, rus, bus, size)
+                        return run_evb(setup, rus, bus, size, integrity=(s == "evb-checks"), workload=ru)
+                    r = attempt(f"{LABEL[s]} {rus}x{bus} {w} #{n_try + 1}", one, progress)
+                    tries.setdefault((s, w), []).append(r)
+            for s in workload_systems:
+                by_workload[(s, w)] = median_run(tries[(s, w)], "bytes_per_s", 1e9)
     except KeyboardInterrupt:
         print("\ninterrupted: stopping every executive")
         return 130
@@ -762,8 +833,10 @@ def main():
     repeats = f"median of {args.repeat} runs" if args.repeat > 1 else "one run"
     title = (f"{rus}x{bus} on loopback over pttcp, one executive per unit, {conditions['usable_cpus']} CPUs shared; "
              f"{repeats}; outside load up to {worst_other(by_size)} cores")
-    common = (f"EvM eventsPerRequest {args.events_per_request} (EvB sized: {size_name(args.batch_bytes)} / S, 1..4096, "
-              f"otherwise as EvB), triggerSize {args.trigger_size} B (not counted); BU slots "
+    epr = (f"eventsPerRequest {args.events_per_request}" if args.events_per_request
+           else "eventsPerRequest not set (batches sized in bytes)")
+    common = (f"EvM {epr}{f', batchBytes {size_name(args.batch_bytes)}' if args.batch_bytes else ''} "
+              f"(EvB 8/request: eventsPerRequest {args.fixed_events}, otherwise as EvB), triggerSize {args.trigger_size} B (not counted); BU slots "
               f"{args.slots}, output discard; RU sources 1, fragmentSize S-32 (super-fragment = S), fragmentSpread 0, "
               f"blockSize min(max(64 KiB, S + 4 KiB), 1 MiB) (S = 1 MiB spans two blocks); pttcp mode throughput. "
               f"EvB: pattern=false, checkData=false; EvB+checks: pattern=true, checkData=true. N-to-N: frameSize S, "
@@ -806,6 +879,19 @@ def main():
         plot_topologies(out, by_topology, topologies, topology_systems,
                         f"S = {size_name(nxm_size)}, loopback, {conditions['usable_cpus']} CPUs shared by all processes; "
                         f"{repeats}; outside load up to {worst_other(by_topology)} cores")
+    if workloads:
+        print()
+        print(f"== 4. Workloads, {rus}x{bus}, EvB with default parameters; N-to-N frames of the mean super-fragment "
+              f"size; {repeats}; {conditions_line(start_load)}")
+        workload_table(by_workload, workloads, workload_systems)
+        print_problems(by_workload, lambda k: f"{LABEL[k[0]]} {k[1]}")
+        rows = []
+        for (s, w), r in sorted(by_workload.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+            r = dict(r)
+            if s != "nton":
+                r["efficiency"] = ratio(r.get("bytes_per_s"), value(by_workload, ("nton", w), "bytes_per_s"))
+            rows.append(((w, workload_size(WORKLOADS[w][1]), s, rus, bus), r))
+        write_csv(os.path.join(out, "evb_workloads.csv"), rows, ["workload", "size_bytes", "system", "n", "m"])
     with open(os.path.join(out, "evb_machine.txt"), "w") as f:
         f.write(conditions_line(start_load) + "\n" + " ".join(sys.argv) + "\n")
     print(f"{time.monotonic() - started:.0f} s in all; logs in {log_dir}")
