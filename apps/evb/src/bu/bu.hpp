@@ -2,7 +2,8 @@
 // references into the blocks the EvM and the RUs send (no copy), checks that every contributor gave exactly
 // one super-fragment with the right event id, size and CRC, passes built events to its output (discard,
 // files, or a consumer in the same executive), then gives the slot back. A slow output first throttles (fewer
-// slots offered), then blocks (none).
+// slots offered), then blocks (none). Its parts, by role: bu_configuration, resource_manager (slots, limits,
+// priority), evm_proxy (messaging with the EvM), event_assembly, output.
 #pragma once
 
 #include <condition_variable>
@@ -15,33 +16,18 @@
 #include <thread>
 #include <vector>
 
+#include "bu/bu_configuration.hpp"
+#include "bu/resource_manager.hpp"
+#include "common/evm_loss_policy.hpp"
+#include "daqx/api/application.hpp"
 #include "daqx/apps/rate_meter.hpp"
 #include "daqx/evb/consumer.hpp"
 #include "daqx/evb/protocol.hpp"
-#include "daqx/api/application.hpp"
-#include "common/evm_loss_policy.hpp"
 #include "dispatch.hpp"
-#include "file_output.hpp"
+#include "event_file_writer.hpp"
 #include "outbox.hpp"
 
 namespace daqx::evb {
-
-enum class OutputKind { discard, file, consumer };
-
-struct BuConfiguration {
-  Tid evm = kNoTid;
-  std::vector<Tid> rus;             // contributors besides the EvM, from the "rus" selector
-  std::uint32_t slots = 16;         // resource slots, each a credit for one batch of events
-  OutputKind output = OutputKind::discard;
-  FileOutputConfig files;           // output "file"
-  std::string consumer;             // output "consumer": the name a downstream application published
-  double throttle_level = 0.5;      // fraction of slots waiting for the output at which fewer are offered
-  double block_level = 0.9;         // ... at which none are offered
-  bool check_data = true;           // verify every super-fragment's headers and CRCs
-  std::uint64_t memory_budget = 128ull << 20;  // received blocks the slots in use may hold (transport pool: 256 MiB)
-  double request_interval = 0.1;    // s between requests when nothing else prompts one (liveness)
-  double evm_timeout = 5.0;         // s of EvM silence after which this unit fails
-};
 
 class BU final : public Application {
  public:
@@ -56,52 +42,28 @@ class BU final : public Application {
   void report(MetricSink& sink) const override;
 
  private:
-  struct Contribution {
-    std::uint32_t size = 0;      // the super-fragment's size, from its first piece
-    std::uint32_t received = 0;
-    bool done = false;
-    std::vector<std::span<const std::byte>> pieces;
-  };
-  struct EventUnderConstruction {
-    std::uint32_t contributions_done = 0;
-    bool built = false;
-    std::uint32_t flags = 0;
-    std::vector<Contribution> contributions;  // by contributor index: EvM first, then the RUs
-  };
-  struct Slot {
-    enum class State { free, offered, building, output } state = State::free;
-    std::uint32_t run = 0;
-    std::uint32_t generation = 0;  // when offered
-    std::uint64_t first_event = 0;
-    std::uint64_t finished_first = 0;  // first event of the last batch this slot finished in this run
-    std::uint32_t count = 0;
-    std::uint32_t built = 0;
-    std::uint32_t incomplete = 0;
-    std::uint32_t corrupt = 0;
-    Clock::time_point first_data{};
-    std::vector<EventUnderConstruction> events;  // capacity kept between batches
-    std::vector<mem::Ref> blocks;                // every block holding this batch's pieces
-  };
-
-  // Dispatch thread.
-  void on_fragments(Frame&& frame);
-  void on_control(Frame&& frame);
-  void tick();
-  void heard_evm();
-  void start_building(Slot& slot, const BlockHeader& header);
-  void try_build(Slot& slot, std::uint32_t index);
-  void slot_built(std::uint32_t index);
-  void finish_slot(std::uint32_t index, std::uint32_t run, std::uint32_t generation);
-  void abandon_slots();
-  void request(bool heartbeat);
-  void schedule_request();
-  void new_run(std::uint32_t run);
+  // Dispatch thread. Each group is in the file named for its role.
+  void tick();  // bu.cpp
   void publish();
   int contributor_index(Tid tid) const noexcept;
 
-  // Output worker (file output).
+  void on_control(Frame&& frame);  // evm_proxy.cpp: what the EvM says and what it is asked for
+  void heard_evm();
+  void new_run(std::uint32_t run);
+  void request(bool heartbeat);
+  void schedule_request();
+  void finish_slot(std::uint32_t index, std::uint32_t run, std::uint32_t generation);
+  void abandon_slots();
+
+  void on_fragments(Frame&& frame);  // event_assembly.cpp: events assembled from the contributions, checked
+  void start_building(BuilderSlot& slot, const BlockHeader& header);
+  void try_build(BuilderSlot& slot, std::uint32_t index);
+
+  void slot_built(std::uint32_t index);  // output.cpp: discard, consumer, or queued for the file output worker
+
+  // Output worker (file output), output.cpp.
   void output_loop(std::stop_token stop, std::uint64_t run_number);  // run_number: the operator's, for file headers
-  void write_slot(FileWriter& writer, const Slot& slot, std::vector<EventRecordView::Fragment>& fragments,
+  void write_slot(FileWriter& writer, const BuilderSlot& slot, std::vector<EventRecordView::Fragment>& fragments,
                   std::vector<std::span<const std::byte>>& spans);
   void stop_output();
 
@@ -118,7 +80,7 @@ class BU final : public Application {
   std::uint32_t generation_ = 0;
   std::uint64_t incarnation_ = 0;
   Clock::time_point last_request_{};
-  std::vector<Slot> slots_;
+  std::vector<BuilderSlot> slots_;
   std::vector<bool> contributor_down_;
   std::vector<Discard> discards_;  // given back with the next request
   std::shared_ptr<EventConsumerService> consumer_;

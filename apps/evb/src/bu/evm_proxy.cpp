@@ -1,0 +1,152 @@
+// The BU's side of the conversation with the EvM: its control messages (runs, resets, RUs down, the end and
+// failure of a run), the requests that offer free slots and give finished batches back, and the EvM-loss
+// policy (common/evm_loss_policy) that fails the BU when the EvM falls silent.
+#include <algorithm>
+
+#include "bu/bu.hpp"
+#include "daqx/apps/text.hpp"
+
+namespace daqx::evb {
+using apps::concatenate;
+using apps::to_text;
+
+void BU::heard_evm() {
+  evm_loss_.heard(Clock::now());
+}
+
+// Everything held is let go: slots being offered or built (their events are counted abandoned; the EvM counts
+// them lost when it dropped us, or they belong to a run that is over). Slots with the output stay its own
+// until it gives them back.
+void BU::abandon_slots() {
+  for (BuilderSlot& s : slots_) {
+    if (s.state == BuilderSlot::State::output) continue;
+    if (s.state == BuilderSlot::State::building) bump(events_abandoned_, s.count - s.built);
+    s.state = BuilderSlot::State::free;
+    s.blocks.clear();
+    s.count = 0;
+  }
+  discards_.clear();
+}
+
+void BU::new_run(std::uint32_t run) {
+  abandon_slots();
+  contributor_down_.assign(contributors_.size(), false);  // down in the last run says nothing about this one
+  for (BuilderSlot& slot : slots_) slot.finished_first = 0;
+  run_ = run;
+  generation_ = 0;
+  evm_loss_.set_run_ended(false);
+  put(run_published_, run);
+}
+
+void BU::on_control(Frame&& frame) {
+  std::optional<Control> c = decode_control(frame.payload(), frame.payload_size_in_head());
+  if (!c || frame.header.initiator != config_.evm) {
+    bump(malformed_);
+    return;
+  }
+  if (!running_) return;
+  heard_evm();
+  if (c->run != run_) {
+    if (c->kind == ControlKind::end_of_run) return;  // the end of an earlier run
+    new_run(c->run);
+    request(true);  // with no generation yet: the EvM answers with a reset
+  }
+  switch (c->kind) {
+    case ControlKind::heartbeat:
+    case ControlKind::bu_down:
+      break;
+    case ControlKind::reset:
+      // The EvM may repeat a reset while our answer is on its way: the one we already took changes nothing.
+      if (c->generation == generation_) break;
+      bump(resets_);
+      abandon_slots();
+      generation_ = c->generation;
+      request(true);
+      break;
+    case ControlKind::ru_down: {
+      const int index = contributor_index(c->subject);
+      if (index < 0) break;
+      contributor_down_[static_cast<std::size_t>(index)] = true;
+      // Events that waited only for it are built now, flagged incomplete.
+      for (BuilderSlot& s : slots_)
+        if (s.state == BuilderSlot::State::building)
+          for (std::uint32_t i = 0; i < s.count && s.state == BuilderSlot::State::building; ++i) try_build(s, i);
+      break;
+    }
+    case ControlKind::end_of_run:
+      evm_loss_.set_run_ended(true);
+      break;
+    case ControlKind::run_failed:
+      running_ = false;
+      abandon_slots();
+      context().fail(concatenate({"the run failed: ", c->text}));
+      break;
+  }
+}
+
+// The output is done with the slot: give its batch back (if it is still ours to give) and offer it again.
+void BU::finish_slot(std::uint32_t index, std::uint32_t run, std::uint32_t generation) {
+  if (index >= slots_.size()) return;
+  BuilderSlot& s = slots_[index];
+  if (running_ && run == run_ && generation == generation_ && s.count != 0)
+    discards_.push_back({s.first_event, s.count, index, s.incomplete, s.corrupt});
+  if (run == run_) s.finished_first = std::max(s.finished_first, s.first_event);
+  s.state = BuilderSlot::State::free;
+  s.blocks.clear();
+  s.count = 0;
+  if (running_) schedule_request();
+}
+
+// Slots finished together (one dispatch round) go back in one request.
+void BU::schedule_request() {
+  if (request_posted_) return;
+  request_posted_ = true;
+  context().post_task([this] {
+    request_posted_ = false;
+    request(false);
+  });
+}
+
+// Offers free slots (as many as the output's backlog allows) and gives back finished batches. A heartbeat
+// request goes even with nothing to say.
+void BU::request(bool heartbeat) {
+  if (!running_) return;
+  std::uint32_t busy = 0, in_output = 0;
+  for (const BuilderSlot& s : slots_) {
+    if (s.state == BuilderSlot::State::offered || s.state == BuilderSlot::State::building) ++busy;
+    if (s.state == BuilderSlot::State::output) ++in_output;
+  }
+  const auto total = static_cast<std::uint32_t>(slots_.size());
+  const SlotLimit limit = slot_limit(config_, total, in_output, batch_bytes_);
+  put(output_state_, limit.output_state);
+  put(slot_limit_, limit.slots);
+  Request r;
+  r.run = run_;
+  r.generation = generation_;
+  r.incarnation = incarnation_;
+  r.state = limit.output_state;
+  r.total_slots = total;
+  r.priority = builder_priority(total, busy + in_output);
+  if (generation_ != 0)
+    for (std::uint32_t i = 0; i < total && busy + r.free_slots.size() < limit.slots; ++i)
+      if (slots_[i].state == BuilderSlot::State::free) r.free_slots.push_back(i);
+  r.discards = discards_;
+  if (!heartbeat && r.free_slots.empty() && r.discards.empty()) return;
+  const std::size_t bytes = request_bytes(r);
+  mem::Ref frame = context().allocate_frame(bytes);
+  if (!frame) return;  // the pool is short: on_pool_available or the next tick tries again
+  if (!encode(r, frame.data() + kFrameHeaderSize, bytes)) return;
+  frame.resize(kFrameHeaderSize + bytes);
+  if (outbox_.send(config_.evm, function::request, run_, std::move(frame), frame_flags::send_now) != SendStatus::ok)
+    return;
+  for (std::uint32_t i : r.free_slots) {
+    slots_[i].state = BuilderSlot::State::offered;
+    slots_[i].run = run_;
+    slots_[i].generation = generation_;
+  }
+  discards_.clear();
+  bump(requests_sent_);
+  last_request_ = Clock::now();
+}
+
+}  // namespace daqx::evb
