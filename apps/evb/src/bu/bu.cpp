@@ -15,11 +15,12 @@ using apps::to_text;
 
 std::vector<ParamSpec> BU::parameters() { return bu_parameters(); }
 
-BU::BU(ApplicationContext& context) : Application(context), outbox_(context) {
+BU::BU(ApplicationContext& context) : Application(context), outbox_(context),
+      evm_(config_, outbox_, context, slots_, running_, batch_bytes_) {
   context.bind(function::fragments, [this](Frame&& f) { on_fragments(std::move(f)); });
   context.bind(function::control, [this](Frame&& f) { on_control(std::move(f)); });
   context.on_send_ready([this] { outbox_.flush(); });
-  context.on_pool_available([this] { request(false); });
+  context.on_pool_available([this] { evm_.request(false); });
 }
 
 BU::~BU() {
@@ -52,24 +53,20 @@ void BU::configure() {
 void BU::enable() {
   run_on_dispatch(context(), [this] {
     running_ = true;
-    evm_loss_.reset();
-    incarnation_ = new_incarnation();
-    run_ = 0;
-    generation_ = 0;
+    evm_.start(new_incarnation());
     abandon_slots();
     contributor_down_.assign(contributors_.size(), false);
     for (BuilderSlot& slot : slots_) slot.finished_first = 0;
     batch_bytes_ = 0;
     for (Counter* c : {&events_built_, &bytes_built_, &events_incomplete_, &events_corrupt_, &events_abandoned_,
-                       &fragments_received_, &blocks_received_, &duplicate_pieces_, &stale_blocks_, &protocol_errors_,
-                       &requests_sent_, &resets_})
+                       &fragments_received_, &blocks_received_, &duplicate_pieces_, &stale_blocks_, &protocol_errors_})
       put(*c, 0);
     output_events_.store(0);
     output_bytes_.store(0);
     build_latency_.reset();
     problems_logged_ = 0;
     rate_.start(Clock::now(), 0, 0);
-    request(true);
+    evm_.request(true);
   });
   if (config_.output == OutputKind::file)
     output_worker_ = context().start_worker("output", [this, run_number = context().run_number()](
@@ -123,14 +120,14 @@ int BU::contributor_index(Tid tid) const noexcept {
 void BU::tick() {
   if (!running_) return;
   const Clock::time_point now = Clock::now();
-  if (std::optional<std::string> reason = evm_loss_.check(now, config_.evm, config_.evm_timeout)) {
+  if (std::optional<std::string> reason = evm_.check_loss(now)) {
     running_ = false;
     abandon_slots();
     context().fail(*reason);
     return;
   }
   outbox_.flush();
-  request(now - last_request_ >= seconds(config_.request_interval));
+  evm_.tick(now);
   publish();
 }
 
@@ -174,16 +171,16 @@ void BU::report(MetricSink& sink) const {
   sink.counter("stale_blocks", read(stale_blocks_), "blocks of another run or generation, dropped");
   sink.counter("protocol_errors", read(protocol_errors_), "blocks or pieces inconsistent with the slot or the batch");
   sink.counter("malformed_frames", read(malformed_), "frames that did not decode or came from an unknown unit");
-  sink.counter("requests_sent", read(requests_sent_), "requests sent to the EvM");
-  sink.counter("resets", read(resets_), "resets received from the EvM");
+  sink.counter("requests_sent", read(evm_.requests_sent()), "requests sent to the EvM");
+  sink.counter("resets", read(evm_.resets()), "resets received from the EvM");
   sink.gauge("credits_outstanding", read(slots_offered_), "slots offered to the EvM and not yet assigned");
   sink.gauge("slots_building", read(slots_building_), "slots whose events are being assembled");
   sink.gauge("slots_in_output", read(slots_in_output_), "slots built and waiting for the output");
   sink.gauge("blocks_held", read(blocks_held_), "received blocks held by events under construction");
-  sink.gauge("slot_limit", read(slot_limit_), "slots that may be offered or building now (output backlog, memory budget)");
+  sink.gauge("slot_limit", read(evm_.slot_limit()), "slots that may be offered or building now (output backlog, memory budget)");
   sink.gauge("batch_bytes", static_cast<double>(batch_bytes_published_.load(std::memory_order_relaxed)),
              "received block bytes a batch holds (largest recent)");
-  sink.state("output_state", static_cast<std::size_t>(read(output_state_)), {"running", "throttled", "blocked"},
+  sink.state("output_state", static_cast<std::size_t>(read(evm_.output_state())), {"running", "throttled", "blocked"},
              "the output: running, throttled (fewer slots offered), blocked (none offered)");
   sink.derived("build_latency_median_us", latency_median_us_.load(std::memory_order_relaxed),
              "first block of a batch to event built, median over the last second");
@@ -194,7 +191,7 @@ void BU::report(MetricSink& sink) const {
   sink.counter("output_events", static_cast<double>(output_events_.load()), "events written to files");
   sink.counter("output_bytes", static_cast<double>(output_bytes_.load()), "bytes written to files");
   sink.counter("files_closed", static_cast<double>(files_closed_.load()), "output files closed (rotated or at stop)");
-  sink.gauge("run", read(run_published_), "the EvM's run number as last heard");
+  sink.gauge("run", read(evm_.run_published()), "the EvM's run number as last heard");
   const mem::PoolStats pool = context().pool().stats();
   sink.gauge("pool_blocks_used", static_cast<double>(pool.blocks_used()), "blocks of this unit's pool in use");
 }

@@ -3,7 +3,7 @@
 // one super-fragment with the right event id, size and CRC, passes built events to its output (discard,
 // files, or a consumer in the same executive), then gives the slot back. A slow output first throttles (fewer
 // slots offered), then blocks (none). Its parts, by role: bu_configuration, resource_manager (slots, limits,
-// priority), evm_proxy (messaging with the EvM), event_assembly, output.
+// priority), evm_proxy (EvmProxy: messaging with the EvM), event_assembly, output.
 #pragma once
 
 #include <condition_variable>
@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "bu/bu_configuration.hpp"
+#include "bu/evm_proxy.hpp"
 #include "bu/resource_manager.hpp"
-#include "common/evm_loss_policy.hpp"
 #include "daqx/api/application.hpp"
 #include "daqx/apps/rate_meter.hpp"
 #include "daqx/evb/consumer.hpp"
@@ -47,11 +47,8 @@ class BU final : public Application {
   void publish();
   int contributor_index(Tid tid) const noexcept;
 
-  void on_control(Frame&& frame);  // evm_proxy.cpp: what the EvM says and what it is asked for
-  void heard_evm();
+  void on_control(Frame&& frame);  // evm_proxy.cpp: what the EvM says, acted on here and told to evm_
   void new_run(std::uint32_t run);
-  void request(bool heartbeat);
-  void schedule_request();
   void finish_slot(std::uint32_t index, std::uint32_t run, std::uint32_t generation);
   void abandon_slots();
 
@@ -74,20 +71,14 @@ class BU final : public Application {
 
   // Dispatch thread only.
   bool running_ = false;
-  bool request_posted_ = false;
-  EvmLossPolicy evm_loss_;
-  std::uint32_t run_ = 0;
-  std::uint32_t generation_ = 0;
-  std::uint64_t incarnation_ = 0;
-  Clock::time_point last_request_{};
   std::vector<BuilderSlot> slots_;
   std::vector<bool> contributor_down_;
-  std::vector<Discard> discards_;  // given back with the next request
   std::shared_ptr<EventConsumerService> consumer_;
   std::vector<double> latencies_;  // build latency samples (us) since the last publication
   Clock::time_point latency_published_{};
   std::uint32_t problems_logged_ = 0;
   std::uint64_t batch_bytes_ = 0;  // received block bytes of a batch, largest recent; 0: none built yet
+  EvmProxy evm_;  // after what it refers to
 
   // The output worker's queue of built slots (file output).
   std::mutex output_mutex_;
@@ -111,16 +102,11 @@ class BU final : public Application {
   Counter stale_blocks_{0};
   Counter protocol_errors_{0};
   Counter malformed_{0};
-  Counter requests_sent_{0};
-  Counter resets_{0};
   Counter slots_offered_{0};
   Counter slots_building_{0};
   Counter slots_in_output_{0};
   Counter blocks_held_{0};
-  Counter output_state_{0};
-  Counter slot_limit_{0};
   std::atomic<std::uint64_t> batch_bytes_published_{0};
-  Counter run_published_{0};
   LatencyHistogram build_latency_;  // every event of this run, for /metrics (the median is for people)
   std::atomic<double> latency_median_us_{0};
   std::atomic<double> latency_p99_us_{0};

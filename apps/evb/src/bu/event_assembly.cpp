@@ -45,10 +45,10 @@ void BU::on_fragments(Frame&& frame) {
     bump(malformed_);
     return;
   }
-  if (contributor == 0) heard_evm();
+  if (contributor == 0) evm_.heard(Clock::now());
   ByteReader in(frame.payload(), payload);
   const BlockHeader h = decode_block_header(in);
-  if (h.run != run_ || h.generation != generation_ || generation_ == 0) {
+  if (!evm_.current(h.run, h.generation)) {
     bump(stale_blocks_);  // for a run or generation we left (the EvM dropped or reset us): counted lost there
     return;
   }

@@ -1,6 +1,8 @@
-// The BU's side of the conversation with the EvM: its control messages (runs, resets, RUs down, the end and
-// failure of a run), the requests that offer free slots and give finished batches back, and the EvM-loss
-// policy (common/evm_loss_policy) that fails the BU when the EvM falls silent.
+// evb::EvmProxy (evm_proxy.hpp): the requests to the EvM and the run and generation they are for; and the
+// BU's handling of what the EvM says (runs, resets, RUs down, the end and failure of a run), which acts on
+// the BU's slots and tells the proxy.
+#include "bu/evm_proxy.hpp"
+
 #include <algorithm>
 
 #include "bu/bu.hpp"
@@ -8,108 +10,40 @@
 
 namespace daqx::evb {
 using apps::concatenate;
-using apps::to_text;
 
-void BU::heard_evm() {
-  evm_loss_.heard(Clock::now());
-}
-
-// Everything held is let go: slots being offered or built (their events are counted abandoned; the EvM counts
-// them lost when it dropped us, or they belong to a run that is over). Slots with the output stay its own
-// until it gives them back.
-void BU::abandon_slots() {
-  for (BuilderSlot& s : slots_) {
-    if (s.state == BuilderSlot::State::output) continue;
-    if (s.state == BuilderSlot::State::building) bump(events_abandoned_, s.count - s.built);
-    s.state = BuilderSlot::State::free;
-    s.blocks.clear();
-    s.count = 0;
-  }
+void EvmProxy::start(std::uint64_t incarnation) {
+  loss_.reset();
+  incarnation_ = incarnation;
+  run_ = 0;
+  generation_ = 0;
   discards_.clear();
+  put(requests_sent_, 0);
+  put(resets_, 0);
 }
 
-void BU::new_run(std::uint32_t run) {
-  abandon_slots();
-  contributor_down_.assign(contributors_.size(), false);  // down in the last run says nothing about this one
-  for (BuilderSlot& slot : slots_) slot.finished_first = 0;
+void EvmProxy::new_run(std::uint32_t run) {
   run_ = run;
   generation_ = 0;
-  evm_loss_.set_run_ended(false);
+  loss_.set_run_ended(false);
   put(run_published_, run);
 }
 
-void BU::on_control(Frame&& frame) {
-  std::optional<Control> c = decode_control(frame.payload(), frame.payload_size_in_head());
-  if (!c || frame.header.initiator != config_.evm) {
-    bump(malformed_);
-    return;
-  }
-  if (!running_) return;
-  heard_evm();
-  if (c->run != run_) {
-    if (c->kind == ControlKind::end_of_run) return;  // the end of an earlier run
-    new_run(c->run);
-    request(true);  // with no generation yet: the EvM answers with a reset
-  }
-  switch (c->kind) {
-    case ControlKind::heartbeat:
-    case ControlKind::bu_down:
-      break;
-    case ControlKind::reset:
-      // The EvM may repeat a reset while our answer is on its way: the one we already took changes nothing.
-      if (c->generation == generation_) break;
-      bump(resets_);
-      abandon_slots();
-      generation_ = c->generation;
-      request(true);
-      break;
-    case ControlKind::ru_down: {
-      const int index = contributor_index(c->subject);
-      if (index < 0) break;
-      contributor_down_[static_cast<std::size_t>(index)] = true;
-      // Events that waited only for it are built now, flagged incomplete.
-      for (BuilderSlot& s : slots_)
-        if (s.state == BuilderSlot::State::building)
-          for (std::uint32_t i = 0; i < s.count && s.state == BuilderSlot::State::building; ++i) try_build(s, i);
-      break;
-    }
-    case ControlKind::end_of_run:
-      evm_loss_.set_run_ended(true);
-      break;
-    case ControlKind::run_failed:
-      running_ = false;
-      abandon_slots();
-      context().fail(concatenate({"the run failed: ", c->text}));
-      break;
-  }
+void EvmProxy::take_reset(std::uint32_t generation) {
+  bump(resets_);
+  generation_ = generation;
+  request(true);
 }
 
-// The output is done with the slot: give its batch back (if it is still ours to give) and offer it again.
-void BU::finish_slot(std::uint32_t index, std::uint32_t run, std::uint32_t generation) {
-  if (index >= slots_.size()) return;
-  BuilderSlot& s = slots_[index];
-  if (running_ && run == run_ && generation == generation_ && s.count != 0)
-    discards_.push_back({s.first_event, s.count, index, s.incomplete, s.corrupt});
-  if (run == run_) s.finished_first = std::max(s.finished_first, s.first_event);
-  s.state = BuilderSlot::State::free;
-  s.blocks.clear();
-  s.count = 0;
-  if (running_) schedule_request();
-}
-
-// Slots finished together (one dispatch round) go back in one request.
-void BU::schedule_request() {
+void EvmProxy::schedule_request() {
   if (request_posted_) return;
   request_posted_ = true;
-  context().post_task([this] {
+  context_.post_task([this] {
     request_posted_ = false;
     request(false);
   });
 }
 
-// Offers free slots (as many as the output's backlog allows) and gives back finished batches. A heartbeat
-// request goes even with nothing to say.
-void BU::request(bool heartbeat) {
+void EvmProxy::request(bool heartbeat) {
   if (!running_) return;
   std::uint32_t busy = 0, in_output = 0;
   for (const BuilderSlot& s : slots_) {
@@ -117,7 +51,7 @@ void BU::request(bool heartbeat) {
     if (s.state == BuilderSlot::State::output) ++in_output;
   }
   const auto total = static_cast<std::uint32_t>(slots_.size());
-  const SlotLimit limit = slot_limit(config_, total, in_output, batch_bytes_);
+  const SlotLimit limit = evb::slot_limit(config_, total, in_output, batch_bytes_);
   put(output_state_, limit.output_state);
   put(slot_limit_, limit.slots);
   Request r;
@@ -133,7 +67,7 @@ void BU::request(bool heartbeat) {
   r.discards = discards_;
   if (!heartbeat && r.free_slots.empty() && r.discards.empty()) return;
   const std::size_t bytes = request_bytes(r);
-  mem::Ref frame = context().allocate_frame(bytes);
+  mem::Ref frame = context_.allocate_frame(bytes);
   if (!frame) return;  // the pool is short: on_pool_available or the next tick tries again
   if (!encode(r, frame.data() + kFrameHeaderSize, bytes)) return;
   frame.resize(kFrameHeaderSize + bytes);
@@ -147,6 +81,84 @@ void BU::request(bool heartbeat) {
   discards_.clear();
   bump(requests_sent_);
   last_request_ = Clock::now();
+}
+
+// Everything held is let go: slots being offered or built (their events are counted abandoned; the EvM counts
+// them lost when it dropped us, or they belong to a run that is over). Slots with the output stay its own
+// until it gives them back.
+void BU::abandon_slots() {
+  for (BuilderSlot& s : slots_) {
+    if (s.state == BuilderSlot::State::output) continue;
+    if (s.state == BuilderSlot::State::building) bump(events_abandoned_, s.count - s.built);
+    s.state = BuilderSlot::State::free;
+    s.blocks.clear();
+    s.count = 0;
+  }
+  evm_.drop_discards();
+}
+
+void BU::new_run(std::uint32_t run) {
+  abandon_slots();
+  contributor_down_.assign(contributors_.size(), false);  // down in the last run says nothing about this one
+  for (BuilderSlot& slot : slots_) slot.finished_first = 0;
+  evm_.new_run(run);
+}
+
+void BU::on_control(Frame&& frame) {
+  std::optional<Control> c = decode_control(frame.payload(), frame.payload_size_in_head());
+  if (!c || frame.header.initiator != config_.evm) {
+    bump(malformed_);
+    return;
+  }
+  if (!running_) return;
+  evm_.heard(Clock::now());
+  if (c->run != evm_.run()) {
+    if (c->kind == ControlKind::end_of_run) return;  // the end of an earlier run
+    new_run(c->run);
+    evm_.request(true);  // with no generation yet: the EvM answers with a reset
+  }
+  switch (c->kind) {
+    case ControlKind::heartbeat:
+    case ControlKind::bu_down:
+      break;
+    case ControlKind::reset:
+      // The EvM may repeat a reset while our answer is on its way: the one we already took changes nothing.
+      if (c->generation == evm_.generation()) break;
+      abandon_slots();
+      evm_.take_reset(c->generation);
+      break;
+    case ControlKind::ru_down: {
+      const int index = contributor_index(c->subject);
+      if (index < 0) break;
+      contributor_down_[static_cast<std::size_t>(index)] = true;
+      // Events that waited only for it are built now, flagged incomplete.
+      for (BuilderSlot& s : slots_)
+        if (s.state == BuilderSlot::State::building)
+          for (std::uint32_t i = 0; i < s.count && s.state == BuilderSlot::State::building; ++i) try_build(s, i);
+      break;
+    }
+    case ControlKind::end_of_run:
+      evm_.run_ended();
+      break;
+    case ControlKind::run_failed:
+      running_ = false;
+      abandon_slots();
+      context().fail(concatenate({"the run failed: ", c->text}));
+      break;
+  }
+}
+
+// The output is done with the slot: give its batch back (if it is still ours to give) and offer it again.
+void BU::finish_slot(std::uint32_t index, std::uint32_t run, std::uint32_t generation) {
+  if (index >= slots_.size()) return;
+  BuilderSlot& s = slots_[index];
+  if (running_ && run == evm_.run() && generation == evm_.generation() && s.count != 0)
+    evm_.give_back({s.first_event, s.count, index, s.incomplete, s.corrupt});
+  if (run == evm_.run()) s.finished_first = std::max(s.finished_first, s.first_event);
+  s.state = BuilderSlot::State::free;
+  s.blocks.clear();
+  s.count = 0;
+  if (running_) evm_.schedule_request();
 }
 
 }  // namespace daqx::evb

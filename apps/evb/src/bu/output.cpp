@@ -51,7 +51,7 @@ void BU::slot_built(std::uint32_t index) {
     }
   }
   publish();
-  schedule_request();
+  evm_.schedule_request();
 }
 
 void BU::output_loop(std::stop_token stop, std::uint64_t run_number) {
