@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string_view>
+#include <thread>
 
 #include "daqx/apps/latency.hpp"
 #include "daqx/apps/text.hpp"
@@ -16,7 +17,14 @@ using apps::to_text;
 std::vector<ParamSpec> BU::parameters() { return bu_parameters(); }
 
 BU::BU(ApplicationContext& context) : Application(context), outbox_(context),
-      evm_(config_, outbox_, context, slots_, running_, batch_bytes_) {
+      evm_(config_, outbox_, context, slots_, running_, batch_bytes_),
+      output_(
+          config_, context, slots_, contributors_,
+          [this](std::uint32_t index, std::uint32_t run, std::uint32_t generation) { finish_slot(index, run, generation); },
+          [this](const std::string& reason) {
+            running_ = false;
+            this->context().fail(reason);
+          }) {
   context.bind(function::fragments, [this](Frame&& f) { on_fragments(std::move(f)); });
   context.bind(function::control, [this](Frame&& f) { on_control(std::move(f)); });
   context.on_send_ready([this] { outbox_.flush(); });
@@ -25,7 +33,7 @@ BU::BU(ApplicationContext& context) : Application(context), outbox_(context),
 
 BU::~BU() {
   ticker_.stop();
-  stop_output();
+  output_.stop();
 }
 
 void BU::configure() {
@@ -41,7 +49,7 @@ void BU::configure() {
   }
   run_on_dispatch(context(), [this, c, consumer] {
     config_ = c;
-    consumer_ = consumer;
+    output_.set_consumer(consumer);
     contributors_.clear();
     contributors_.push_back(config_.evm);
     contributors_.insert(contributors_.end(), config_.rus.begin(), config_.rus.end());
@@ -61,16 +69,13 @@ void BU::enable() {
     for (Counter* c : {&events_built_, &bytes_built_, &events_incomplete_, &events_corrupt_, &events_abandoned_,
                        &fragments_received_, &blocks_received_, &duplicate_pieces_, &stale_blocks_, &protocol_errors_})
       put(*c, 0);
-    output_events_.store(0);
-    output_bytes_.store(0);
+    output_.reset_counts();
     build_latency_.reset();
     problems_logged_ = 0;
     rate_.start(Clock::now(), 0, 0);
     evm_.request(true);
   });
-  if (config_.output == OutputKind::file)
-    output_worker_ = context().start_worker("output", [this, run_number = context().run_number()](
-                                                          std::stop_token stop) { output_loop(stop, run_number); });
+  output_.start(context().run_number());
   ticker_.start(context(), seconds(std::min(0.01, config_.request_interval / 2)), [this] { tick(); });
 }
 
@@ -81,28 +86,21 @@ void BU::stop() {
   while (Clock::now() < deadline && slots_in_output_.load() != 0)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   ticker_.stop();
-  stop_output();
+  output_.stop();
   run_on_dispatch(context(), [this] {
     running_ = false;
     abandon_slots();
     outbox_.clear();
     publish();
   });
-  std::string failure;
-  {
-    std::lock_guard lock(output_mutex_);
-    failure.swap(output_failure_);
-  }
-  if (!failure.empty()) throw std::runtime_error(failure);  // the BU goes to Failed with it
+  // The BU goes to Failed with it.
+  if (const std::string failure = output_.take_failure(); !failure.empty()) throw std::runtime_error(failure);
 }
 
 void BU::halt() {
   ticker_.stop();
-  stop_output();
-  {
-    std::lock_guard lock(output_mutex_);
-    output_failure_.clear();  // logged; halt is how a Failed unit recovers, it does not fail again
-  }
+  output_.stop();
+  output_.clear_failure();  // logged; halt is how a Failed unit recovers, it does not fail again
   run_on_dispatch(context(), [this] {
     running_ = false;
     abandon_slots();
@@ -188,9 +186,9 @@ void BU::report(MetricSink& sink) const {
              "first block of a batch to event built, 99th percentile over the last second");
   sink.histogram("build_latency_seconds", build_latency_.snapshot(),
                  "first block of a batch to event built, this run");
-  sink.counter("output_events", static_cast<double>(output_events_.load()), "events written to files");
-  sink.counter("output_bytes", static_cast<double>(output_bytes_.load()), "bytes written to files");
-  sink.counter("files_closed", static_cast<double>(files_closed_.load()), "output files closed (rotated or at stop)");
+  sink.counter("output_events", static_cast<double>(output_.events_written()), "events written to files");
+  sink.counter("output_bytes", static_cast<double>(output_.bytes_written()), "bytes written to files");
+  sink.counter("files_closed", static_cast<double>(output_.files_closed()), "output files closed (rotated or at stop)");
   sink.gauge("run", read(evm_.run_published()), "the EvM's run number as last heard");
   const mem::PoolStats pool = context().pool().stats();
   sink.gauge("pool_blocks_used", static_cast<double>(pool.blocks_used()), "blocks of this unit's pool in use");

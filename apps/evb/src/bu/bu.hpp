@@ -3,28 +3,23 @@
 // one super-fragment with the right event id, size and CRC, passes built events to its output (discard,
 // files, or a consumer in the same executive), then gives the slot back. A slow output first throttles (fewer
 // slots offered), then blocks (none). Its parts, by role: bu_configuration, resource_manager (slots, limits,
-// priority), evm_proxy (EvmProxy: messaging with the EvM), event_assembly, output.
+// priority), evm_proxy (EvmProxy: messaging with the EvM), event_assembly, output (EventOutput).
 #pragma once
 
-#include <condition_variable>
+#include <atomic>
 #include <cstdint>
-#include <deque>
 #include <memory>
-#include <mutex>
-#include <span>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "bu/bu_configuration.hpp"
 #include "bu/evm_proxy.hpp"
+#include "bu/output.hpp"
 #include "bu/resource_manager.hpp"
 #include "daqx/api/application.hpp"
 #include "daqx/apps/rate_meter.hpp"
-#include "daqx/evb/consumer.hpp"
 #include "daqx/evb/protocol.hpp"
 #include "dispatch.hpp"
-#include "event_file_writer.hpp"
 #include "outbox.hpp"
 
 namespace daqx::evb {
@@ -56,13 +51,7 @@ class BU final : public Application {
   void start_building(BuilderSlot& slot, const BlockHeader& header);
   void try_build(BuilderSlot& slot, std::uint32_t index);
 
-  void slot_built(std::uint32_t index);  // output.cpp: discard, consumer, or queued for the file output worker
-
-  // Output worker (file output), output.cpp.
-  void output_loop(std::stop_token stop, std::uint64_t run_number);  // run_number: the operator's, for file headers
-  void write_slot(FileWriter& writer, const BuilderSlot& slot, std::vector<EventRecordView::Fragment>& fragments,
-                  std::vector<std::span<const std::byte>>& spans);
-  void stop_output();
+  void slot_built(std::uint32_t index);  // output.cpp: handed to output_ (discard, consumer, or files)
 
   BuConfiguration config_;
   Outbox outbox_;
@@ -73,22 +62,12 @@ class BU final : public Application {
   bool running_ = false;
   std::vector<BuilderSlot> slots_;
   std::vector<bool> contributor_down_;
-  std::shared_ptr<EventConsumerService> consumer_;
   std::vector<double> latencies_;  // build latency samples (us) since the last publication
   Clock::time_point latency_published_{};
   std::uint32_t problems_logged_ = 0;
   std::uint64_t batch_bytes_ = 0;  // received block bytes of a batch, largest recent; 0: none built yet
   EvmProxy evm_;  // after what it refers to
-
-  // The output worker's queue of built slots (file output).
-  std::mutex output_mutex_;
-  std::condition_variable_any output_changed_;
-  std::deque<std::uint32_t> output_queue_;
-  std::string output_failure_;  // closing the last file failed when the worker ended: stop() reports it
-  std::jthread output_worker_;
-  std::atomic<std::uint64_t> output_events_{0};
-  std::atomic<std::uint64_t> output_bytes_{0};
-  std::atomic<std::uint64_t> files_closed_{0};
+  EventOutput output_;  // after what it refers to
 
   // Published.
   Counter events_built_{0};

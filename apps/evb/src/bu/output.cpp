@@ -1,6 +1,7 @@
-// Where the BU's built events go: discarded, handed to a consumer in the same executive, or written to files
-// by an output worker, which owns a slot from the moment it is queued until it posts the slot back (the
-// dispatch thread does not touch it between).
+// evb::EventOutput (output.hpp): discard, consumer, or the file output worker; and the BU's hand-over of a
+// built slot to it.
+#include "bu/output.hpp"
+
 #include <algorithm>
 
 #include "bu/bu.hpp"
@@ -10,29 +11,35 @@ namespace daqx::evb {
 using apps::concatenate;
 using apps::to_text;
 
-void BU::slot_built(std::uint32_t index) {
+void EventOutput::reset_counts() noexcept {
+  events_.store(0);
+  bytes_.store(0);
+}
+
+void EventOutput::start(std::uint64_t run_number) {
+  if (config_.output == OutputKind::file)
+    worker_ = context_.start_worker("output", [this, run_number](std::stop_token stop) { loop(stop, run_number); });
+}
+
+bool EventOutput::take(std::uint32_t index) {
   BuilderSlot& s = slots_[index];
-  std::uint64_t held = 0;
-  for (const mem::Ref& block : s.blocks) held += block.capacity();
-  batch_bytes_ = recent_batch_bytes(batch_bytes_, held);
   switch (config_.output) {
     case OutputKind::discard:
-      finish_slot(index, s.run, s.generation);
-      return;
+      return false;
     case OutputKind::file: {
       s.state = BuilderSlot::State::output;
-      std::lock_guard lock(output_mutex_);
-      output_queue_.push_back(index);
-      output_changed_.notify_one();
+      std::lock_guard lock(mutex_);
+      queue_.push_back(index);
+      changed_.notify_one();
       break;
     }
     case OutputKind::consumer: {
       s.state = BuilderSlot::State::output;
       // The slot comes back when the consumer has dropped every event of it (the last `hold`).
-      ApplicationContext* ctx = &context();
+      ApplicationContext* ctx = &context_;
       const std::uint32_t run = s.run, generation = s.generation;
       std::shared_ptr<const void> hold(nullptr, [this, ctx, index, run, generation](const void*) {
-        ctx->post_task([this, index, run, generation] { finish_slot(index, run, generation); });
+        ctx->post_task([this, index, run, generation] { finished_(index, run, generation); });
       });
       for (std::uint32_t i = 0; i < s.count; ++i) {
         const EventUnderConstruction& e = s.events[i];
@@ -40,7 +47,7 @@ void BU::slot_built(std::uint32_t index) {
         event.run = s.run;
         event.event = s.first_event + i;
         event.flags = e.flags;
-        event.builder = context().tid();
+        event.builder = context_.tid();
         event.hold = hold;
         for (std::size_t c = 0; c < e.contributions.size(); ++c)
           if (e.contributions[c].done)
@@ -50,11 +57,22 @@ void BU::slot_built(std::uint32_t index) {
       break;
     }
   }
-  publish();
-  evm_.schedule_request();
+  return true;
 }
 
-void BU::output_loop(std::stop_token stop, std::uint64_t run_number) {
+std::string EventOutput::take_failure() {
+  std::string failure;
+  std::lock_guard lock(mutex_);
+  failure.swap(failure_);
+  return failure;
+}
+
+void EventOutput::clear_failure() {
+  std::lock_guard lock(mutex_);
+  failure_.clear();
+}
+
+void EventOutput::loop(std::stop_token stop, std::uint64_t run_number) {
   std::unique_ptr<FileWriter> writer;  // one per run: the run is in the file names
   std::uint32_t writer_run = 0;
   std::vector<EventRecordView::Fragment> fragments;
@@ -68,7 +86,7 @@ void BU::output_loop(std::stop_token stop, std::uint64_t run_number) {
       writer->close();
       files_closed_.store(writer->stats().files_closed, std::memory_order_relaxed);
     } catch (const std::exception& error) {
-      context().log(LogLevel::error, concatenate({"output: closing the file", when, ": ", error.what()}));
+      context_.log(LogLevel::error, concatenate({"output: closing the file", when, ": ", error.what()}));
       return concatenate({"output: ", error.what()});
     }
     return {};
@@ -76,13 +94,13 @@ void BU::output_loop(std::stop_token stop, std::uint64_t run_number) {
   for (;;) {
     std::uint32_t index = 0;
     {
-      std::unique_lock lock(output_mutex_);
+      std::unique_lock lock(mutex_);
       // stop() waits (bounded) for the backlog before it asks this loop to end; once it asks, what is still
       // queued goes back unwritten (stop_output). Not "once the queue is empty": a BU stopped before its EvM
       // keeps receiving events, and with a slow output the queue would never empty and stop never return.
-      if (!output_changed_.wait(lock, stop, [&] { return !output_queue_.empty(); }) || stop.stop_requested()) break;
-      index = output_queue_.front();
-      output_queue_.pop_front();
+      if (!changed_.wait(lock, stop, [&] { return !queue_.empty(); }) || stop.stop_requested()) break;
+      index = queue_.front();
+      queue_.pop_front();
     }
     const BuilderSlot& s = slots_[index];
     if (!failed) try {
@@ -91,12 +109,12 @@ void BU::output_loop(std::stop_token stop, std::uint64_t run_number) {
         writer.reset();
       }
       if (!writer) {
-        writer = std::make_unique<FileWriter>(config_.files, s.run, context().tid(), run_number);
+        writer = std::make_unique<FileWriter>(config_.files, s.run, context_.tid(), run_number);
         writer_run = s.run;
       }
       write_slot(*writer, s, fragments, spans);
-      output_events_.store(writer->stats().events, std::memory_order_relaxed);
-      output_bytes_.store(writer->stats().bytes, std::memory_order_relaxed);
+      events_.store(writer->stats().events, std::memory_order_relaxed);
+      bytes_.store(writer->stats().bytes, std::memory_order_relaxed);
       files_closed_.store(writer->stats().files_closed, std::memory_order_relaxed);
     } catch (const std::exception& error) {
       failed = true;
@@ -106,23 +124,20 @@ void BU::output_loop(std::stop_token stop, std::uint64_t run_number) {
       // failed (disk full).
       close_and_log(" after the failure");
       writer.reset();
-      context().post_task([this, reason] {
-        running_ = false;
-        context().fail(reason);
-      });
+      context_.post_task([this, reason] { failed_(reason); });
     }
     const std::uint32_t run = s.run, generation = s.generation;
-    context().post_task([this, index, run, generation] { finish_slot(index, run, generation); });
+    context_.post_task([this, index, run, generation] { finished_(index, run, generation); });
   }
   // The last file of the run closes here (stop, halt): a failure to (disk full, file removed) is the run's
   // too, so stop() reports it.
   if (std::string failure = close_and_log(""); !failure.empty()) {
-    std::lock_guard lock(output_mutex_);
-    output_failure_ = std::move(failure);
+    std::lock_guard lock(mutex_);
+    failure_ = std::move(failure);
   }
 }
 
-void BU::write_slot(FileWriter& writer, const BuilderSlot& s, std::vector<EventRecordView::Fragment>& fragments,
+void EventOutput::write_slot(FileWriter& writer, const BuilderSlot& s, std::vector<EventRecordView::Fragment>& fragments,
                     std::vector<std::span<const std::byte>>& spans) {
   for (std::uint32_t i = 0; i < s.count; ++i) {
     const EventUnderConstruction& e = s.events[i];
@@ -145,21 +160,35 @@ void BU::write_slot(FileWriter& writer, const BuilderSlot& s, std::vector<EventR
   }
 }
 
-void BU::stop_output() {
-  if (!output_worker_.joinable()) return;
-  output_worker_.request_stop();
-  output_changed_.notify_all();
-  output_worker_.join();
+void EventOutput::stop() {
+  if (!worker_.joinable()) return;
+  worker_.request_stop();
+  changed_.notify_all();
+  worker_.join();
   // Slots it never got to come back unwritten (halt, or stop after its wait ran out).
   std::deque<std::uint32_t> left;
   {
-    std::lock_guard lock(output_mutex_);
-    left.swap(output_queue_);
+    std::lock_guard lock(mutex_);
+    left.swap(queue_);
   }
   for (std::uint32_t index : left) {
     const std::uint32_t run = slots_[index].run, generation = slots_[index].generation;
-    context().post_task([this, index, run, generation] { finish_slot(index, run, generation); });
+    context_.post_task([this, index, run, generation] { finished_(index, run, generation); });
   }
+}
+
+// Batch sizes are learnt here, from every slot built, whatever the output.
+void BU::slot_built(std::uint32_t index) {
+  BuilderSlot& s = slots_[index];
+  std::uint64_t held = 0;
+  for (const mem::Ref& block : s.blocks) held += block.capacity();
+  batch_bytes_ = recent_batch_bytes(batch_bytes_, held);
+  if (!output_.take(index)) {  // discarded
+    finish_slot(index, s.run, s.generation);
+    return;
+  }
+  publish();
+  evm_.schedule_request();
 }
 
 }  // namespace daqx::evb
