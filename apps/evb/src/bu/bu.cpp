@@ -7,7 +7,6 @@
 #include <string_view>
 #include <thread>
 
-#include "daqx/apps/latency.hpp"
 #include "daqx/apps/text.hpp"
 
 namespace daqx::evb {
@@ -24,7 +23,8 @@ BU::BU(ApplicationContext& context) : Application(context), outbox_(context),
           [this](const std::string& reason) {
             running_ = false;
             this->context().fail(reason);
-          }) {
+          }),
+      assembly_(config_, context, slots_, contributors_, evm_, [this](std::uint32_t index) { slot_built(index); }) {
   context.bind(function::fragments, [this](Frame&& f) { on_fragments(std::move(f)); });
   context.bind(function::control, [this](Frame&& f) { on_control(std::move(f)); });
   context.on_send_ready([this] { outbox_.flush(); });
@@ -63,15 +63,11 @@ void BU::enable() {
     running_ = true;
     evm_.start(new_incarnation());
     abandon_slots();
-    contributor_down_.assign(contributors_.size(), false);
+    assembly_.start();
     for (BuilderSlot& slot : slots_) slot.finished_first = 0;
     batch_bytes_ = 0;
-    for (Counter* c : {&events_built_, &bytes_built_, &events_incomplete_, &events_corrupt_, &events_abandoned_,
-                       &fragments_received_, &blocks_received_, &duplicate_pieces_, &stale_blocks_, &protocol_errors_})
-      put(*c, 0);
+    put(events_abandoned_, 0);
     output_.reset_counts();
-    build_latency_.reset();
-    problems_logged_ = 0;
     rate_.start(Clock::now(), 0, 0);
     evm_.request(true);
   });
@@ -143,31 +139,26 @@ void BU::publish() {
   put(blocks_held_, blocks);
   batch_bytes_published_.store(batch_bytes_, std::memory_order_relaxed);
   const Clock::time_point now = Clock::now();
-  rate_.update(now, events_built_.load(std::memory_order_relaxed), bytes_built_.load(std::memory_order_relaxed));
-  if (now - latency_published_ >= std::chrono::seconds(1) && !latencies_.empty()) {
-    const apps::LatencySummary summary = apps::summarize_latencies(latencies_);
-    latency_median_us_.store(summary.median, std::memory_order_relaxed);
-    latency_p99_us_.store(summary.p99, std::memory_order_relaxed);
-    latencies_.clear();
-    latency_published_ = now;
-  }
-  if (latencies_.size() > 100000) latencies_.erase(latencies_.begin(), latencies_.begin() + 50000);
+  const EventAssembly::Counts& counts = assembly_.counts();
+  rate_.update(now, counts.events_built.load(std::memory_order_relaxed),
+               counts.bytes_built.load(std::memory_order_relaxed));
+  assembly_.summarize_latencies(now);
 }
 
 void BU::report(MetricSink& sink) const {
   const apps::Rates rates = rate_.read(Clock::now());
-  sink.counter("events_built", read(events_built_), "events built (incomplete and corrupt ones included)");
-  sink.counter("bytes_built", read(bytes_built_), "bytes of the events built");
+  sink.counter("events_built", read(assembly_.counts().events_built), "events built (incomplete and corrupt ones included)");
+  sink.counter("bytes_built", read(assembly_.counts().bytes_built), "bytes of the events built");
   sink.derived("event_rate", rates.frames_per_second, "events built per second over the last second");
   sink.derived("byte_rate", rates.bytes_per_second, "event bytes built per second over the last second");
-  sink.counter("events_incomplete", read(events_incomplete_), "events built without a contributor that was down");
-  sink.counter("events_corrupt", read(events_corrupt_), "events with a super-fragment that failed the checks");
+  sink.counter("events_incomplete", read(assembly_.counts().events_incomplete), "events built without a contributor that was down");
+  sink.counter("events_corrupt", read(assembly_.counts().events_corrupt), "events with a super-fragment that failed the checks");
   sink.counter("events_abandoned", read(events_abandoned_), "events given up unbuilt (reset by the EvM, or run over)");
-  sink.counter("fragments_received", read(fragments_received_), "complete super-fragments received");
-  sink.counter("blocks_received", read(blocks_received_), "fragment blocks received");
-  sink.counter("duplicate_pieces", read(duplicate_pieces_), "pieces of a super-fragment already complete (0 unless sent twice)");
-  sink.counter("stale_blocks", read(stale_blocks_), "blocks of another run or generation, dropped");
-  sink.counter("protocol_errors", read(protocol_errors_), "blocks or pieces inconsistent with the slot or the batch");
+  sink.counter("fragments_received", read(assembly_.counts().fragments_received), "complete super-fragments received");
+  sink.counter("blocks_received", read(assembly_.counts().blocks_received), "fragment blocks received");
+  sink.counter("duplicate_pieces", read(assembly_.counts().duplicate_pieces), "pieces of a super-fragment already complete (0 unless sent twice)");
+  sink.counter("stale_blocks", read(assembly_.counts().stale_blocks), "blocks of another run or generation, dropped");
+  sink.counter("protocol_errors", read(assembly_.counts().protocol_errors), "blocks or pieces inconsistent with the slot or the batch");
   sink.counter("malformed_frames", read(malformed_), "frames that did not decode or came from an unknown unit");
   sink.counter("requests_sent", read(evm_.requests_sent()), "requests sent to the EvM");
   sink.counter("resets", read(evm_.resets()), "resets received from the EvM");
@@ -180,11 +171,11 @@ void BU::report(MetricSink& sink) const {
              "received block bytes a batch holds (largest recent)");
   sink.state("output_state", static_cast<std::size_t>(read(evm_.output_state())), {"running", "throttled", "blocked"},
              "the output: running, throttled (fewer slots offered), blocked (none offered)");
-  sink.derived("build_latency_median_us", latency_median_us_.load(std::memory_order_relaxed),
+  sink.derived("build_latency_median_us", assembly_.latency_median_us(),
              "first block of a batch to event built, median over the last second");
-  sink.derived("build_latency_p99_us", latency_p99_us_.load(std::memory_order_relaxed),
+  sink.derived("build_latency_p99_us", assembly_.latency_p99_us(),
              "first block of a batch to event built, 99th percentile over the last second");
-  sink.histogram("build_latency_seconds", build_latency_.snapshot(),
+  sink.histogram("build_latency_seconds", assembly_.build_latency().snapshot(),
                  "first block of a batch to event built, this run");
   sink.counter("output_events", static_cast<double>(output_.events_written()), "events written to files");
   sink.counter("output_bytes", static_cast<double>(output_.bytes_written()), "bytes written to files");

@@ -3,7 +3,7 @@
 // one super-fragment with the right event id, size and CRC, passes built events to its output (discard,
 // files, or a consumer in the same executive), then gives the slot back. A slow output first throttles (fewer
 // slots offered), then blocks (none). Its parts, by role: bu_configuration, resource_manager (slots, limits,
-// priority), evm_proxy (EvmProxy: messaging with the EvM), event_assembly, output (EventOutput).
+// priority), evm_proxy (EvmProxy: messaging with the EvM), event_assembly (EventAssembly), output (EventOutput).
 #pragma once
 
 #include <atomic>
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bu/bu_configuration.hpp"
+#include "bu/event_assembly.hpp"
 #include "bu/evm_proxy.hpp"
 #include "bu/output.hpp"
 #include "bu/resource_manager.hpp"
@@ -47,9 +48,7 @@ class BU final : public Application {
   void finish_slot(std::uint32_t index, std::uint32_t run, std::uint32_t generation);
   void abandon_slots();
 
-  void on_fragments(Frame&& frame);  // event_assembly.cpp: events assembled from the contributions, checked
-  void start_building(BuilderSlot& slot, const BlockHeader& header);
-  void try_build(BuilderSlot& slot, std::uint32_t index);
+  void on_fragments(Frame&& frame);  // event_assembly.cpp: who sent it, then handed to assembly_
 
   void slot_built(std::uint32_t index);  // output.cpp: handed to output_ (discard, consumer, or files)
 
@@ -61,34 +60,19 @@ class BU final : public Application {
   // Dispatch thread only.
   bool running_ = false;
   std::vector<BuilderSlot> slots_;
-  std::vector<bool> contributor_down_;
-  std::vector<double> latencies_;  // build latency samples (us) since the last publication
-  Clock::time_point latency_published_{};
-  std::uint32_t problems_logged_ = 0;
   std::uint64_t batch_bytes_ = 0;  // received block bytes of a batch, largest recent; 0: none built yet
   EvmProxy evm_;  // after what it refers to
   EventOutput output_;  // after what it refers to
+  EventAssembly assembly_;  // after what it refers to
 
   // Published.
-  Counter events_built_{0};
-  Counter bytes_built_{0};
-  Counter events_incomplete_{0};
-  Counter events_corrupt_{0};
   Counter events_abandoned_{0};
-  Counter fragments_received_{0};
-  Counter blocks_received_{0};
-  Counter duplicate_pieces_{0};
-  Counter stale_blocks_{0};
-  Counter protocol_errors_{0};
   Counter malformed_{0};
   Counter slots_offered_{0};
   Counter slots_building_{0};
   Counter slots_in_output_{0};
   Counter blocks_held_{0};
   std::atomic<std::uint64_t> batch_bytes_published_{0};
-  LatencyHistogram build_latency_;  // every event of this run, for /metrics (the median is for people)
-  std::atomic<double> latency_median_us_{0};
-  std::atomic<double> latency_p99_us_{0};
   apps::RateMeter rate_;
 };
 

@@ -99,7 +99,7 @@ void BU::abandon_slots() {
 
 void BU::new_run(std::uint32_t run) {
   abandon_slots();
-  contributor_down_.assign(contributors_.size(), false);  // down in the last run says nothing about this one
+  assembly_.new_run();
   for (BuilderSlot& slot : slots_) slot.finished_first = 0;
   evm_.new_run(run);
 }
@@ -130,11 +130,7 @@ void BU::on_control(Frame&& frame) {
     case ControlKind::ru_down: {
       const int index = contributor_index(c->subject);
       if (index < 0) break;
-      contributor_down_[static_cast<std::size_t>(index)] = true;
-      // Events that waited only for it are built now, flagged incomplete.
-      for (BuilderSlot& s : slots_)
-        if (s.state == BuilderSlot::State::building)
-          for (std::uint32_t i = 0; i < s.count && s.state == BuilderSlot::State::building; ++i) try_build(s, i);
+      assembly_.contributor_down(static_cast<std::size_t>(index));  // events that waited only for it are built
       break;
     }
     case ControlKind::end_of_run:
