@@ -2,7 +2,7 @@
 #include "consumer_app.hpp"
 
 #include "daqx/apps/text.hpp"
-#include "fragment_logic.hpp"
+#include "superfragment_check.hpp"
 
 namespace daqx::evb {
 using apps::concatenate;

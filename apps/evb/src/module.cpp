@@ -1,7 +1,7 @@
 // The evb module's entry point: the event builder's applications and their parameters.
 #include <memory>
 
-#include "bu.hpp"
+#include "bu/bu.hpp"
 #include "consumer_app.hpp"
 #include "daqx/api/module.hpp"
 #include "evm.hpp"

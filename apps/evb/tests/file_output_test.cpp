@@ -18,7 +18,8 @@
 #include <vector>
 
 #include "daqx/evb/consumer.hpp"
-#include "file_output.hpp"
+#include "event_file_reader.hpp"
+#include "event_file_writer.hpp"
 
 using namespace daqx::evb;
 namespace fs = std::filesystem;

@@ -10,10 +10,15 @@
 #include <vector>
 
 #include "daqx/api/frame.hpp"
-#include "fragment_logic.hpp"
+#include "daqx/apps/crc32c.hpp"
+#include "fragment_format.hpp"
+#include "superfragment_check.hpp"
+#include "superfragment_writer.hpp"
 
 using namespace daqx;
 using namespace daqx::evb;
+using apps::crc32c;
+namespace test_hooks = apps::test_hooks;
 
 namespace {
 

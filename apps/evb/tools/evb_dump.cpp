@@ -14,8 +14,8 @@
 #include "daqx/apps/text.hpp"
 #include "daqx/evb/consumer.hpp"
 #include "daqx/services/version.hpp"
-#include "file_output.hpp"
-#include "fragment_logic.hpp"
+#include "event_file_reader.hpp"
+#include "superfragment_check.hpp"
 
 namespace {
 

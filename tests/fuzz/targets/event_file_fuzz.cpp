@@ -1,4 +1,4 @@
-// Fuzz target: the event-file reader (apps/evb file_output: parse_event_file, what daqx-evb-dump and the tests
+// Fuzz target: the event-file reader (apps/evb event_file_reader: parse_event_file, what daqx-evb-dump and the tests
 // read files with) on any bytes a damaged or hostile file can hold. Properties: it reads only the file's bytes,
 // every record and fragment it reports lies inside the file, and a file it calls whole is consistent with its
 // trailer.
@@ -6,7 +6,7 @@
 #include <cstring>
 #include <memory>
 
-#include "file_output.hpp"
+#include "event_file_reader.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   // A buffer of exactly the file's size: ASan sees a read past the end.

@@ -1,9 +1,8 @@
-// The BU's event files: FileWriter writes records with writev straight from the event's pieces, rotates and
-// paces; read_event_file loads a file back and checks its structure. Format: docs/evb-files.md.
-#include "file_output.hpp"
+// FileWriter: records written with writev straight from the event's pieces, files rotated by size and
+// written under a temporary name until closed, writing paced for slow storage.
+#include "event_file_writer.hpp"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -34,20 +33,6 @@ void put32(std::byte* at, std::uint32_t value) noexcept {
 void put64(std::byte* at, std::uint64_t value) noexcept {
   for (int i = 0; i < 8; ++i) at[i] = static_cast<std::byte>(value >> (8 * i));
 }
-std::uint32_t get32(const std::byte* at) noexcept {
-  std::uint32_t value = 0;
-  for (int i = 0; i < 4; ++i) value |= std::uint32_t{std::to_integer<std::uint8_t>(at[i])} << (8 * i);
-  return value;
-}
-std::uint64_t get64(const std::byte* at) noexcept {
-  std::uint64_t value = 0;
-  for (int i = 0; i < 8; ++i) value |= std::uint64_t{std::to_integer<std::uint8_t>(at[i])} << (8 * i);
-  return value;
-}
-
-constexpr std::uint64_t padding_of(std::uint64_t size) noexcept {
-  return (kFragmentAlignment - size % kFragmentAlignment) % kFragmentAlignment;
-}
 
 std::uint64_t now_ns() {
   return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -55,15 +40,11 @@ std::uint64_t now_ns() {
                                         .count());
 }
 
-[[noreturn]] void fail(std::string_view what, const std::string& path, int error) {
-  throw std::runtime_error(concatenate({what, " ", path, ": ", std::strerror(error)}));
-}
-
 // mkdir -p: every missing component, tolerating one created concurrently.
 void create_directories(const std::string& directory) {
   struct stat info {};
   if (::stat(directory.c_str(), &info) == 0) {
-    if (!S_ISDIR(info.st_mode)) fail("cannot use event file directory", directory, ENOTDIR);
+    if (!S_ISDIR(info.st_mode)) throw_file_error("cannot use event file directory", directory, ENOTDIR);
     return;
   }
   std::size_t position = 0;
@@ -71,10 +52,11 @@ void create_directories(const std::string& directory) {
     position = directory.find('/', position + 1);
     const std::string prefix = directory.substr(0, position);
     if (prefix.empty() || prefix.back() == '/') continue;
-    if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) fail("cannot create directory", prefix, errno);
+    if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST)
+      throw_file_error("cannot create directory", prefix, errno);
   }
-  if (::stat(directory.c_str(), &info) != 0) fail("cannot create directory", directory, errno);
-  if (!S_ISDIR(info.st_mode)) fail("cannot use event file directory", directory, ENOTDIR);
+  if (::stat(directory.c_str(), &info) != 0) throw_file_error("cannot create directory", directory, errno);
+  if (!S_ISDIR(info.st_mode)) throw_file_error("cannot use event file directory", directory, ENOTDIR);
 }
 
 std::size_t iov_limit() noexcept {
@@ -87,12 +69,6 @@ constexpr std::byte kZeros[kFragmentAlignment] = {};
 
 }  // namespace
 
-std::string event_file_name(std::uint32_t run, std::uint32_t builder, std::uint32_t sequence) {
-  char name[64];
-  std::snprintf(name, sizeof name, "run%06u_bu%u_%04u.daqx", run, builder, sequence);
-  return name;
-}
-
 void check_output_directory(const std::string& given) {
   const std::string directory = given.empty() ? std::string(".") : given;  // as FileWriter reads it
   create_directories(directory);
@@ -101,9 +77,10 @@ void check_output_directory(const std::string& given) {
   // A unique name (mkostemp): BUs sharing the directory, even from hosts whose pids coincide, never collide.
   probe.append(".daqx-write-probe-XXXXXX");
   const int fd = ::mkostemp(probe.data(), O_CLOEXEC);
-  if (fd < 0) fail("cannot write event files in", directory, errno);
+  if (fd < 0) throw_file_error("cannot write event files in", directory, errno);
   ::close(fd);
-  if (::unlink(probe.c_str()) != 0) fail("cannot remove a file from event file directory", directory, errno);
+  if (::unlink(probe.c_str()) != 0)
+    throw_file_error("cannot remove a file from event file directory", directory, errno);
 }
 
 // ---- FileWriter -------------------------------------------------------------------------------------------
@@ -232,7 +209,7 @@ void FileWriter::write(const EventRecordView& event) {
         ::lseek(impl.fd, static_cast<off_t>(impl.file_bytes), SEEK_SET) < 0) {
       impl.damaged = true;
     }
-    fail(concatenate({"cannot write event ", std::to_string(event.event), " to"}), impl.open_path, error);
+    throw_file_error(concatenate({"cannot write event ", std::to_string(event.event), " to"}), impl.open_path, error);
   }
 
   impl.file_bytes += record_bytes;
@@ -261,7 +238,7 @@ void FileWriter::open_next() {
     const int fd = ::open(open_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) {
       if (errno == EEXIST) continue;
-      fail("cannot create event file", open_path, errno);
+      throw_file_error("cannot create event file", open_path, errno);
     }
     impl.fd = fd;
     impl.open_path = std::move(open_path);
@@ -291,7 +268,7 @@ void FileWriter::open_next() {
     impl.fd = -1;
     ::unlink(impl.open_path.c_str());
     stats_.current_file.clear();
-    fail("cannot write the header of", impl.open_path, error);
+    throw_file_error("cannot write the header of", impl.open_path, error);
   }
   impl.file_bytes = sizeof header;
   stats_.bytes += sizeof header;
@@ -329,19 +306,19 @@ void FileWriter::close() {
   pace(sizeof trailer);
   if (const int error = write_fully(fd, &iov, 1, impl.iov_max); error != 0) {
     ::close(fd);
-    fail("cannot write the trailer of", impl.open_path, error);
+    throw_file_error("cannot write the trailer of", impl.open_path, error);
   }
   stats_.bytes += sizeof trailer;
   // On disk before it has its final name: a file under that name is complete even after a power cut.
   if (::fsync(fd) != 0) {
     const int error = errno;
     ::close(fd);
-    fail("cannot flush", impl.open_path, error);
+    throw_file_error("cannot flush", impl.open_path, error);
   }
-  if (::close(fd) != 0) fail("cannot close", impl.open_path, errno);
+  if (::close(fd) != 0) throw_file_error("cannot close", impl.open_path, errno);
   if (::rename(impl.open_path.c_str(), impl.final_path.c_str()) != 0) {
     if (errno == ENOENT) throw removed();
-    fail(concatenate({"cannot rename ", impl.open_path, " to"}), impl.final_path, errno);
+    throw_file_error(concatenate({"cannot rename ", impl.open_path, " to"}), impl.final_path, errno);
   }
   ++stats_.files_closed;
 }
@@ -363,193 +340,5 @@ void FileWriter::pace(std::uint64_t bytes) {
       std::chrono::duration<double>(static_cast<double>(bytes) / config_.max_bytes_per_second));
 }
 
-// ---- reading -------------------------------------------------------------------------------------------
-
-namespace {
-
-std::string at_offset(std::uint64_t offset) { return concatenate({"offset ", std::to_string(offset), ": "}); }
-
-std::string hex32(std::uint32_t value) {
-  char text[16];
-  std::snprintf(text, sizeof text, "0x%08x", value);
-  return text;
-}
-
-}  // namespace
-
-// Parses the records from the header on; stops at the first problem, which it writes into file.problem.
-void parse_event_file(EventFile& file) {
-  const auto data = file.data;
-  const std::uint64_t size = data.size();
-  if (size < kFileHeaderBytes) {
-    file.problem = concatenate({"the file has ", std::to_string(size), " bytes, fewer than a file header (",
-                                std::to_string(kFileHeaderBytes), ")"});
-    return;
-  }
-  if (std::memcmp(data.data(), kEventFileMagic, sizeof kEventFileMagic) != 0) {
-    file.problem = "not an event file (no DAQXEVB1 magic)";
-    return;
-  }
-  file.version = get32(&data[8]);
-  const std::uint32_t header_bytes = get32(&data[12]);
-  file.run = get32(&data[16]);
-  file.builder = get32(&data[20]);
-  file.created_ns = get64(&data[24]);
-  file.sequence = get32(&data[32]);
-  if (file.version < kOldestEventFileVersion || file.version > kEventFileVersion) {
-    file.problem = concatenate({"format version ", std::to_string(file.version), " (this reader knows ",
-                                std::to_string(kOldestEventFileVersion), " to ", std::to_string(kEventFileVersion),
-                                ")"});
-    return;
-  }
-  if (file.version >= 2) file.run_number = get64(&data[40]);  // reserved, zero, in version 1
-  if (header_bytes < kFileHeaderBytes || header_bytes > size) {
-    file.problem = concatenate({"file header claims ", std::to_string(header_bytes), " bytes"});
-    return;
-  }
-
-  std::uint64_t offset = header_bytes;
-  for (;;) {
-    const std::uint64_t left = size - offset;
-    if (left == 0) {
-      file.problem = "no trailer: the file was not closed cleanly (or is still being written)";
-      return;
-    }
-    if (left < 4) {
-      file.problem = concatenate({at_offset(offset), std::to_string(left), " stray bytes at the end"});
-      return;
-    }
-    const std::byte* at = &data[offset];
-    const std::uint32_t magic = get32(at);
-    if (magic == kTrailerRecordMagic) {
-      if (left < kTrailerRecordBytes) {
-        file.problem = concatenate({at_offset(offset), "trailer cut short (", std::to_string(left), " bytes)"});
-        return;
-      }
-      file.has_trailer = true;
-      auto& trailer = file.trailer;
-      trailer.events = get64(at + 8);
-      trailer.file_bytes = get64(at + 16);
-      trailer.first_event = get64(at + 24);
-      trailer.last_event = get64(at + 32);
-      trailer.closed_ns = get64(at + 40);
-      const std::uint64_t end = offset + kTrailerRecordBytes;
-      if (get32(at + 4) != kTrailerRecordBytes) {
-        file.problem = concatenate({at_offset(offset), "trailer claims ", std::to_string(get32(at + 4)),
-                                    " bytes (", std::to_string(kTrailerRecordBytes), " expected)"});
-      } else if (trailer.events != file.records.size()) {
-        file.problem = concatenate({"trailer counts ", std::to_string(trailer.events), " events, the file holds ",
-                                    std::to_string(file.records.size())});
-      } else if (trailer.file_bytes != end) {
-        file.problem = concatenate({"trailer counts ", std::to_string(trailer.file_bytes),
-                                    " bytes, it ends the file at ", std::to_string(end)});
-      } else if (end != size) {
-        file.problem = concatenate({std::to_string(size - end), " bytes after the trailer"});
-      } else if (!file.records.empty() && (trailer.first_event != file.records.front().event ||
-                                           trailer.last_event != file.records.back().event)) {
-        file.problem = concatenate({"trailer names events ", std::to_string(trailer.first_event), "..",
-                                    std::to_string(trailer.last_event), ", the file holds ",
-                                    std::to_string(file.records.front().event), "..",
-                                    std::to_string(file.records.back().event)});
-      }
-      return;
-    }
-    if (magic != kEventRecordMagic) {
-      file.problem = concatenate({at_offset(offset), "no record here (magic ", hex32(magic), ")"});
-      return;
-    }
-    if (left < kEventRecordHeaderBytes) {
-      file.problem =
-          concatenate({at_offset(offset), "record header cut short (", std::to_string(left), " bytes left)"});
-      return;
-    }
-    EventFileRecord record;
-    record.offset = offset;
-    record.flags = get32(at + 4);
-    record.event = get64(at + 8);
-    record.run = get32(at + 16);
-    const std::uint32_t count = get32(at + 20);
-    record.bytes = get64(at + 24);
-    const std::uint64_t table_end = kEventRecordHeaderBytes + std::uint64_t{kFragmentEntryBytes} * count;
-    const std::string where = concatenate({at_offset(offset), "event ", std::to_string(record.event), ": "});
-    if (record.bytes > left) {
-      file.problem = concatenate({where, "record of ", std::to_string(record.bytes), " bytes runs past the end (",
-                                  std::to_string(left), " bytes left)"});
-      return;
-    }
-    if (table_end > record.bytes) {
-      file.problem = concatenate({where, std::to_string(count), " fragments do not fit a record of ",
-                                  std::to_string(record.bytes), " bytes"});
-      return;
-    }
-    record.fragments.reserve(count);
-    std::uint64_t position = table_end;
-    for (std::uint32_t i = 0; i < count; ++i) {
-      const std::byte* entry = at + kEventRecordHeaderBytes + std::uint64_t{kFragmentEntryBytes} * i;
-      const std::uint32_t contributor = get32(entry);
-      const std::uint64_t fragment_size = get64(entry + 8);
-      if (get32(entry + 4) != 0) {
-        file.problem = concatenate({where, "fragment ", std::to_string(i), ": reserved field not zero"});
-        return;
-      }
-      if (fragment_size > record.bytes - position ||
-          padding_of(fragment_size) > record.bytes - position - fragment_size) {
-        file.problem = concatenate({where, "fragment ", std::to_string(i), " of ", std::to_string(fragment_size),
-                                    " bytes runs past the record's ", std::to_string(record.bytes), " bytes"});
-        return;
-      }
-      record.fragments.push_back({contributor, data.subspan(offset + position, fragment_size)});
-      position += fragment_size;
-      for (std::uint64_t p = 0; p < padding_of(fragment_size); ++p, ++position) {
-        if (at[position] != std::byte{0}) {
-          file.problem = concatenate({where, "fragment ", std::to_string(i), ": padding not zero"});
-          return;
-        }
-      }
-    }
-    if (position != record.bytes) {
-      file.problem = concatenate({where, "record claims ", std::to_string(record.bytes),
-                                  " bytes, its fragments take ", std::to_string(position)});
-      return;
-    }
-    if (record.run != file.run) {
-      file.problem = concatenate({where, "run ", std::to_string(record.run), " in a file of run ",
-                                  std::to_string(file.run)});
-      return;
-    }
-    offset += record.bytes;
-    file.records.push_back(std::move(record));
-  }
-}
-
-EventFile read_event_file(const std::string& path) {
-  EventFile file;
-  file.path = path;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail("cannot open", path, errno);
-  struct stat info {};
-  if (::fstat(fd, &info) != 0) {
-    const int error = errno;
-    ::close(fd);
-    fail("cannot read", path, error);
-  }
-  const auto size = static_cast<std::size_t>(info.st_size);
-  if (size > 0) {
-    void* address = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (address == MAP_FAILED) {
-      const int error = errno;
-      ::close(fd);
-      fail("cannot map", path, error);
-    }
-    ::posix_madvise(address, size, POSIX_MADV_SEQUENTIAL);
-    file.mapping = std::shared_ptr<const void>(address, [size](const void* mapped) {
-      ::munmap(const_cast<void*>(mapped), size);
-    });
-    file.data = std::span<const std::byte>(static_cast<const std::byte*>(address), size);
-  }
-  ::close(fd);
-  parse_event_file(file);
-  return file;
-}
 
 }  // namespace daqx::evb

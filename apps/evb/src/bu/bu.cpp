@@ -1,0 +1,188 @@
+// evb::BU, the application: configure, enable, stop and halt, the ticker, and what it publishes. Its work is
+// in the files named for each role (bu.hpp).
+#include "bu/bu.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string_view>
+#include <thread>
+
+#include "daqx/apps/text.hpp"
+
+namespace daqx::evb {
+using apps::concatenate;
+using apps::to_text;
+
+std::vector<ParamSpec> BU::parameters() { return bu_parameters(); }
+
+BU::BU(ApplicationContext& context) : Application(context), outbox_(context),
+      evm_(config_, outbox_, context, slots_, running_, batch_bytes_),
+      output_(
+          config_, context, slots_, contributors_,
+          [this](std::uint32_t index, std::uint32_t run, std::uint32_t generation) { finish_slot(index, run, generation); },
+          [this](const std::string& reason) {
+            running_ = false;
+            this->context().fail(reason);
+          }),
+      assembly_(config_, context, slots_, contributors_, evm_, [this](std::uint32_t index) { slot_built(index); }) {
+  context.bind(function::fragments, [this](Frame&& f) { on_fragments(std::move(f)); });
+  context.bind(function::control, [this](Frame&& f) { on_control(std::move(f)); });
+  context.on_send_ready([this] { outbox_.flush(); });
+  context.on_pool_available([this] { evm_.request(false); });
+}
+
+BU::~BU() {
+  ticker_.stop();
+  output_.stop();
+}
+
+void BU::configure() {
+  const BuConfiguration c = read_bu_configuration(context().params());
+  // Here rather than at the first event: a directory that cannot take files is a configuration error.
+  if (c.output == OutputKind::file) check_output_directory(c.files.directory);
+  std::shared_ptr<EventConsumerService> consumer;
+  if (c.output == OutputKind::consumer) {
+    consumer = find_event_consumer(c.consumer);
+    if (!consumer)
+      throw std::runtime_error(concatenate({"output consumer: no application of this executive published a consumer named '",
+                                            c.consumer, "' (it must come before the BU in the partition)"}));
+  }
+  run_on_dispatch(context(), [this, c, consumer] {
+    config_ = c;
+    output_.set_consumer(consumer);
+    contributors_.clear();
+    contributors_.push_back(config_.evm);
+    contributors_.insert(contributors_.end(), config_.rus.begin(), config_.rus.end());
+    slots_.clear();
+    slots_.resize(config_.slots);
+  });
+}
+
+void BU::enable() {
+  run_on_dispatch(context(), [this] {
+    running_ = true;
+    evm_.start(new_incarnation());
+    abandon_slots();
+    assembly_.start();
+    for (BuilderSlot& slot : slots_) slot.finished_first = 0;
+    batch_bytes_ = 0;
+    put(events_abandoned_, 0);
+    output_.reset_counts();
+    rate_.start(Clock::now(), 0, 0);
+    evm_.request(true);
+  });
+  output_.start(context().run_number());
+  ticker_.start(context(), seconds(std::min(0.01, config_.request_interval / 2)), [this] { tick(); });
+}
+
+// Stop: the EvM stops first and drains, so normally nothing is left; wait for the output to finish what it
+// holds (bounded), then let go of everything.
+void BU::stop() {
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
+  while (Clock::now() < deadline && slots_in_output_.load() != 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ticker_.stop();
+  output_.stop();
+  run_on_dispatch(context(), [this] {
+    running_ = false;
+    abandon_slots();
+    outbox_.clear();
+    publish();
+  });
+  // The BU goes to Failed with it.
+  if (const std::string failure = output_.take_failure(); !failure.empty()) throw std::runtime_error(failure);
+}
+
+void BU::halt() {
+  ticker_.stop();
+  output_.stop();
+  output_.clear_failure();  // logged; halt is how a Failed unit recovers, it does not fail again
+  run_on_dispatch(context(), [this] {
+    running_ = false;
+    abandon_slots();
+    outbox_.clear();
+    publish();
+  });
+}
+
+int BU::contributor_index(Tid tid) const noexcept {
+  for (std::size_t i = 0; i < contributors_.size(); ++i)
+    if (contributors_[i] == tid) return static_cast<int>(i);
+  return -1;
+}
+
+void BU::tick() {
+  if (!running_) return;
+  const Clock::time_point now = Clock::now();
+  if (std::optional<std::string> reason = evm_.check_loss(now)) {
+    running_ = false;
+    abandon_slots();
+    context().fail(*reason);
+    return;
+  }
+  outbox_.flush();
+  evm_.tick(now);
+  publish();
+}
+
+void BU::publish() {
+  std::uint64_t offered = 0, building = 0, in_output = 0, blocks = 0;
+  for (const BuilderSlot& s : slots_) {
+    if (s.state == BuilderSlot::State::offered) ++offered;
+    if (s.state == BuilderSlot::State::building) ++building;
+    if (s.state == BuilderSlot::State::output) ++in_output;
+    if (s.state != BuilderSlot::State::output) blocks += s.blocks.size();
+  }
+  put(slots_offered_, offered);
+  put(slots_building_, building);
+  put(slots_in_output_, in_output);
+  put(blocks_held_, blocks);
+  batch_bytes_published_.store(batch_bytes_, std::memory_order_relaxed);
+  const Clock::time_point now = Clock::now();
+  const EventAssembly::Counts& counts = assembly_.counts();
+  rate_.update(now, counts.events_built.load(std::memory_order_relaxed),
+               counts.bytes_built.load(std::memory_order_relaxed));
+  assembly_.summarize_latencies(now);
+}
+
+void BU::report(MetricSink& sink) const {
+  const apps::Rates rates = rate_.read(Clock::now());
+  sink.counter("events_built", read(assembly_.counts().events_built), "events built (incomplete and corrupt ones included)");
+  sink.counter("bytes_built", read(assembly_.counts().bytes_built), "bytes of the events built");
+  sink.derived("event_rate", rates.frames_per_second, "events built per second over the last second");
+  sink.derived("byte_rate", rates.bytes_per_second, "event bytes built per second over the last second");
+  sink.counter("events_incomplete", read(assembly_.counts().events_incomplete), "events built without a contributor that was down");
+  sink.counter("events_corrupt", read(assembly_.counts().events_corrupt), "events with a super-fragment that failed the checks");
+  sink.counter("events_abandoned", read(events_abandoned_), "events given up unbuilt (reset by the EvM, or run over)");
+  sink.counter("fragments_received", read(assembly_.counts().fragments_received), "complete super-fragments received");
+  sink.counter("blocks_received", read(assembly_.counts().blocks_received), "fragment blocks received");
+  sink.counter("duplicate_pieces", read(assembly_.counts().duplicate_pieces), "pieces of a super-fragment already complete (0 unless sent twice)");
+  sink.counter("stale_blocks", read(assembly_.counts().stale_blocks), "blocks of another run or generation, dropped");
+  sink.counter("protocol_errors", read(assembly_.counts().protocol_errors), "blocks or pieces inconsistent with the slot or the batch");
+  sink.counter("malformed_frames", read(malformed_), "frames that did not decode or came from an unknown unit");
+  sink.counter("requests_sent", read(evm_.requests_sent()), "requests sent to the EvM");
+  sink.counter("resets", read(evm_.resets()), "resets received from the EvM");
+  sink.gauge("credits_outstanding", read(slots_offered_), "slots offered to the EvM and not yet assigned");
+  sink.gauge("slots_building", read(slots_building_), "slots whose events are being assembled");
+  sink.gauge("slots_in_output", read(slots_in_output_), "slots built and waiting for the output");
+  sink.gauge("blocks_held", read(blocks_held_), "received blocks held by events under construction");
+  sink.gauge("slot_limit", read(evm_.slot_limit()), "slots that may be offered or building now (output backlog, memory budget)");
+  sink.gauge("batch_bytes", static_cast<double>(batch_bytes_published_.load(std::memory_order_relaxed)),
+             "received block bytes a batch holds (largest recent)");
+  sink.state("output_state", static_cast<std::size_t>(read(evm_.output_state())), {"running", "throttled", "blocked"},
+             "the output: running, throttled (fewer slots offered), blocked (none offered)");
+  sink.derived("build_latency_median_us", assembly_.latency_median_us(),
+             "first block of a batch to event built, median over the last second");
+  sink.derived("build_latency_p99_us", assembly_.latency_p99_us(),
+             "first block of a batch to event built, 99th percentile over the last second");
+  sink.histogram("build_latency_seconds", assembly_.build_latency().snapshot(),
+                 "first block of a batch to event built, this run");
+  sink.counter("output_events", static_cast<double>(output_.events_written()), "events written to files");
+  sink.counter("output_bytes", static_cast<double>(output_.bytes_written()), "bytes written to files");
+  sink.counter("files_closed", static_cast<double>(output_.files_closed()), "output files closed (rotated or at stop)");
+  sink.gauge("run", read(evm_.run_published()), "the EvM's run number as last heard");
+  const mem::PoolStats pool = context().pool().stats();
+  sink.gauge("pool_blocks_used", static_cast<double>(pool.blocks_used()), "blocks of this unit's pool in use");
+}
+
+}  // namespace daqx::evb

@@ -1,0 +1,79 @@
+// evb::BU, a builder unit: offers its free resource slots to the EvM, assembles each event by holding
+// references into the blocks the EvM and the RUs send (no copy), checks that every contributor gave exactly
+// one super-fragment with the right event id, size and CRC, passes built events to its output (discard,
+// files, or a consumer in the same executive), then gives the slot back. A slow output first throttles (fewer
+// slots offered), then blocks (none). Its parts, by role: bu_configuration, resource_manager (slots, limits,
+// priority), evm_proxy (EvmProxy: messaging with the EvM), event_assembly (EventAssembly), output (EventOutput).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bu/bu_configuration.hpp"
+#include "bu/event_assembly.hpp"
+#include "bu/evm_proxy.hpp"
+#include "bu/output.hpp"
+#include "bu/resource_manager.hpp"
+#include "daqx/api/application.hpp"
+#include "daqx/apps/rate_meter.hpp"
+#include "daqx/evb/protocol.hpp"
+#include "dispatch.hpp"
+#include "outbox.hpp"
+
+namespace daqx::evb {
+
+class BU final : public Application {
+ public:
+  static std::vector<ParamSpec> parameters();
+  explicit BU(ApplicationContext& context);
+  ~BU() override;
+
+  void configure() override;
+  void enable() override;
+  void stop() override;
+  void halt() override;
+  void report(MetricSink& sink) const override;
+
+ private:
+  // Dispatch thread. Each group is in the file named for its role.
+  void tick();  // bu.cpp
+  void publish();
+  int contributor_index(Tid tid) const noexcept;
+
+  void on_control(Frame&& frame);  // evm_proxy.cpp: what the EvM says, acted on here and told to evm_
+  void new_run(std::uint32_t run);
+  void finish_slot(std::uint32_t index, std::uint32_t run, std::uint32_t generation);
+  void abandon_slots();
+
+  void on_fragments(Frame&& frame);  // event_assembly.cpp: who sent it, then handed to assembly_
+
+  void slot_built(std::uint32_t index);  // output.cpp: handed to output_ (discard, consumer, or files)
+
+  BuConfiguration config_;
+  Outbox outbox_;
+  Ticker ticker_;
+  std::vector<Tid> contributors_;  // EvM, then RUs
+
+  // Dispatch thread only.
+  bool running_ = false;
+  std::vector<BuilderSlot> slots_;
+  std::uint64_t batch_bytes_ = 0;  // received block bytes of a batch, largest recent; 0: none built yet
+  EvmProxy evm_;  // after what it refers to
+  EventOutput output_;  // after what it refers to
+  EventAssembly assembly_;  // after what it refers to
+
+  // Published.
+  Counter events_abandoned_{0};
+  Counter malformed_{0};
+  Counter slots_offered_{0};
+  Counter slots_building_{0};
+  Counter slots_in_output_{0};
+  Counter blocks_held_{0};
+  std::atomic<std::uint64_t> batch_bytes_published_{0};
+  apps::RateMeter rate_;
+};
+
+}  // namespace daqx::evb

@@ -1,0 +1,185 @@
+// evb::EventAssembly (event_assembly.hpp): contributions to events, and the checks; and the BU's side of a
+// fragments frame (who sent it, whether it decodes at all).
+#include "bu/event_assembly.hpp"
+
+#include "bu/bu.hpp"
+#include "daqx/apps/latency.hpp"
+#include "daqx/apps/text.hpp"
+#include "superfragment_check.hpp"
+
+namespace daqx::evb {
+using apps::concatenate;
+using apps::to_text;
+
+namespace {
+constexpr std::uint32_t kMaxProblemsLogged = 20;  // the first integrity problems go to the log; all are counted
+}
+
+void EventAssembly::start_building(BuilderSlot& s, const BlockHeader& h) {
+  s.state = BuilderSlot::State::building;
+  s.first_event = h.batch_first_event;
+  s.count = h.batch_count;
+  s.built = 0;
+  s.incomplete = 0;
+  s.corrupt = 0;
+  s.first_data = Clock::now();
+  if (s.events.size() < s.count) s.events.resize(s.count);
+  for (std::uint32_t i = 0; i < s.count; ++i) {
+    EventUnderConstruction& e = s.events[i];
+    e.contributions_done = 0;
+    e.built = false;
+    e.flags = 0;
+    e.contributions.resize(contributors_.size());
+    for (Contribution& c : e.contributions) {
+      c.size = 0;
+      c.received = 0;
+      c.done = false;
+      c.pieces.clear();
+    }
+  }
+}
+
+void EventAssembly::take_block(std::size_t contributor, Frame&& frame) {
+  const std::size_t payload = frame.payload_size();
+  ByteReader in(frame.payload(), payload);
+  const BlockHeader h = decode_block_header(in);
+  if (!evm_.current(h.run, h.generation)) {
+    bump(counts_.stale_blocks);  // for a run or generation we left (the EvM dropped or reset us): counted lost there
+    return;
+  }
+  if (h.slot >= slots_.size() || h.batch_count == 0) {
+    bump(counts_.protocol_errors);
+    return;
+  }
+  BuilderSlot& s = slots_[h.slot];
+  if (s.state == BuilderSlot::State::offered && h.batch_first_event <= s.finished_first) {
+    bump(counts_.stale_blocks);  // a late block of a batch this slot already finished (event ids only grow in a run)
+    return;
+  }
+  if (s.state == BuilderSlot::State::offered) {
+    start_building(s, h);
+  } else if (s.state != BuilderSlot::State::building || s.first_event != h.batch_first_event || s.count != h.batch_count) {
+    bump(counts_.protocol_errors);  // a batch for a slot we did not offer, or two batches in one slot
+    return;
+  }
+  bump(counts_.blocks_received);
+  const std::size_t c = contributor;
+  const std::uint32_t slot_index = h.slot;
+  s.blocks.push_back(std::move(frame.data));  // the pieces below point into it: held until the slot is done
+  for (std::uint32_t p = 0; p < h.piece_count; ++p) {
+    const PieceHeader ph = decode_piece_header(in);
+    const std::byte* data = in.take(ph.size);
+    in.align_to(kPieceAlignment);
+    if (!in.ok() || ph.event < s.first_event || ph.event - s.first_event >= s.count) {
+      bump(counts_.protocol_errors);
+      break;
+    }
+    const auto index = static_cast<std::uint32_t>(ph.event - s.first_event);
+    EventUnderConstruction& e = s.events[index];
+    Contribution& part = e.contributions[c];
+    if (part.done || e.built) {
+      bump(counts_.duplicate_pieces);  // a second super-fragment from this contributor for this event
+      continue;
+    }
+    if (ph.offset != part.received || (part.received != 0 && ph.superfragment_size != part.size) ||
+        ph.offset + ph.size > ph.superfragment_size) {
+      bump(counts_.protocol_errors);
+      continue;
+    }
+    part.size = ph.superfragment_size;
+    part.pieces.emplace_back(data, ph.size);
+    part.received += ph.size;
+    if (part.received == part.size) {
+      part.done = true;
+      ++e.contributions_done;
+      bump(counts_.fragments_received);
+      try_build(s, index);
+      if (slots_[slot_index].state != BuilderSlot::State::building) break;  // the slot is complete (and maybe reused)
+    }
+  }
+}
+
+// Builds event `index` of the slot if every contributor that is not down has given its super-fragment.
+void EventAssembly::try_build(BuilderSlot& s, std::uint32_t index) {
+  EventUnderConstruction& e = s.events[index];
+  if (e.built) return;
+  std::uint32_t missing_down = 0;
+  for (std::size_t c = 0; c < e.contributions.size(); ++c)
+    if (!e.contributions[c].done) {
+      if (!contributor_down_[c]) return;
+      ++missing_down;
+    }
+  e.built = true;
+  std::uint64_t bytes = 0;
+  for (std::size_t c = 0; c < e.contributions.size(); ++c) {
+    const Contribution& part = e.contributions[c];
+    bytes += part.received;
+    if (!part.done || !config_.check_data) continue;
+    const FragmentCheck check = verify_superfragment(part.pieces, s.first_event + index, contributors_[c], true);
+    if (!check.ok) {
+      e.flags |= event_flags::corrupt;
+      if (problems_logged_++ < kMaxProblemsLogged)
+        context_.log(LogLevel::error, concatenate({"event ", to_text(s.first_event + index), " from contributor ",
+                                                    to_text(std::uint64_t{contributors_[c]}), ": ", check.problem}));
+    }
+  }
+  if (missing_down != 0) e.flags |= event_flags::incomplete;
+  if (e.flags & event_flags::incomplete) {
+    ++s.incomplete;
+    bump(counts_.events_incomplete);
+  }
+  if (e.flags & event_flags::corrupt) {
+    ++s.corrupt;
+    bump(counts_.events_corrupt);
+  }
+  bump(counts_.events_built);
+  bump(counts_.bytes_built, bytes);
+  const Clock::duration latency = Clock::now() - s.first_data;
+  build_latency_.record(std::chrono::duration_cast<std::chrono::nanoseconds>(latency));
+  latencies_.push_back(std::chrono::duration<double, std::micro>(latency).count());
+  if (++s.built == s.count) built_(static_cast<std::uint32_t>(&s - slots_.data()));
+}
+
+void EventAssembly::start() {
+  contributor_down_.assign(contributors_.size(), false);
+  for (Counter* c : {&counts_.events_built, &counts_.bytes_built, &counts_.events_incomplete, &counts_.events_corrupt,
+                     &counts_.fragments_received, &counts_.blocks_received, &counts_.duplicate_pieces,
+                     &counts_.stale_blocks, &counts_.protocol_errors})
+    put(*c, 0);
+  build_latency_.reset();
+  problems_logged_ = 0;
+}
+
+void EventAssembly::new_run() { contributor_down_.assign(contributors_.size(), false); }
+
+void EventAssembly::contributor_down(std::size_t contributor) {
+  contributor_down_[contributor] = true;
+  for (BuilderSlot& s : slots_)
+    if (s.state == BuilderSlot::State::building)
+      for (std::uint32_t i = 0; i < s.count && s.state == BuilderSlot::State::building; ++i) try_build(s, i);
+}
+
+void EventAssembly::summarize_latencies(Clock::time_point now) {
+  if (now - latency_published_ >= std::chrono::seconds(1) && !latencies_.empty()) {
+    const apps::LatencySummary summary = apps::summarize_latencies(latencies_);
+    latency_median_us_.store(summary.median, std::memory_order_relaxed);
+    latency_p99_us_.store(summary.p99, std::memory_order_relaxed);
+    latencies_.clear();
+    latency_published_ = now;
+  }
+  if (latencies_.size() > 100000) latencies_.erase(latencies_.begin(), latencies_.begin() + 50000);
+}
+
+void BU::on_fragments(Frame&& frame) {
+  if (!running_) return;
+  const int contributor = contributor_index(frame.header.initiator);
+  const std::size_t payload = frame.payload_size();
+  if (contributor < 0 || payload != frame.payload_size_in_head() || payload < kBlockHeaderBytes) {
+    bump(malformed_);
+    return;
+  }
+  if (contributor == 0) evm_.heard(Clock::now());
+  assembly_.take_block(static_cast<std::size_t>(contributor), std::move(frame));
+}
+
+}  // namespace daqx::evb

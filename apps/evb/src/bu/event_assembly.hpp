@@ -1,0 +1,82 @@
+// evb::EventAssembly, the event builder proper: pieces of super-fragments taken from the blocks the EvM and the
+// RUs send (held, not copied), events built once every contributor that is not down gave its super-fragment
+// (incomplete when an RU is down), each checked and timed; with the counts of what it received and built.
+// Dispatch thread only (its counts and latency summary are read by report()).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "bu/bu_configuration.hpp"
+#include "bu/evm_proxy.hpp"
+#include "bu/resource_manager.hpp"
+#include "daqx/api/application.hpp"
+#include "daqx/evb/protocol.hpp"
+#include "dispatch.hpp"
+
+namespace daqx::evb {
+
+class EventAssembly {
+ public:
+  // Every event of the slot is built: it goes to the output (index: the slot's).
+  using SlotBuilt = std::function<void(std::uint32_t index)>;
+
+  struct Counts {
+    Counter events_built{0};
+    Counter bytes_built{0};
+    Counter events_incomplete{0};
+    Counter events_corrupt{0};
+    Counter fragments_received{0};
+    Counter blocks_received{0};
+    Counter duplicate_pieces{0};
+    Counter stale_blocks{0};
+    Counter protocol_errors{0};
+  };
+
+  // References into the BU that owns it: they outlive it.
+  EventAssembly(const BuConfiguration& config, ApplicationContext& context, std::vector<BuilderSlot>& slots,
+                const std::vector<Tid>& contributors, const EvmProxy& evm, SlotBuilt built)
+      : config_(config), context_(context), slots_(slots), contributors_(contributors), evm_(evm),
+        built_(std::move(built)) {}
+
+  // Enable: nothing received or built yet, no contributor down.
+  void start();
+  // A new run: down in the last run says nothing about this one.
+  void new_run();
+  // A fragments frame from contributor `contributor` (0: the EvM), well formed.
+  void take_block(std::size_t contributor, Frame&& frame);
+  // The EvM says contributor `contributor` is down: events that waited only for it are built, flagged incomplete.
+  void contributor_down(std::size_t contributor);
+  // The latency median and 99th percentile, at most once a second, from the samples since.
+  void summarize_latencies(Clock::time_point now);
+
+  const Counts& counts() const noexcept { return counts_; }
+  const LatencyHistogram& build_latency() const noexcept { return build_latency_; }
+  double latency_median_us() const noexcept { return latency_median_us_.load(std::memory_order_relaxed); }
+  double latency_p99_us() const noexcept { return latency_p99_us_.load(std::memory_order_relaxed); }
+
+ private:
+  void start_building(BuilderSlot& slot, const BlockHeader& header);
+  void try_build(BuilderSlot& slot, std::uint32_t index);
+
+  const BuConfiguration& config_;
+  ApplicationContext& context_;
+  std::vector<BuilderSlot>& slots_;
+  const std::vector<Tid>& contributors_;
+  const EvmProxy& evm_;
+  SlotBuilt built_;
+
+  std::vector<bool> contributor_down_;
+  std::vector<double> latencies_;  // build latency samples (us) since the last publication
+  Clock::time_point latency_published_{};
+  std::uint32_t problems_logged_ = 0;
+
+  Counts counts_;
+  LatencyHistogram build_latency_;  // every event of this run, for /metrics (the median is for people)
+  std::atomic<double> latency_median_us_{0};
+  std::atomic<double> latency_p99_us_{0};
+};
+
+}  // namespace daqx::evb
