@@ -3,16 +3,12 @@
 
 #include "chain_logic.hpp"
 #include "daqx/api/frame.hpp"
+#include "daqx/apps/splitmix64.hpp"
 
 namespace daqx::nton {
 namespace {
 
-std::uint64_t splitmix64(std::uint64_t x) noexcept {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
+using apps::splitmix64;
 
 std::uint64_t pattern_word(std::uint64_t seed, std::uint64_t index) noexcept { return seed + index * kPatternStep; }
 
