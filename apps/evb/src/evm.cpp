@@ -107,8 +107,7 @@ void EvM::start_run(std::uint32_t run) {
   failed_ = false;
   run_start_ = Clock::now();
   last_heartbeat_ = {};
-  next_event_ = 1;
-  next_builder_ = 0;
+  assigner_.start_run();
   outbox_.clear();
   unsent_controls_.clear();
   trigger_sender_.start_run(run);
@@ -305,32 +304,15 @@ bool EvM::rus_ready() const {
   return std::all_of(rus_.begin(), rus_.end(), [](const RuProxy& r) { return r.state != RuProxy::State::unknown; });
 }
 
-std::uint64_t EvM::events_available(Clock::time_point now) const {
-  std::uint64_t limit = UINT64_MAX;
-  if (config_.max_events != 0) limit = config_.max_events + 1 - std::min(next_event_, config_.max_events + 1);
-  if (config_.trigger_rate > 0) {
-    const double triggered = config_.trigger_rate * seconds_between(run_start_, now);
-    const std::uint64_t total = static_cast<std::uint64_t>(triggered);
-    limit = std::min(limit, total + 1 > next_event_ ? total + 1 - next_event_ : 0);
-  }
-  return limit;
-}
-
-// The highest priority among the BUs holding credits, round-robin from next_builder_ among equals.
+// The highest priority among the BUs holding credits, round-robin among equals.
 EvM::BuProxy* EvM::pick_builder() {
-  BuProxy* best = nullptr;
-  std::size_t best_index = 0;
-  for (std::size_t k = 0; k < bus_.size(); ++k) {
-    const std::size_t i = (next_builder_ + k) % bus_.size();
-    BuProxy& bu = bus_[i];
-    if (bu.state != BuProxy::State::alive || bu.credits.empty()) continue;
-    if (best == nullptr || bu.priority > best->priority) {
-      best = &bu;
-      best_index = i;
-    }
-  }
-  if (best != nullptr) next_builder_ = (best_index + 1) % bus_.size();
-  return best;
+  const std::optional<std::size_t> chosen =
+      assigner_.choose_builder(bus_.size(), [this](std::size_t i) -> std::optional<std::uint16_t> {
+        const BuProxy& bu = bus_[i];
+        if (bu.state != BuProxy::State::alive || bu.credits.empty()) return std::nullopt;
+        return bu.priority;
+      });
+  return chosen ? &bus_[*chosen] : nullptr;
 }
 
 // Requests that arrive together (one dispatch round) are served together: their assignments share one
@@ -352,22 +334,22 @@ void EvM::assign() {
   const Clock::time_point now = Clock::now();
   bool assigned = false;
   for (;;) {
-    const std::uint64_t available = events_available(now);
+    const std::uint64_t available =
+        assigner_.events_available({config_.max_events, config_.trigger_rate}, seconds_between(run_start_, now));
     if (available == 0) break;
     BuProxy* bu = pick_builder();
     if (bu == nullptr) break;
     const auto count = static_cast<std::uint32_t>(std::min<std::uint64_t>(config_.events_per_request, available));
     // A short batch because the trigger is slow waits up to batchWait for more; one cut by maxEvents goes now.
-    const bool last_events = config_.max_events != 0 && next_event_ + count > config_.max_events;
+    const bool last_events = config_.max_events != 0 && assigner_.next_event() + count > config_.max_events;
     if (count < config_.events_per_request && !last_events &&
         now - bu->credits.front().since < seconds(config_.batch_wait)) {
-      next_builder_ = static_cast<std::size_t>(bu - bus_.data());  // its turn again next time
+      assigner_.turn_again(static_cast<std::size_t>(bu - bus_.data()));
       break;
     }
     const std::uint32_t slot = bu->credits.front().slot;
     bu->credits.pop_front();
-    const Assignment a{bu->tid, bu->generation, slot, count, next_event_};
-    next_event_ += count;
+    const Assignment a{bu->tid, bu->generation, slot, count, assigner_.take(count)};
     bu->outstanding[slot] = {a.first_event, count};
     bu->events_in_flight += count;
     bump(*bu->assigned, count);

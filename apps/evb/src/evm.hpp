@@ -16,6 +16,7 @@
 #include "daqx/evb/protocol.hpp"
 #include "daqx/api/application.hpp"
 #include "dispatch.hpp"
+#include "evm/event_assigner.hpp"
 #include "fragment_sender.hpp"
 #include "outbox.hpp"
 
@@ -101,7 +102,6 @@ class EvM final : public Application {
   void assign();
   void schedule_assign();
   BuProxy* pick_builder();
-  std::uint64_t events_available(Clock::time_point now) const;
   void flush_allocations();
   void drop_builder(BuProxy& bu, const std::string& why);
   void ru_down(RuProxy& ru, const std::string& why);
@@ -128,8 +128,7 @@ class EvM final : public Application {
   Clock::time_point run_start_{};
   Clock::time_point last_heartbeat_{};
   Clock::time_point last_tick_{};
-  std::uint64_t next_event_ = 1;
-  std::size_t next_builder_ = 0;
+  EventAssigner assigner_;
   bool pump_posted_ = false;
   bool assign_posted_ = false;
   std::vector<BuProxy> bus_;
