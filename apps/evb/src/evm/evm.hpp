@@ -6,8 +6,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,29 +14,15 @@
 #include "daqx/evb/protocol.hpp"
 #include "daqx/api/application.hpp"
 #include "dispatch.hpp"
+#include "evm/bu_proxy.hpp"
 #include "evm/event_assigner.hpp"
+#include "evm/evm_configuration.hpp"
+#include "evm/ru_failure_policy.hpp"
+#include "evm/ru_proxy.hpp"
 #include "fragment_sender.hpp"
 #include "outbox.hpp"
 
 namespace daqx::evb {
-
-enum class RuFailurePolicy { fail, incomplete };
-
-struct EvmConfiguration {
-  std::vector<Tid> bus;                 // builder units, from the "bus" selector
-  std::vector<Tid> rus;                 // readout units, from the "rus" selector
-  std::uint32_t events_per_request = 8; // events per resource slot (batch)
-  double trigger_rate = 0;              // events per second; 0: as fast as the BUs ask
-  double batch_wait = 0.01;             // s a slot waits for a full batch before a smaller one goes (slow trigger)
-  std::uint64_t max_events = 0;         // events to assign in the run, then stop assigning; 0: no limit
-  FragmentShape trigger{1, 1024, 0, 1u << 24, true, 0};  // the EvM's own fragment: one source, 1 KiB
-  std::size_t block_size = 65536;       // bytes per fragment block
-  double bu_timeout = 1.0;              // s without a request before a BU is dropped
-  double ru_timeout = 5.0;              // s without a status before an RU is declared down (it fails the run: be patient)
-  double heartbeat_interval = 0.1;      // s between the EvM's heartbeats
-  double drain_timeout = 5;             // s stop() waits for the BUs to finish the assigned events
-  RuFailurePolicy ru_failure = RuFailurePolicy::fail;
-};
 
 class EvM final : public Application {
  public:
@@ -53,46 +37,6 @@ class EvM final : public Application {
   void report(MetricSink& sink) const override;
 
  private:
-  // A builder unit as the EvM sees it (CMS's BUproxy).
-  struct BuProxy {
-    Tid tid = kNoTid;
-    enum class State { unknown, alive, dropped } state = State::unknown;
-    std::uint32_t generation = 0;  // the BU's current generation; credits of others are refused
-    std::uint64_t incarnation = 0;
-    Clock::time_point last_heard{};
-    Clock::time_point last_reset{};
-    struct Credit {
-      std::uint32_t slot;
-      Clock::time_point since;
-    };
-    std::deque<Credit> credits;
-    std::uint16_t priority = 0;
-    std::uint16_t output_state = 0;
-    struct Batch {
-      std::uint64_t first_event;
-      std::uint32_t count;
-    };
-    std::map<std::uint32_t, Batch> outstanding;  // slot -> batch assigned to it
-    std::uint64_t events_in_flight = 0;
-    std::string dropped_because;  // the last drop's reason, for the status when no BU is left
-    // Published for report().
-    std::unique_ptr<Counter> assigned = std::make_unique<Counter>(0);
-    std::unique_ptr<Counter> completed = std::make_unique<Counter>(0);
-    std::unique_ptr<Counter> lost = std::make_unique<Counter>(0);
-    std::unique_ptr<Counter> drops = std::make_unique<Counter>(0);
-    std::unique_ptr<Counter> published_state = std::make_unique<Counter>(0);  // 0 unknown, 1 alive, 2 dropped
-    std::unique_ptr<Counter> published_credits = std::make_unique<Counter>(0);
-    std::unique_ptr<Counter> published_output_state = std::make_unique<Counter>(0);
-  };
-  struct RuProxy {
-    Tid tid = kNoTid;
-    enum class State { unknown, alive, down } state = State::unknown;
-    std::uint64_t incarnation = 0;
-    Clock::time_point last_heard{};
-    std::vector<Assignment> pending;  // assignments not yet sent in an Allocate
-    std::unique_ptr<Counter> published_state = std::make_unique<Counter>(0);  // 0 unknown, 1 alive, 2 down
-  };
-
   // Dispatch thread.
   void on_request(Frame&& frame);
   void on_ru_status(Frame&& frame);

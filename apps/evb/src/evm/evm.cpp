@@ -1,8 +1,7 @@
 // evb::EvM: assignment, liveness and draining, all on the dispatch thread (see dispatch.hpp).
-#include "evm.hpp"
+#include "evm/evm.hpp"
 
 #include <algorithm>
-#include <stdexcept>
 
 #include "daqx/apps/text.hpp"
 
@@ -11,40 +10,9 @@ namespace {
 constexpr double kStartGrace = 10;  // s an RU may take to report after the run starts, on top of ruTimeout
 }
 using apps::concatenate;
-using apps::choice_param;
-using apps::param;
 using apps::to_text;
 
-std::vector<ParamSpec> EvM::parameters() {
-  const EvmConfiguration d;
-  return {
-      param("bus", ParamType::applications, "class:evb::BU", "", "builder units to serve"),
-      param("rus", ParamType::applications, "class:evb::RU", "", "readout units to tell where events go"),
-      param("eventsPerRequest", ParamType::unsigned_integer, to_text(std::uint64_t{d.events_per_request}), "events",
-            "events per BU resource slot (a batch)", 1, 4096),
-      param("triggerRate", ParamType::real, to_text(d.trigger_rate), "Hz",
-            "events per second the trigger gives; 0: as fast as the builders ask", 0),
-      param("batchWait", ParamType::real, to_text(d.batch_wait), "s",
-            "how long a slot waits for a full batch before a smaller one is sent (slow trigger)", 0, 60),
-      param("maxEvents", ParamType::unsigned_integer, "0", "events",
-            "events to assign in a run, then stop assigning; 0: no limit", 0),
-      param("triggerSize", ParamType::unsigned_integer, to_text(std::uint64_t{d.trigger.mean_size}), "bytes",
-            "payload bytes of the EvM's trigger fragment", 0, 1 << 20),
-      param("blockSize", ParamType::unsigned_integer, to_text(std::uint64_t{d.block_size}), "bytes",
-            "bytes per fragment block sent to a BU", 4096, 1 << 20),
-      param("buTimeout", ParamType::real, to_text(d.bu_timeout), "s",
-            "a BU silent this long is dropped and its events counted lost", 0.05, 3600),
-      param("ruTimeout", ParamType::real, to_text(d.ru_timeout), "s",
-            "an RU silent this long is declared down (see ruFailurePolicy)", 0.05, 3600),
-      param("heartbeatInterval", ParamType::real, to_text(d.heartbeat_interval), "s",
-            "time between the EvM's heartbeats to every unit", 0.005, 60),
-      param("drainTimeout", ParamType::real, to_text(d.drain_timeout), "s",
-            "stop waits this long for the builders to finish the assigned events", 0, 3600),
-      choice_param("ruFailurePolicy", "fail",
-                   "when an RU is down: fail (the run goes to Failed) or incomplete (BUs build without it, flagged)",
-                   {"fail", "incomplete"}),
-  };
-}
+std::vector<ParamSpec> EvM::parameters() { return evm_parameters(); }
 
 EvM::EvM(ApplicationContext& context) : Application(context), outbox_(context), trigger_sender_(context, outbox_) {
   context.bind(function::request, [this](Frame&& f) { on_request(std::move(f)); });
@@ -60,29 +28,7 @@ EvM::EvM(ApplicationContext& context) : Application(context), outbox_(context), 
 EvM::~EvM() { ticker_.stop(); }
 
 void EvM::configure() {
-  const ParamSet& p = context().params();
-  EvmConfiguration c;
-  c.bus = p.applications("bus");
-  c.rus = p.applications("rus");
-  c.events_per_request = static_cast<std::uint32_t>(p.unsigned_integer("eventsPerRequest"));
-  c.trigger_rate = p.real("triggerRate");
-  c.batch_wait = p.real("batchWait");
-  c.max_events = p.unsigned_integer("maxEvents");
-  c.trigger.sources = 1;
-  c.trigger.mean_size = static_cast<std::uint32_t>(p.unsigned_integer("triggerSize"));
-  c.trigger.spread = 0;
-  c.trigger.pattern = true;
-  c.trigger.seed = context().tid();
-  c.block_size = p.unsigned_integer("blockSize");
-  c.bu_timeout = p.real("buTimeout");
-  c.ru_timeout = p.real("ruTimeout");
-  c.heartbeat_interval = p.real("heartbeatInterval");
-  c.drain_timeout = p.real("drainTimeout");
-  const std::string& policy = p.string("ruFailurePolicy");
-  if (policy == "fail") c.ru_failure = RuFailurePolicy::fail;
-  else if (policy == "incomplete") c.ru_failure = RuFailurePolicy::incomplete;
-  else throw std::runtime_error(concatenate({"ruFailurePolicy: '", policy, "' is neither fail nor incomplete"}));
-  if (c.bus.empty()) throw std::runtime_error(concatenate({"bus: '", p.text("bus"), "' selects no application"}));
+  const EvmConfiguration c = read_evm_configuration(context().params(), context().tid());
   run_on_dispatch(context(), [this, c] {
     config_ = c;
     trigger_sender_.configure(config_.trigger, config_.block_size);
@@ -168,13 +114,13 @@ void EvM::halt() {
   });
 }
 
-EvM::BuProxy* EvM::find_bu(Tid tid) {
+BuProxy* EvM::find_bu(Tid tid) {
   for (BuProxy& bu : bus_)
     if (bu.tid == tid) return &bu;
   return nullptr;
 }
 
-EvM::RuProxy* EvM::find_ru(Tid tid) {
+RuProxy* EvM::find_ru(Tid tid) {
   for (RuProxy& ru : rus_)
     if (ru.tid == tid) return &ru;
   return nullptr;
@@ -305,7 +251,7 @@ bool EvM::rus_ready() const {
 }
 
 // The highest priority among the BUs holding credits, round-robin among equals.
-EvM::BuProxy* EvM::pick_builder() {
+BuProxy* EvM::pick_builder() {
   const std::optional<std::size_t> chosen =
       assigner_.choose_builder(bus_.size(), [this](std::size_t i) -> std::optional<std::uint16_t> {
         const BuProxy& bu = bus_[i];
