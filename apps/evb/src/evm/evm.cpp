@@ -54,6 +54,10 @@ void EvM::start_run(std::uint32_t run) {
   run_start_ = Clock::now();
   last_heartbeat_ = {};
   assigner_.start_run();
+  batch_sizer_.start({config_.events_per_request, config_.batch_bytes, config_.min_events_per_request,
+                      config_.max_events_per_request, superfragment_size(config_.trigger, 0)},
+                     rus_.size());
+  put(events_per_request_, batch_sizer_.events_per_batch());
   outbox_.clear();
   unsent_controls_.clear();
   trigger_sender_.start_run(run);
@@ -217,6 +221,8 @@ void EvM::on_ru_status(Frame&& frame) {
     ru->incarnation = status->incarnation;
   }
   ru->last_heard = now;
+  batch_sizer_.observe(static_cast<std::size_t>(ru - rus_.data()), status->fragments_sent, status->bytes_sent);
+  put(events_per_request_, batch_sizer_.events_per_batch());
   assign();
 }
 
@@ -285,10 +291,11 @@ void EvM::assign() {
     if (available == 0) break;
     BuProxy* bu = pick_builder();
     if (bu == nullptr) break;
-    const auto count = static_cast<std::uint32_t>(std::min<std::uint64_t>(config_.events_per_request, available));
+    const std::uint32_t batch = batch_sizer_.events_per_batch();
+    const auto count = static_cast<std::uint32_t>(std::min<std::uint64_t>(batch, available));
     // A short batch because the trigger is slow waits up to batchWait for more; one cut by maxEvents goes now.
     const bool last_events = config_.max_events != 0 && assigner_.next_event() + count > config_.max_events;
-    if (count < config_.events_per_request && !last_events &&
+    if (count < batch && !last_events &&
         now - bu->credits.front().since < seconds(config_.batch_wait)) {
       assigner_.turn_again(static_cast<std::size_t>(bu - bus_.data()));
       break;
@@ -490,6 +497,8 @@ void EvM::report(MetricSink& sink) const {
   sink.counter("events_corrupt", read(events_corrupt_), "completed events that failed the integrity checks");
   sink.gauge("events_in_flight", read(events_in_flight_), "events assigned and not yet given back");
   sink.derived("event_rate", rates.frames_per_second, "events completed per second over the last second");
+  sink.gauge("events_per_request", read(events_per_request_),
+             "events per batch now: eventsPerRequest, or sized from the RUs' super-fragment bytes (batchBytes)");
   sink.gauge("credits_queued", read(credits_queued_), "free BU slots waiting for events");
   sink.counter("requests", read(requests_), "requests received from builder units");
   sink.counter("stale_requests", read(stale_requests_), "requests refused (other generation): answered with a reset");

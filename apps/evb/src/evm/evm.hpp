@@ -15,6 +15,7 @@
 #include "daqx/api/application.hpp"
 #include "dispatch.hpp"
 #include "evm/bu_proxy.hpp"
+#include "evm/batch_sizer.hpp"
 #include "evm/event_assigner.hpp"
 #include "evm/evm_configuration.hpp"
 #include "evm/ru_failure_policy.hpp"
@@ -73,6 +74,7 @@ class EvM final : public Application {
   Clock::time_point last_heartbeat_{};
   Clock::time_point last_tick_{};
   EventAssigner assigner_;
+  BatchSizer batch_sizer_;
   bool pump_posted_ = false;
   bool assign_posted_ = false;
   std::vector<BuProxy> bus_;
@@ -99,6 +101,7 @@ class EvM final : public Application {
   Counter malformed_{0};
   Counter drained_{1};
   Counter trigger_bytes_{0};
+  Counter events_per_request_{0};  // the batch size now (published from the dispatch thread)
   std::atomic<bool> waiting_for_rus_{false};
   apps::RateMeter event_rate_;
 };

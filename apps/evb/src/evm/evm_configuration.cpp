@@ -18,7 +18,14 @@ std::vector<ParamSpec> evm_parameters() {
       param("bus", ParamType::applications, "class:evb::BU", "", "builder units to serve"),
       param("rus", ParamType::applications, "class:evb::RU", "", "readout units to tell where events go"),
       param("eventsPerRequest", ParamType::unsigned_integer, to_text(std::uint64_t{d.events_per_request}), "events",
-            "events per BU resource slot (a batch)", 1, 4096),
+            "events per BU resource slot (a batch); 0: sized in bytes (batchBytes)", 0, 4096),
+      param("batchBytes", ParamType::unsigned_integer, to_text(d.batch_bytes), "bytes",
+            "sized batches: about this many bytes of each RU's data per batch, from the sizes the RUs report",
+            4096, std::uint64_t{1} << 30),
+      param("minEventsPerRequest", ParamType::unsigned_integer, to_text(std::uint64_t{d.min_events_per_request}),
+            "events", "the fewest events in a sized batch (also the size before the RUs' first report)", 1, 4096),
+      param("maxEventsPerRequest", ParamType::unsigned_integer, to_text(std::uint64_t{d.max_events_per_request}),
+            "events", "the most events in a sized batch", 1, 4096),
       param("triggerRate", ParamType::real, to_text(d.trigger_rate), "Hz",
             "events per second the trigger gives; 0: as fast as the builders ask", 0),
       param("batchWait", ParamType::real, to_text(d.batch_wait), "s",
@@ -48,6 +55,13 @@ EvmConfiguration read_evm_configuration(const ParamSet& p, Tid self) {
   c.bus = p.applications("bus");
   c.rus = p.applications("rus");
   c.events_per_request = static_cast<std::uint32_t>(p.unsigned_integer("eventsPerRequest"));
+  c.batch_bytes = p.unsigned_integer("batchBytes");
+  c.min_events_per_request = static_cast<std::uint32_t>(p.unsigned_integer("minEventsPerRequest"));
+  c.max_events_per_request = static_cast<std::uint32_t>(p.unsigned_integer("maxEventsPerRequest"));
+  if (c.min_events_per_request > c.max_events_per_request)
+    throw std::runtime_error(concatenate({"minEventsPerRequest (", to_text(std::uint64_t{c.min_events_per_request}),
+                                          ") is above maxEventsPerRequest (",
+                                          to_text(std::uint64_t{c.max_events_per_request}), ")"}));
   c.trigger_rate = p.real("triggerRate");
   c.batch_wait = p.real("batchWait");
   c.max_events = p.unsigned_integer("maxEvents");
