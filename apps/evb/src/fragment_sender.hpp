@@ -11,7 +11,7 @@
 
 #include "daqx/evb/protocol.hpp"
 #include "daqx/api/application.hpp"
-#include "fragment_logic.hpp"
+#include "superfragment_writer.hpp"
 #include "outbox.hpp"
 
 namespace daqx::evb {

@@ -4,8 +4,8 @@
 #include "bu/bu.hpp"
 #include "consumer_app.hpp"
 #include "daqx/api/module.hpp"
-#include "evm.hpp"
-#include "ru.hpp"
+#include "evm/evm.hpp"
+#include "ru/ru.hpp"
 
 namespace {
 template <typename T>

@@ -13,19 +13,12 @@
 #include "daqx/api/application.hpp"
 #include "common/evm_loss_policy.hpp"
 #include "dispatch.hpp"
-#include "fragment_logic.hpp"
+#include "superfragment_writer.hpp"
 #include "fragment_sender.hpp"
 #include "outbox.hpp"
+#include "ru/ru_configuration.hpp"
 
 namespace daqx::evb {
-
-struct RuConfiguration {
-  Tid evm = kNoTid;                 // from the "evm" selector
-  FragmentShape shape;              // sources, sizes, pattern
-  std::size_t block_size = 65536;   // bytes per block sent to a BU
-  double heartbeat_interval = 0.1;  // s between status reports to the EvM
-  double evm_timeout = 5.0;         // s of EvM silence after which this unit fails
-};
 
 class RU final : public Application {
  public:

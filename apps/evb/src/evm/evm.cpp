@@ -1,8 +1,7 @@
 // evb::EvM: assignment, liveness and draining, all on the dispatch thread (see dispatch.hpp).
-#include "evm.hpp"
+#include "evm/evm.hpp"
 
 #include <algorithm>
-#include <stdexcept>
 
 #include "daqx/apps/text.hpp"
 
@@ -11,40 +10,9 @@ namespace {
 constexpr double kStartGrace = 10;  // s an RU may take to report after the run starts, on top of ruTimeout
 }
 using apps::concatenate;
-using apps::choice_param;
-using apps::param;
 using apps::to_text;
 
-std::vector<ParamSpec> EvM::parameters() {
-  const EvmConfiguration d;
-  return {
-      param("bus", ParamType::applications, "class:evb::BU", "", "builder units to serve"),
-      param("rus", ParamType::applications, "class:evb::RU", "", "readout units to tell where events go"),
-      param("eventsPerRequest", ParamType::unsigned_integer, to_text(std::uint64_t{d.events_per_request}), "events",
-            "events per BU resource slot (a batch)", 1, 4096),
-      param("triggerRate", ParamType::real, to_text(d.trigger_rate), "Hz",
-            "events per second the trigger gives; 0: as fast as the builders ask", 0),
-      param("batchWait", ParamType::real, to_text(d.batch_wait), "s",
-            "how long a slot waits for a full batch before a smaller one is sent (slow trigger)", 0, 60),
-      param("maxEvents", ParamType::unsigned_integer, "0", "events",
-            "events to assign in a run, then stop assigning; 0: no limit", 0),
-      param("triggerSize", ParamType::unsigned_integer, to_text(std::uint64_t{d.trigger.mean_size}), "bytes",
-            "payload bytes of the EvM's trigger fragment", 0, 1 << 20),
-      param("blockSize", ParamType::unsigned_integer, to_text(std::uint64_t{d.block_size}), "bytes",
-            "bytes per fragment block sent to a BU", 4096, 1 << 20),
-      param("buTimeout", ParamType::real, to_text(d.bu_timeout), "s",
-            "a BU silent this long is dropped and its events counted lost", 0.05, 3600),
-      param("ruTimeout", ParamType::real, to_text(d.ru_timeout), "s",
-            "an RU silent this long is declared down (see ruFailurePolicy)", 0.05, 3600),
-      param("heartbeatInterval", ParamType::real, to_text(d.heartbeat_interval), "s",
-            "time between the EvM's heartbeats to every unit", 0.005, 60),
-      param("drainTimeout", ParamType::real, to_text(d.drain_timeout), "s",
-            "stop waits this long for the builders to finish the assigned events", 0, 3600),
-      choice_param("ruFailurePolicy", "fail",
-                   "when an RU is down: fail (the run goes to Failed) or incomplete (BUs build without it, flagged)",
-                   {"fail", "incomplete"}),
-  };
-}
+std::vector<ParamSpec> EvM::parameters() { return evm_parameters(); }
 
 EvM::EvM(ApplicationContext& context) : Application(context), outbox_(context), trigger_sender_(context, outbox_) {
   context.bind(function::request, [this](Frame&& f) { on_request(std::move(f)); });
@@ -60,29 +28,7 @@ EvM::EvM(ApplicationContext& context) : Application(context), outbox_(context), 
 EvM::~EvM() { ticker_.stop(); }
 
 void EvM::configure() {
-  const ParamSet& p = context().params();
-  EvmConfiguration c;
-  c.bus = p.applications("bus");
-  c.rus = p.applications("rus");
-  c.events_per_request = static_cast<std::uint32_t>(p.unsigned_integer("eventsPerRequest"));
-  c.trigger_rate = p.real("triggerRate");
-  c.batch_wait = p.real("batchWait");
-  c.max_events = p.unsigned_integer("maxEvents");
-  c.trigger.sources = 1;
-  c.trigger.mean_size = static_cast<std::uint32_t>(p.unsigned_integer("triggerSize"));
-  c.trigger.spread = 0;
-  c.trigger.pattern = true;
-  c.trigger.seed = context().tid();
-  c.block_size = p.unsigned_integer("blockSize");
-  c.bu_timeout = p.real("buTimeout");
-  c.ru_timeout = p.real("ruTimeout");
-  c.heartbeat_interval = p.real("heartbeatInterval");
-  c.drain_timeout = p.real("drainTimeout");
-  const std::string& policy = p.string("ruFailurePolicy");
-  if (policy == "fail") c.ru_failure = RuFailurePolicy::fail;
-  else if (policy == "incomplete") c.ru_failure = RuFailurePolicy::incomplete;
-  else throw std::runtime_error(concatenate({"ruFailurePolicy: '", policy, "' is neither fail nor incomplete"}));
-  if (c.bus.empty()) throw std::runtime_error(concatenate({"bus: '", p.text("bus"), "' selects no application"}));
+  const EvmConfiguration c = read_evm_configuration(context().params(), context().tid());
   run_on_dispatch(context(), [this, c] {
     config_ = c;
     trigger_sender_.configure(config_.trigger, config_.block_size);
@@ -107,8 +53,11 @@ void EvM::start_run(std::uint32_t run) {
   failed_ = false;
   run_start_ = Clock::now();
   last_heartbeat_ = {};
-  next_event_ = 1;
-  next_builder_ = 0;
+  assigner_.start_run();
+  batch_sizer_.start({config_.events_per_request, config_.batch_bytes, config_.min_events_per_request,
+                      config_.max_events_per_request, superfragment_size(config_.trigger, 0)},
+                     rus_.size());
+  put(events_per_request_, batch_sizer_.events_per_batch());
   outbox_.clear();
   unsent_controls_.clear();
   trigger_sender_.start_run(run);
@@ -169,13 +118,13 @@ void EvM::halt() {
   });
 }
 
-EvM::BuProxy* EvM::find_bu(Tid tid) {
+BuProxy* EvM::find_bu(Tid tid) {
   for (BuProxy& bu : bus_)
     if (bu.tid == tid) return &bu;
   return nullptr;
 }
 
-EvM::RuProxy* EvM::find_ru(Tid tid) {
+RuProxy* EvM::find_ru(Tid tid) {
   for (RuProxy& ru : rus_)
     if (ru.tid == tid) return &ru;
   return nullptr;
@@ -272,6 +221,8 @@ void EvM::on_ru_status(Frame&& frame) {
     ru->incarnation = status->incarnation;
   }
   ru->last_heard = now;
+  batch_sizer_.observe(static_cast<std::size_t>(ru - rus_.data()), status->fragments_sent, status->bytes_sent);
+  put(events_per_request_, batch_sizer_.events_per_batch());
   assign();
 }
 
@@ -305,32 +256,15 @@ bool EvM::rus_ready() const {
   return std::all_of(rus_.begin(), rus_.end(), [](const RuProxy& r) { return r.state != RuProxy::State::unknown; });
 }
 
-std::uint64_t EvM::events_available(Clock::time_point now) const {
-  std::uint64_t limit = UINT64_MAX;
-  if (config_.max_events != 0) limit = config_.max_events + 1 - std::min(next_event_, config_.max_events + 1);
-  if (config_.trigger_rate > 0) {
-    const double triggered = config_.trigger_rate * seconds_between(run_start_, now);
-    const std::uint64_t total = static_cast<std::uint64_t>(triggered);
-    limit = std::min(limit, total + 1 > next_event_ ? total + 1 - next_event_ : 0);
-  }
-  return limit;
-}
-
-// The highest priority among the BUs holding credits, round-robin from next_builder_ among equals.
-EvM::BuProxy* EvM::pick_builder() {
-  BuProxy* best = nullptr;
-  std::size_t best_index = 0;
-  for (std::size_t k = 0; k < bus_.size(); ++k) {
-    const std::size_t i = (next_builder_ + k) % bus_.size();
-    BuProxy& bu = bus_[i];
-    if (bu.state != BuProxy::State::alive || bu.credits.empty()) continue;
-    if (best == nullptr || bu.priority > best->priority) {
-      best = &bu;
-      best_index = i;
-    }
-  }
-  if (best != nullptr) next_builder_ = (best_index + 1) % bus_.size();
-  return best;
+// The highest priority among the BUs holding credits, round-robin among equals.
+BuProxy* EvM::pick_builder() {
+  const std::optional<std::size_t> chosen =
+      assigner_.choose_builder(bus_.size(), [this](std::size_t i) -> std::optional<std::uint16_t> {
+        const BuProxy& bu = bus_[i];
+        if (bu.state != BuProxy::State::alive || bu.credits.empty()) return std::nullopt;
+        return bu.priority;
+      });
+  return chosen ? &bus_[*chosen] : nullptr;
 }
 
 // Requests that arrive together (one dispatch round) are served together: their assignments share one
@@ -352,22 +286,23 @@ void EvM::assign() {
   const Clock::time_point now = Clock::now();
   bool assigned = false;
   for (;;) {
-    const std::uint64_t available = events_available(now);
+    const std::uint64_t available =
+        assigner_.events_available({config_.max_events, config_.trigger_rate}, seconds_between(run_start_, now));
     if (available == 0) break;
     BuProxy* bu = pick_builder();
     if (bu == nullptr) break;
-    const auto count = static_cast<std::uint32_t>(std::min<std::uint64_t>(config_.events_per_request, available));
+    const std::uint32_t batch = batch_sizer_.events_per_batch();
+    const auto count = static_cast<std::uint32_t>(std::min<std::uint64_t>(batch, available));
     // A short batch because the trigger is slow waits up to batchWait for more; one cut by maxEvents goes now.
-    const bool last_events = config_.max_events != 0 && next_event_ + count > config_.max_events;
-    if (count < config_.events_per_request && !last_events &&
+    const bool last_events = config_.max_events != 0 && assigner_.next_event() + count > config_.max_events;
+    if (count < batch && !last_events &&
         now - bu->credits.front().since < seconds(config_.batch_wait)) {
-      next_builder_ = static_cast<std::size_t>(bu - bus_.data());  // its turn again next time
+      assigner_.turn_again(static_cast<std::size_t>(bu - bus_.data()));
       break;
     }
     const std::uint32_t slot = bu->credits.front().slot;
     bu->credits.pop_front();
-    const Assignment a{bu->tid, bu->generation, slot, count, next_event_};
-    next_event_ += count;
+    const Assignment a{bu->tid, bu->generation, slot, count, assigner_.take(count)};
     bu->outstanding[slot] = {a.first_event, count};
     bu->events_in_flight += count;
     bump(*bu->assigned, count);
@@ -562,6 +497,8 @@ void EvM::report(MetricSink& sink) const {
   sink.counter("events_corrupt", read(events_corrupt_), "completed events that failed the integrity checks");
   sink.gauge("events_in_flight", read(events_in_flight_), "events assigned and not yet given back");
   sink.derived("event_rate", rates.frames_per_second, "events completed per second over the last second");
+  sink.gauge("events_per_request", read(events_per_request_),
+             "events per batch now: eventsPerRequest, or sized from the RUs' super-fragment bytes (batchBytes)");
   sink.gauge("credits_queued", read(credits_queued_), "free BU slots waiting for events");
   sink.counter("requests", read(requests_), "requests received from builder units");
   sink.counter("stale_requests", read(stale_requests_), "requests refused (other generation): answered with a reset");

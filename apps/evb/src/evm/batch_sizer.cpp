@@ -1,0 +1,51 @@
+// Batches sized in bytes from what the RUs report.
+#include "evm/batch_sizer.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace daqx::evb {
+
+void BatchSizer::start(const BatchSizing& sizing, std::size_t contributors) {
+  sizing_ = sizing;
+  sizing_.min_events = std::max<std::uint32_t>(1, sizing_.min_events);
+  sizing_.max_events = std::max(sizing_.min_events, sizing_.max_events);
+  seen_.assign(contributors, Seen{});
+  largest_ = 0;
+  events_ = sizing_.fixed_events != 0 ? sizing_.fixed_events : sizing_.min_events;
+  if (sizing_.fixed_events == 0 && sizing_.trigger_bytes != 0) {
+    largest_ = static_cast<double>(sizing_.trigger_bytes);
+    resize();
+  }
+}
+
+void BatchSizer::observe(std::size_t contributor, std::uint64_t fragments_sent, std::uint64_t bytes_sent) {
+  if (sizing_.fixed_events != 0 || contributor >= seen_.size()) return;
+  Seen& s = seen_[contributor];
+  if (fragments_sent < s.fragments || bytes_sent < s.bytes) s = Seen{};  // counters started over
+  const std::uint64_t fragments = fragments_sent - s.fragments;
+  const std::uint64_t bytes = bytes_sent - s.bytes;
+  if (fragments == 0) return;  // nothing sent since the last report: no news about sizes
+  const double recent = static_cast<double>(bytes) / static_cast<double>(fragments);
+  // Smoothed so that one report of unusually large or small events does not swing the batch.
+  s.bytes_per_event = s.bytes_per_event == 0 ? recent : 0.75 * s.bytes_per_event + 0.25 * recent;
+  s.fragments = fragments_sent;
+  s.bytes = bytes_sent;
+  double largest = static_cast<double>(sizing_.trigger_bytes);
+  for (const Seen& each : seen_) largest = std::max(largest, each.bytes_per_event);
+  largest_ = largest;
+  resize();
+}
+
+void BatchSizer::resize() {
+  if (largest_ <= 0) return;
+  const double wanted = std::clamp(std::floor(static_cast<double>(sizing_.batch_bytes) / largest_),
+                                   static_cast<double>(sizing_.min_events), static_cast<double>(sizing_.max_events));
+  // Hysteresis: a change under a quarter is noise from the sizes' spread; keeping the count steady keeps the
+  // BUs' memory budget (learnt per batch) steady too.
+  const double current = static_cast<double>(events_);
+  if (std::abs(wanted - current) > 0.25 * current || wanted == sizing_.min_events || wanted == sizing_.max_events)
+    events_ = static_cast<std::uint32_t>(wanted);
+}
+
+}  // namespace daqx::evb

@@ -1,0 +1,50 @@
+// How many events the EvM puts in one batch (one BU resource slot): by default about batchBytes of each RU's
+// data, from the super-fragment sizes the RUs report, so a batch costs the same few frames whatever the
+// fragment size; small fragments get large batches, large fragments small ones (within bounds).
+// eventsPerRequest, when set, fixes the count instead. Dispatch thread only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace daqx::evb {
+
+struct BatchSizing {
+  std::uint32_t fixed_events = 0;        // eventsPerRequest; 0: sized in bytes
+  std::uint64_t batch_bytes = 1u << 20;  // target bytes per contributor per batch
+  std::uint32_t min_events = 8;          // bounds of a sized batch
+  std::uint32_t max_events = 4096;
+  std::uint64_t trigger_bytes = 0;       // the EvM's own fragment per event: the floor of bytes per event
+};
+
+class BatchSizer {
+ public:
+  // A new run with `contributors` RUs reporting: sizes start unknown (the batch is min_events until one report
+  // shows data).
+  void start(const BatchSizing& sizing, std::size_t contributors);
+
+  // An RU's status: its counters since its enable (super-fragments and their bytes). Differences between
+  // reports give its recent bytes per event; a counter that went back (a restarted RU) starts it over.
+  void observe(std::size_t contributor, std::uint64_t fragments_sent, std::uint64_t bytes_sent);
+
+  // Events per batch now.
+  std::uint32_t events_per_batch() const noexcept { return events_; }
+  // The largest recent super-fragment bytes per event over the contributors, 0 while unknown.
+  double bytes_per_event() const noexcept { return largest_; }
+
+ private:
+  struct Seen {
+    std::uint64_t fragments = 0;
+    std::uint64_t bytes = 0;
+    double bytes_per_event = 0;  // smoothed over reports
+  };
+  void resize();
+
+  BatchSizing sizing_;
+  std::vector<Seen> seen_;
+  double largest_ = 0;
+  std::uint32_t events_ = 8;
+};
+
+}  // namespace daqx::evb

@@ -1,0 +1,109 @@
+// evb::EvM, the event manager: numbers events (as fast as the builders ask, or at a trigger rate), gives
+// batches of them to the BUs' free slots, highest priority first, round-robin among equals, tells every RU
+// which BU gets which events, and contributes the trigger fragment itself (it is also a readout unit).
+// It watches BUs and RUs: a silent BU is dropped and its events counted lost; a silent RU fails the run or,
+// by policy, makes the BUs build without it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "daqx/apps/rate_meter.hpp"
+#include "daqx/evb/protocol.hpp"
+#include "daqx/api/application.hpp"
+#include "dispatch.hpp"
+#include "evm/bu_proxy.hpp"
+#include "evm/batch_sizer.hpp"
+#include "evm/event_assigner.hpp"
+#include "evm/evm_configuration.hpp"
+#include "evm/ru_failure_policy.hpp"
+#include "evm/ru_proxy.hpp"
+#include "fragment_sender.hpp"
+#include "outbox.hpp"
+
+namespace daqx::evb {
+
+class EvM final : public Application {
+ public:
+  static std::vector<ParamSpec> parameters();
+  explicit EvM(ApplicationContext& context);
+  ~EvM() override;
+
+  void configure() override;
+  void enable() override;
+  void stop() override;
+  void halt() override;
+  void report(MetricSink& sink) const override;
+
+ private:
+  // Dispatch thread.
+  void on_request(Frame&& frame);
+  void on_ru_status(Frame&& frame);
+  void on_unit_report(Frame&& frame);
+  void handle_failed_sends();
+  void tick();
+  void assign();
+  void schedule_assign();
+  BuProxy* pick_builder();
+  void flush_allocations();
+  void drop_builder(BuProxy& bu, const std::string& why);
+  void ru_down(RuProxy& ru, const std::string& why);
+  void send_control(Tid target, const Control& control, bool queue);
+  void broadcast(const Control& control);
+  void pump_fragments();
+  void publish();
+  BuProxy* find_bu(Tid tid);
+  RuProxy* find_ru(Tid tid);
+  bool rus_ready() const;
+  void start_run(std::uint32_t run);
+
+  EvmConfiguration config_;
+  Outbox outbox_;
+  FragmentSender trigger_sender_;
+  Ticker ticker_;
+  std::uint32_t runs_ = 0;  // enables so far; the run number
+
+  // Dispatch thread only.
+  bool running_ = false;    // between enable and the end of stop
+  bool draining_ = false;   // stop() asked: assign nothing more
+  bool failed_ = false;
+  std::uint32_t run_ = 0;
+  Clock::time_point run_start_{};
+  Clock::time_point last_heartbeat_{};
+  Clock::time_point last_tick_{};
+  EventAssigner assigner_;
+  BatchSizer batch_sizer_;
+  bool pump_posted_ = false;
+  bool assign_posted_ = false;
+  std::vector<BuProxy> bus_;
+  std::vector<RuProxy> rus_;
+  std::vector<std::pair<Tid, Control>> unsent_controls_;  // waiting for a pool block
+
+  // Published.
+  Counter events_assigned_{0};
+  Counter events_completed_{0};
+  Counter events_lost_{0};
+  Counter events_incomplete_{0};
+  Counter events_corrupt_{0};
+  Counter events_in_flight_{0};
+  Counter credits_queued_{0};
+  Counter requests_{0};
+  Counter stale_requests_{0};
+  Counter unexpected_discards_{0};
+  Counter bu_drops_{0};
+  Counter bu_readmissions_{0};
+  Counter ru_downs_{0};
+  Counter bus_alive_{0};
+  Counter rus_alive_{0};
+  Counter no_builder_left_{0};  // 1 while every BU of the run has been dropped and none taken in again
+  Counter malformed_{0};
+  Counter drained_{1};
+  Counter trigger_bytes_{0};
+  Counter events_per_request_{0};  // the batch size now (published from the dispatch thread)
+  std::atomic<bool> waiting_for_rus_{false};
+  apps::RateMeter event_rate_;
+};
+
+}  // namespace daqx::evb

@@ -1,0 +1,58 @@
+// Reading the RU's parameters into its configuration.
+#include "ru/ru_configuration.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "daqx/apps/text.hpp"
+#include "dispatch.hpp"
+
+namespace daqx::evb {
+using apps::concatenate;
+using apps::param;
+using apps::to_text;
+
+std::vector<ParamSpec> ru_parameters() {
+  const RuConfiguration d;
+  return {
+      param("evm", ParamType::applications, "class:evb::EvM", "", "the event manager"),
+      param("sources", ParamType::unsigned_integer, to_text(std::uint64_t{d.shape.sources}), "",
+            "data sources (FEDs) per super-fragment", 1, 4096),
+      param("fragmentSize", ParamType::unsigned_integer, to_text(std::uint64_t{d.shape.mean_size}), "bytes",
+            "mean payload bytes per source fragment", 0, 1 << 24),
+      param("fragmentSpread", ParamType::unsigned_integer, to_text(std::uint64_t{d.shape.spread}), "bytes",
+            "standard deviation of the source fragment size (log-normal); 0: fixed size", 0, 1 << 24),
+      param("pattern", ParamType::boolean, to_text(d.shape.pattern), "",
+            "fill payloads with a pattern and a CRC-32C the BU verifies; false: headers and trailers only"),
+      param("blockSize", ParamType::unsigned_integer, to_text(std::uint64_t{d.block_size}), "bytes",
+            "bytes per block sent to a BU", 4096, 1 << 20),
+      param("heartbeatInterval", ParamType::real, to_text(d.heartbeat_interval), "s",
+            "time between status reports to the EvM", 0.005, 60),
+      param("evmTimeout", ParamType::real, to_text(d.evm_timeout), "s",
+            "EvM silence after which this unit fails (the EvM is presumed dead)", 0.05, 3600),
+  };
+}
+
+RuConfiguration read_ru_configuration(const ParamSet& p, Tid self) {
+  RuConfiguration c;
+  c.evm = exactly_one(p, "evm");
+  c.shape.sources = static_cast<std::uint32_t>(p.unsigned_integer("sources"));
+  c.shape.mean_size = static_cast<std::uint32_t>(p.unsigned_integer("fragmentSize"));
+  c.shape.spread = static_cast<std::uint32_t>(p.unsigned_integer("fragmentSpread"));
+  c.shape.pattern = p.boolean("pattern");
+  c.shape.seed = self;
+  c.block_size = p.unsigned_integer("blockSize");
+  // Piece headers carry 32-bit sizes: refuse shapes whose typical super-fragment nears 2 GiB, and clamp the
+  // log-normal tail so that no super-fragment can reach it.
+  const double typical = static_cast<double>(c.shape.sources) * (c.shape.mean_size + 6.0 * c.shape.spread + 64.0);
+  if (typical >= 1073741824.0)
+    throw std::runtime_error(concatenate({"sources x fragmentSize (", to_text(std::uint64_t{c.shape.sources}), " x ",
+                                          to_text(std::uint64_t{c.shape.mean_size}),
+                                          ") makes super-fragments near the protocol's 2 GiB limit"}));
+  c.shape.max_size = std::min<std::uint32_t>(c.shape.max_size, 2147483647u / c.shape.sources - 64);
+  c.heartbeat_interval = p.real("heartbeatInterval");
+  c.evm_timeout = p.real("evmTimeout");
+  return c;
+}
+
+}  // namespace daqx::evb

@@ -1,0 +1,26 @@
+// The RU's configuration: one struct, every field with its default, the parameters that set it, and reading them.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "daqx/api/application.hpp"
+#include "fragment_format.hpp"
+
+namespace daqx::evb {
+
+struct RuConfiguration {
+  Tid evm = kNoTid;                 // from the "evm" selector
+  FragmentShape shape;              // sources, sizes, pattern
+  std::size_t block_size = 65536;   // bytes per block sent to a BU
+  double heartbeat_interval = 0.1;  // s between status reports to the EvM
+  double evm_timeout = 5.0;         // s of EvM silence after which this unit fails
+};
+
+// The RU's parameters, each with its default, bounds and help.
+std::vector<ParamSpec> ru_parameters();
+
+// The configuration the parameters give; `self` seeds the synthetic data. Throws on a shape the protocol cannot carry.
+RuConfiguration read_ru_configuration(const ParamSet& p, Tid self);
+
+}  // namespace daqx::evb

@@ -1,0 +1,87 @@
+// The EvM's batch size as a specification: fixed when eventsPerRequest is set, otherwise about batchBytes of the
+// largest RU's data per batch, within bounds, steady against small changes and started over with the counters.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+
+#include "evm/batch_sizer.hpp"
+
+using namespace daqx::evb;
+
+namespace {
+
+BatchSizing sized(std::uint64_t batch_bytes = 1u << 20) {
+  BatchSizing s;
+  s.batch_bytes = batch_bytes;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("eventsPerRequest set: every batch has that many events whatever the RUs report") {
+  BatchSizer sizer;
+  BatchSizing fixed = sized();
+  fixed.fixed_events = 32;
+  sizer.start(fixed, 2);
+  CHECK(sizer.events_per_batch() == 32);
+  sizer.observe(0, 1000, 1000 * 1024);
+  CHECK(sizer.events_per_batch() == 32);
+}
+
+TEST_CASE("sized in bytes: the minimum before any report, then batchBytes over the largest RU's bytes per event") {
+  BatchSizer sizer;
+  sizer.start(sized(), 2);
+  CHECK(sizer.events_per_batch() == 8);
+  sizer.observe(0, 1000, 1000 * 1024);  // 1 KiB per event
+  CHECK(sizer.events_per_batch() == 1024);
+  sizer.observe(1, 1000, 1000 * 4096);  // the other RU: 4 KiB per event, the largest decides
+  CHECK(sizer.events_per_batch() == 256);
+}
+
+TEST_CASE("sized in bytes: large fragments get the minimum, tiny ones the maximum") {
+  BatchSizer large;
+  large.start(sized(), 1);
+  large.observe(0, 10, 10u << 20);  // 1 MiB per event
+  CHECK(large.events_per_batch() == 8);
+  BatchSizer tiny;
+  tiny.start(sized(), 1);
+  tiny.observe(0, 100000, 100000 * 64);
+  CHECK(tiny.events_per_batch() == 4096);
+}
+
+TEST_CASE("sized in bytes: the trigger fragment is the floor of the bytes per event") {
+  BatchSizer sizer;
+  BatchSizing s = sized();
+  s.trigger_bytes = 64u << 10;
+  sizer.start(s, 1);
+  CHECK(sizer.events_per_batch() == 16);
+  sizer.observe(0, 1000, 1000 * 1024);  // RUs smaller than the trigger: the trigger still decides
+  CHECK(sizer.events_per_batch() == 16);
+}
+
+TEST_CASE("sized in bytes: reports differ from the last by their differences, a change under a quarter is kept out") {
+  BatchSizer sizer;
+  sizer.start(sized(), 1);
+  sizer.observe(0, 1000, 1000 * 1024);
+  REQUIRE(sizer.events_per_batch() == 1024);
+  sizer.observe(0, 2000, 1000 * 1024 + 1000 * 1100);  // 1100 B per event since the last report: noise
+  CHECK(sizer.events_per_batch() == 1024);
+  std::uint64_t fragments = 2000, bytes = 1000 * 1024 + 1000 * 1100;
+  for (int n = 0; n < 40; ++n) sizer.observe(0, fragments += 1000, bytes += 1000 * 8192);
+  // The sizes really grew to 8 KiB: the batch follows, to within the quarter it ignores (1 MiB / 8 KiB = 128).
+  const std::uint32_t followed = sizer.events_per_batch();
+  CHECK(followed >= 128);
+  CHECK(followed <= 160);
+  sizer.observe(0, fragments, bytes);  // no new fragments since: nothing learnt
+  CHECK(sizer.events_per_batch() == followed);
+}
+
+TEST_CASE("sized in bytes: counters that went back (a restarted RU) start its sizes over") {
+  BatchSizer sizer;
+  sizer.start(sized(), 1);
+  sizer.observe(0, 1000, 1000 * 8192);
+  REQUIRE(sizer.events_per_batch() == 128);
+  sizer.observe(0, 10, 10 * 1024);
+  CHECK(sizer.bytes_per_event() == 1024);
+  CHECK(sizer.events_per_batch() == 1024);
+}
