@@ -7,6 +7,7 @@
 #include <string>
 
 #include "daqx/api/transport.hpp"
+#include "partition_builder.hpp"
 
 namespace daqx::test {
 
@@ -29,8 +30,12 @@ struct TransportProfile {
   TransportCapabilities capabilities;
 
   // <Properties> of an endpoint: a lost peer is retried within 300 ms, and traffic sets the mode where there is one.
-  std::string endpoint_properties(Traffic traffic) const;
-  // A whole <Endpoint> line on this host and port.
+  PartitionProperties endpoint_properties(Traffic traffic) const;
+  // An <Endpoint> of this transport on this host and port, in the context, with those properties; the caller
+  // may add more.
+  PropertiesBuilder add_endpoint(ContextBuilder& context, std::uint16_t port, Traffic traffic,
+                                 const std::string& network = "data") const;
+  // The same <Endpoint> as one line of XML, for the partitions still written as text (the transport suite's).
   std::string endpoint_xml(std::uint16_t port, Traffic traffic, const std::string& network = "data") const;
   std::string module_xml() const;  // <Module path="..."/>
   std::string module_path() const;  // where the build tree has it
