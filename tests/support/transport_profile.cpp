@@ -46,7 +46,7 @@ TransportProfile transport_profile(const std::string& name) {
     p.module = "libdaqx_ptshm.so";
     p.receive_pool = "pt/shm/recv";
     // Its receive side is the descriptors of the peers' blocks that applications may hold.
-    p.small_receive_properties = "<receiveDescriptors>256</receiveDescriptors>";
+    p.small_receive_properties = {{"receiveDescriptors", "256", ""}};
   } else if (name == "ofi") {
     p = ofi_profile(name, "tcp");
   } else if (name == "ofi-verbs") {

@@ -23,7 +23,7 @@ struct TransportProfile {
   std::string receive_pool;  // the pool the transport receives into
   // Endpoint properties that make the receive side small, so that frames a receiver holds drain it quickly
   // (empty: the message transports' recvBufferSize, recvDepth and recvPoolSize, where they keep buffers posted).
-  std::string small_receive_properties;
+  PartitionProperties small_receive_properties;
   // What the module says a transport with this profile's parameters offers (daqx-executive --capabilities),
   // read when the module is there (suite_transport()). E.g. with posted_receive_buffers, the receive pool holds
   // recvDepth blocks per open incoming connection at rest rather than none.
