@@ -11,6 +11,7 @@
 #include "../support/devtools_client.hpp"
 #include "../support/evb_run.hpp"
 #include "../support/executive_process.hpp"
+#include "../support/partition_builder.hpp"
 #include "../support/process.hpp"
 #include "../support/transport_profile.hpp"
 
@@ -65,7 +66,7 @@ std::string wait_rate(DevToolsPage& page, const std::string& selector, std::chro
 TEST_CASE("the partition page of a running event builder shows every unit live without console errors, the "
           "executive's own page too, and a killed context turns unreachable within seconds", "[browser]") {
   std::unique_ptr<Chromium> browser = start_browser();
-  EvbRun run(transport_profile("tcp"), "dashboard-evb", 1, 2, "<buTimeout>2</buTimeout>");
+  EvbRun run(transport_profile("tcp"), "dashboard-evb", 1, 2, {{"buTimeout", "2", ""}});
   // The launcher's order (BUs, RUs, the EvM last), with a run number, as daqx-launch --drive does.
   for (std::uint32_t tid : run.tids()) REQUIRE(run.process(tid).transition("configure").status == 200);
   for (std::uint32_t tid : run.tids())
@@ -136,13 +137,10 @@ TEST_CASE("a Failed application shows its reason on the partition page and on it
   const std::uint16_t good_port = free_port(), bad_port = free_port();
   const std::string good = std::string("http://127.0.0.1:") + std::to_string(good_port);
   const std::string bad = std::string("http://127.0.0.1:") + std::to_string(bad_port);
-  const std::string xml = std::string("<Partition name=\"dashboard-failed\">\n  <Context url=\"") + good +
-                          "\">\n    <Module path=\"libdaqx_test_probe.so\"/>\n"
-                          "    <Application class=\"test::Probe\" id=\"1\"/>\n  </Context>\n  <Context url=\"" + bad +
-                          "\">\n    <Module path=\"libdaqx_test_probe.so\"/>\n"
-                          "    <Application class=\"test::Probe\" id=\"2\" instance=\"1\"><Properties><failIn>configure</failIn>"
-                          "</Properties></Application>\n  </Context>\n</Partition>\n";
-  const std::string partition = write_file("dashboard-failed.xml", xml);
+  PartitionBuilder failed("dashboard-failed");
+  failed.context(good).module("libdaqx_test_probe.so").application("test::Probe", 1);
+  failed.context(bad).module("libdaqx_test_probe.so").application("test::Probe", 2, 1).property("failIn", "configure");
+  const std::string partition = write_file("dashboard-failed.xml", failed.xml());
   ExecutiveProcess first(partition, good);
   ExecutiveProcess second(partition, bad);
   REQUIRE(first.wait_ready());

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "../support/executive_process.hpp"
+#include "../support/partition_builder.hpp"
 #include "../support/process.hpp"
 
 using namespace daqx::test;
@@ -18,13 +19,13 @@ TEST_CASE("the Debian package's executive runs a partition, driven by its daqxct
   REQUIRE(std::filesystem::exists(bin + "/daqx-executive"));
   const std::uint16_t port = free_port();
   const std::string url = "http://127.0.0.1:" + std::to_string(port);
-  const std::string partition = write_file("package.xml",
-      "<Partition name=\"package\">\n  <Context url=\"" + url + "\">\n"
-      "    <Module path=\"libdaqx_nton.so\"/>\n"
-      "    <Application class=\"nton::Receiver\" id=\"21\"/>\n"
-      "    <Application class=\"nton::Sender\" id=\"11\"><Properties><receivers>21</receivers>"
-      "<frameSize>4096</frameSize><frameCount>5000</frameCount></Properties></Application>\n"
-      "  </Context>\n</Partition>\n");
+  PartitionBuilder package("package");
+  ContextBuilder context = package.context(url);
+  context.module("libdaqx_nton.so");
+  context.application("nton::Receiver", 21);
+  context.application("nton::Sender", 11).properties(
+      {{"receivers", "21", ""}, {"frameSize", "4096", ""}, {"frameCount", "5000", ""}});
+  const std::string partition = write_file("package.xml", package.xml());
   ExecutiveProcess executive(partition, url, {}, bin + "/daqx-executive");
   INFO(executive.output());
   REQUIRE(executive.wait_ready());

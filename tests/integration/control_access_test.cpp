@@ -11,11 +11,13 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "../support/executive_metrics.hpp"
 #include "../support/executive_process.hpp"
+#include "../support/partition_builder.hpp"
 #include "../support/process.hpp"
 
 using namespace daqx::test;
@@ -25,10 +27,18 @@ namespace {
 
 constexpr const char* kToken = "c2VjcmV0LXRva2Vu-42";
 
-std::string probe_partition(const std::string& name, const std::string& url, const std::string& control) {
-  return "<Partition name=\"" + name + "\">\n  " + control + "\n  <Context url=\"" + url + "\">\n"
-         "    <Module path=\"libdaqx_test_probe.so\"/>\n    <Application class=\"test::Probe\" id=\"1\"/>\n"
-         "  </Context>\n</Partition>\n";
+// One probe in one context, with <Control> when control is given.
+std::string probe_partition(const std::string& name, const std::string& url,
+                            const std::optional<ControlSettings>& control) {
+  PartitionBuilder partition(name);
+  if (control) partition.control(*control);
+  partition.context(url).module("libdaqx_test_probe.so").application("test::Probe", 1);
+  return partition.xml();
+}
+
+// <Control tokenFile reads>: a guarded executive (reads empty: open).
+ControlSettings token_control(const std::string& token_path, const std::string& reads = "") {
+  return {token_path, reads, "", "", "", "", ""};  // tokenFile, reads, tls, certificate, key, ca, bind
 }
 
 // The token file, readable by its owner only (anything else is refused).
@@ -85,9 +95,8 @@ TestCertificates make_certificates(const std::string& name, const std::string& n
   return made;
 }
 
-std::string tls_control(const TestCertificates& made, const std::string& token_path) {
-  return "<Control tokenFile=\"" + token_path + "\" tls=\"true\" certificate=\"" + made.certificate + "\" key=\"" +
-         made.key + "\" ca=\"" + made.ca + "\"/>";
+ControlSettings tls_control(const TestCertificates& made, const std::string& token_path) {
+  return {token_path, "", "true", made.certificate, made.key, made.ca, ""};
 }
 
 // Whether a TCP connection to address:port is accepted (a refused one fails at once on loopback).
@@ -114,7 +123,7 @@ TEST_CASE("a guarded executive answers a change without a token 401, a wrong tok
   const std::uint16_t port = free_port();
   const std::string url = "http://127.0.0.1:" + std::to_string(port);
   const std::string partition = write_file(
-      "guarded.xml", probe_partition("guarded", url, "<Control tokenFile=\"" + token_file("guarded.token") + "\"/>"));
+      "guarded.xml", probe_partition("guarded", url, token_control(token_file("guarded.token"))));
   ExecutiveProcess executive(partition, url);
   REQUIRE(executive.wait_ready());  // reads are open
 
@@ -142,9 +151,9 @@ TEST_CASE("daqxctl presents the token from --token-file, DAQX_TOKEN_FILE or the 
   const std::uint16_t port = free_port();
   const std::string url = "http://127.0.0.1:" + std::to_string(port);
   const std::string token = token_file("ctl.token");
-  const std::string guarded = write_file("ctl-guarded.xml", probe_partition("ctl", url, "<Control tokenFile=\"ctl.token\"/>"));
+  const std::string guarded = write_file("ctl-guarded.xml", probe_partition("ctl", url, token_control("ctl.token")));
   // The same executive described without <Control>: daqxctl then knows of no token.
-  const std::string bare = write_file("ctl-bare.xml", probe_partition("ctl", url, ""));
+  const std::string bare = write_file("ctl-bare.xml", probe_partition("ctl", url, std::nullopt));
   ExecutiveProcess executive(guarded, url);
   REQUIRE(executive.wait_ready());
   const auto daqxctl = [](std::vector<std::string> args, std::vector<std::string> env = {}) {
@@ -177,7 +186,7 @@ TEST_CASE("with reads=\"token\" a read without the token is 401 and one with it 
   const std::uint16_t port = free_port();
   const std::string url = "http://127.0.0.1:" + std::to_string(port);
   const std::string partition = write_file(
-      "closed.xml", probe_partition("closed", url, "<Control reads=\"token\" tokenFile=\"closed.token\"/>"));
+      "closed.xml", probe_partition("closed", url, token_control("closed.token", "token")));
   token_file("closed.token");
   DefaultAccess access({kToken, ""});
   ExecutiveProcess executive(partition, url);
@@ -193,7 +202,7 @@ TEST_CASE("an executive whose token file others can read does not start, and say
   const std::string url = "http://127.0.0.1:" + std::to_string(port);
   const std::string token = write_file("public.token", std::string(kToken) + "\n");
   ::chmod(token.c_str(), 0644);
-  const std::string partition = write_file("public.xml", probe_partition("public", url, "<Control tokenFile=\"public.token\"/>"));
+  const std::string partition = write_file("public.xml", probe_partition("public", url, token_control("public.token")));
   ProcessResult result = run_process({executive_program(), "--config", partition, "--context", url},
                                      std::chrono::seconds(30), module_env());
   INFO(result.output);
@@ -277,7 +286,7 @@ TEST_CASE("the control server listens on its context's address only, unless bind
           "[executive][process][access]") {
   const std::uint16_t port = free_port();
   const std::string url = "http://127.0.0.2:" + std::to_string(port);
-  const std::string partition = write_file("bound.xml", probe_partition("bound", url, ""));
+  const std::string partition = write_file("bound.xml", probe_partition("bound", url, std::nullopt));
   {
     ExecutiveProcess executive(partition, url);
     REQUIRE(executive.wait_ready());
@@ -285,7 +294,8 @@ TEST_CASE("the control server listens on its context's address only, unless bind
     CHECK_FALSE(accepts_connections("127.0.0.1", port));
     CHECK(executive.stop() == 0);
   }
-  const std::string any = write_file("bound-any.xml", probe_partition("bound", url, "<Control bind=\"any\"/>"));
+  const ControlSettings bind_any{"", "", "", "", "", "", "any"};  // only bind="any"
+  const std::string any = write_file("bound-any.xml", probe_partition("bound", url, bind_any));
   ExecutiveProcess executive(any, url);
   REQUIRE(executive.wait_ready());
   CHECK(accepts_connections("127.0.0.1", port));

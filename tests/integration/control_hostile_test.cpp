@@ -16,13 +16,16 @@
 #include <filesystem>
 #include <future>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "../support/executive_metrics.hpp"
 #include "../support/executive_process.hpp"
+#include "../support/partition_builder.hpp"
 
 using namespace daqx::test;
 using Catch::Contains;
@@ -98,17 +101,19 @@ std::string json_error_of(const std::string& body) {
   }
 }
 
-std::string probe_partition(const std::string& name, std::uint16_t control_port, const std::string& properties = "") {
-  return "<Partition name=\"" + name + "\">\n  <Context url=\"http://127.0.0.1:" + std::to_string(control_port) +
-         "\">\n    <Module path=\"libdaqx_test_probe.so\"/>\n"
-         "    <Application class=\"test::Probe\" id=\"1\"><Properties>" + properties +
-         "</Properties></Application>\n"
-         "    <Application class=\"test::Probe\" id=\"2\" instance=\"1\"/>\n  </Context>\n</Partition>\n";
+std::string probe_partition(const std::string& name, std::uint16_t control_port,
+                            const PartitionProperties& properties = {}) {
+  PartitionBuilder partition(name);
+  ContextBuilder context = partition.context("http://127.0.0.1:" + std::to_string(control_port));
+  context.module("libdaqx_test_probe.so");
+  context.application("test::Probe", 1).properties(properties);
+  context.application("test::Probe", 2, 1);
+  return partition.xml();
 }
 
 // An executive of the probe partition on a port of its own, ready (throws, failing the test, when it is not).
 struct ProbeContext {
-  explicit ProbeContext(const std::string& name, const std::string& properties = "")
+  explicit ProbeContext(const std::string& name, const PartitionProperties& properties = {})
       : port(free_port()),
         executive(write_file(name + ".xml", probe_partition(name, port, properties)),
                   "http://127.0.0.1:" + std::to_string(port)) {
@@ -251,15 +256,16 @@ TEST_CASE("connect waits are parked off the request threads: 32 wait at once, tw
           "[executive][process][hostile][control]") {
   const std::uint16_t port = free_port();
   const std::uint16_t absent_port = free_port();  // the peer context is never started: its connection stays down
-  const std::string partition = write_file("waits.xml", "<Partition name=\"waits\">\n"
-      "  <Context url=\"http://127.0.0.1:" + std::to_string(port) + "\">\n"
-      "    <Endpoint protocol=\"tcp\" hostname=\"127.0.0.1\" port=\"" + std::to_string(free_port()) + "\" network=\"data\"/>\n"
-      "    <Module path=\"libdaqx_pttcp.so\"/>\n    <Module path=\"libdaqx_test_probe.so\"/>\n"
-      "    <Application class=\"test::Probe\" id=\"1\" network=\"data\"/>\n  </Context>\n"
-      "  <Context url=\"http://127.0.0.1:" + std::to_string(free_port()) + "\">\n"
-      "    <Endpoint protocol=\"tcp\" hostname=\"127.0.0.1\" port=\"" + std::to_string(absent_port) + "\" network=\"data\"/>\n"
-      "    <Module path=\"libdaqx_pttcp.so\"/>\n    <Module path=\"libdaqx_test_probe.so\"/>\n"
-      "    <Application class=\"test::Probe\" id=\"2\" instance=\"1\" network=\"data\"/>\n  </Context>\n</Partition>\n");
+  PartitionBuilder waiting("waits");
+  for (const auto& [control, data, id, instance] :
+       {std::tuple{port, free_port(), 1u, std::optional<std::uint32_t>()},
+        std::tuple{free_port(), absent_port, 2u, std::optional(1u)}}) {
+    ContextBuilder context = waiting.context("http://127.0.0.1:" + std::to_string(control));
+    context.endpoint("tcp", "127.0.0.1", data, "data");
+    context.module("libdaqx_pttcp.so").module("libdaqx_test_probe.so");
+    context.application("test::Probe", id, instance, "data");
+  }
+  const std::string partition = write_file("waits.xml", waiting.xml());
   ExecutiveProcess executive(partition, "http://127.0.0.1:" + std::to_string(port));
   REQUIRE(executive.wait_ready());
 
@@ -304,7 +310,7 @@ TEST_CASE("connect waits are parked off the request threads: 32 wait at once, tw
 TEST_CASE("transitions asked while a slow one runs are refused at once as busy, each with a clear answer, and status "
           "reads go on meanwhile",
           "[executive][process][hostile][control]") {
-  ProbeContext probe("slow", "<delayIn>configure</delayIn><delayMs type=\"unsigned\">4000</delayMs>");
+  ProbeContext probe("slow", {{"delayIn", "configure", ""}, {"delayMs", "4000", "unsigned"}});
   ExecutiveProcess& executive = probe.executive;
 
   auto slow = std::async(std::launch::async, [&] { return executive.transition("configure"); });
@@ -338,7 +344,7 @@ TEST_CASE("transitions asked while a slow one runs are refused at once as busy, 
 
 TEST_CASE("a context with applications Failed and Enabled is brought down by the context-wide stop and halt alone",
           "[executive][process][hostile][state]") {
-  ProbeContext probe("mixed", "<failIn>enable</failIn>");
+  ProbeContext probe("mixed", {{"failIn", "enable", ""}});
   ExecutiveProcess& executive = probe.executive;
   auto state = [&](std::uint32_t tid) { return executive.application(tid)->getValue<std::string>("state"); };
 

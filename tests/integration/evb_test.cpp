@@ -15,6 +15,7 @@
 #include "../support/evb_run.hpp"
 #include "../support/executive_metrics.hpp"
 #include "../support/executive_process.hpp"
+#include "../support/partition_builder.hpp"
 #include "../support/process.hpp"
 
 using namespace daqx::test;
@@ -22,11 +23,13 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-std::string application(const std::string& cls, std::uint32_t tid, const std::string& properties) {
-  return "    <Application class=\"" + cls + "\" id=\"" + std::to_string(tid) + "\" instance=\"" +
-         std::to_string(tid % 100) + "\"><Properties>" + properties +
-         "</Properties></Application>\n";
-}
+// An application of the in-process event builder; its instance is its TID modulo 100.
+struct EvbApplication {
+  std::string cls;
+  std::uint32_t tid = 0;
+  PartitionProperties properties;
+};
+using EvbApplications = std::vector<EvbApplication>;
 
 // The whole event builder in one executive (frames handed over without a transport), with extra applications.
 // `wrapper` goes before the executive (ExecutiveProcess), e.g. on_private_tmpfs(...).
@@ -35,9 +38,13 @@ struct InProcessEvb {
   std::unique_ptr<ExecutiveProcess> process;
   std::string url() const { return "http://127.0.0.1:" + std::to_string(control); }
 
-  InProcessEvb(const std::string& name, const std::string& applications, std::vector<std::string> wrapper = {}) {
-    const std::string xml = "<Partition name=\"" + name + "\">\n  <Context url=\"" + url() +
-                            "\">\n    <Module path=\"libdaqx_evb.so\"/>\n" + applications + "  </Context>\n</Partition>\n";
+  InProcessEvb(const std::string& name, const EvbApplications& applications, std::vector<std::string> wrapper = {}) {
+    PartitionBuilder partition(name);
+    ContextBuilder context = partition.context(url());
+    context.module("libdaqx_evb.so");
+    for (const EvbApplication& a : applications)
+      context.application(a.cls, a.tid, a.tid % 100).properties(a.properties);
+    const std::string xml = partition.xml();
     const bool wrapped = !wrapper.empty();
     process = std::make_unique<ExecutiveProcess>(write_file(name + ".xml", xml), url(), std::vector<std::string>{},
                                                  executive_program(), std::move(wrapper));
@@ -88,20 +95,22 @@ ProcessResult dump_event_files(const std::vector<std::string>& files) {
 }
 
 // A BU writing files of fileSize bytes to directory (and as the extra properties say), two RUs, the EvM.
-std::string file_output_evb(const std::string& directory, std::uint64_t file_size, const std::string& extra = "") {
-  return application("evb::BU", bu(0),
-                     "<output>file</output><outputDirectory>" + directory +
-                         "</outputDirectory><fileSize type=\"unsigned\">" + std::to_string(file_size) + "</fileSize>" +
-                         extra) +
-         application("evb::RU", ru(0), "<fragmentSpread type=\"unsigned\">1000</fragmentSpread>") +
-         application("evb::RU", ru(1), "") + application("evb::EvM", kEvm, "");
+EvbApplications file_output_evb(const std::string& directory, std::uint64_t file_size,
+                                const PartitionProperties& extra = {}) {
+  PartitionProperties bu_properties{
+      {"output", "file", ""}, {"outputDirectory", directory, ""}, {"fileSize", std::to_string(file_size), "unsigned"}};
+  bu_properties.insert(bu_properties.end(), extra.begin(), extra.end());
+  return {{"evb::BU", bu(0), bu_properties},
+          {"evb::RU", ru(0), {{"fragmentSpread", "1000", "unsigned"}}},
+          {"evb::RU", ru(1), {}},
+          {"evb::EvM", kEvm, {}}};
 }
 
 // A file output event builder, enabled, writing at 2 MB/s: a file stays open long enough to be removed.
 std::unique_ptr<InProcessEvb> writing_slowly(const std::string& name, const std::string& directory,
                                              std::uint64_t file_size) {
   auto evb = std::make_unique<InProcessEvb>(
-      name, file_output_evb(directory, file_size, "<outputBandwidth type=\"double\">2</outputBandwidth>"));
+      name, file_output_evb(directory, file_size, {{"outputBandwidth", "2", "double"}}));
   REQUIRE(evb->process->transition("configure").status == 200);
   REQUIRE(evb->process->transition("enable").status == 200);
   return evb;
@@ -112,10 +121,10 @@ std::unique_ptr<InProcessEvb> writing_slowly(const std::string& name, const std:
 TEST_CASE("a BU whose consumer is slow throttles, then blocks, keeps building as the consumer frees slots, and "
           "the run drains", "[evb][output]") {
   InProcessEvb evb("evb-slow-consumer",
-                   application("evb::Consumer", 300, "<name>slow</name><delay type=\"double\">1500</delay>") +
-                       application("evb::BU", bu(0),
-                                   "<output>consumer</output><consumer>slow</consumer><slots type=\"unsigned\">8</slots>") +
-                       application("evb::RU", ru(0), "") + application("evb::EvM", kEvm, ""));
+                   {{"evb::Consumer", 300, {{"name", "slow", ""}, {"delay", "1500", "double"}}},
+                    {"evb::BU", bu(0), {{"output", "consumer", ""}, {"consumer", "slow", ""}, {"slots", "8", "unsigned"}}},
+                    {"evb::RU", ru(0), {}},
+                    {"evb::EvM", kEvm, {}}});
   REQUIRE(evb.process->transition("configure").status == 200);
   REQUIRE(evb.process->transition("enable").status == 200);
   double worst = 0;
@@ -139,12 +148,11 @@ TEST_CASE("a BU whose consumer is slow throttles, then blocks, keeps building as
 TEST_CASE("file output writes every event, rotates files by size, and daqx-evb-dump verifies them", "[evb][output]") {
   const std::string directory = scratch_directory() + "/evb-files";
   InProcessEvb evb("evb-files",
-                   application("evb::BU", bu(0),
-                               "<output>file</output><outputDirectory>" + directory +
-                                   "</outputDirectory><fileSize type=\"unsigned\">1000000</fileSize>") +
-                       application("evb::RU", ru(0), "<fragmentSpread type=\"unsigned\">1000</fragmentSpread>") +
-                       application("evb::RU", ru(1), "") +
-                       application("evb::EvM", kEvm, "<maxEvents type=\"unsigned\">600</maxEvents>"));
+                   {{"evb::BU", bu(0),
+                     {{"output", "file", ""}, {"outputDirectory", directory, ""}, {"fileSize", "1000000", "unsigned"}}},
+                    {"evb::RU", ru(0), {{"fragmentSpread", "1000", "unsigned"}}},
+                    {"evb::RU", ru(1), {}},
+                    {"evb::EvM", kEvm, {{"maxEvents", "600", "unsigned"}}}});
   REQUIRE(evb.process->transition("configure").status == 200);
   REQUIRE(evb.process->transition("enable").status == 200);
   REQUIRE(evb.process->wait_metric(kEvm, "events_completed", 600, std::chrono::seconds(30)));
@@ -169,12 +177,12 @@ TEST_CASE("a BU offers only as many slots as its memory budget can hold once it 
   // (Why it matters: part-filled slots holding more than the transport's receive pool stopped a 4x4 run at
   // 1 MiB in the benchmark; that needs many processes and is checked there, not here.)
   InProcessEvb evb("evb-memory-budget",
-                   application("evb::BU", bu(0),
-                               "<slots type=\"unsigned\">32</slots><memoryBudget type=\"unsigned\">25165824</memoryBudget>") +
-                       application("evb::RU", ru(0),
-                                   "<sources type=\"unsigned\">1</sources><fragmentSize type=\"unsigned\">524000</fragmentSize>"
-                                   "<blockSize type=\"unsigned\">1048576</blockSize>") +
-                       application("evb::EvM", kEvm, "<maxEvents type=\"unsigned\">800</maxEvents>"));
+                   {{"evb::BU", bu(0), {{"slots", "32", "unsigned"}, {"memoryBudget", "25165824", "unsigned"}}},
+                    {"evb::RU", ru(0),
+                     {{"sources", "1", "unsigned"},
+                      {"fragmentSize", "524000", "unsigned"},
+                      {"blockSize", "1048576", "unsigned"}}},
+                    {"evb::EvM", kEvm, {{"maxEvents", "800", "unsigned"}}}});
   REQUIRE(evb.process->transition("configure").status == 200);
   REQUIRE(evb.process->transition("enable").status == 200);
   REQUIRE(evb.process->wait_metric(kEvm, "events_completed", 800, std::chrono::seconds(60)));

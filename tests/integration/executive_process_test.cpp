@@ -14,6 +14,7 @@
 
 #include "../support/executive_metrics.hpp"
 #include "../support/executive_process.hpp"
+#include "../support/partition_builder.hpp"
 #include "../support/process.hpp"
 #include "daqx/services/text.hpp"
 
@@ -24,12 +25,22 @@ namespace {
 
 std::string url(std::uint16_t port) { return "http://localhost:" + std::to_string(port); }
 
-// One context on loopback with the given applications (XML) and modules.
-std::string one_context(const std::string& name, std::uint16_t port, const std::string& body,
-                        const std::string& policy = "") {
-  return "<Partition name=\"" + name + "\">\n" + policy + "  <Context url=\"" + url(port) + "\">\n" + body +
+// One context on loopback with the given body as text: for partitions with deliberate mistakes in it, which the
+// builder (partition_builder.hpp) cannot write.
+std::string one_context(const std::string& name, std::uint16_t port, const std::string& body) {
+  return "<Partition name=\"" + name + "\">\n  <Context url=\"" + url(port) + "\">\n" + body +
          "  </Context>\n</Partition>\n";
 }
+
+// A partition of one context on loopback with one module; the caller adds the applications.
+struct OneContext {
+  PartitionBuilder partition;
+  ContextBuilder context;
+  OneContext(const std::string& name, std::uint16_t port, const std::string& module)
+      : partition(name), context(partition.context(url(port))) {
+    context.module(module);
+  }
+};
 
 Poco::JSON::Array::Ptr json_array(const daqx::HttpReply& reply) {
   return Poco::JSON::Parser().parse(reply.body).extract<Poco::JSON::Array::Ptr>();
@@ -39,15 +50,11 @@ Poco::JSON::Array::Ptr json_array(const daqx::HttpReply& reply) {
 
 TEST_CASE("ping-pong between two applications of one context measures round trips", "[executive][process]") {
   std::uint16_t port = free_port();
-  std::string partition = write_file("pingpong.xml", one_context("pingpong", port, R"(
-    <Module path="libdaqx_nton.so"/>
-    <Application class="nton::PingPong" id="2" instance="1">
-      <Properties><role>pong</role></Properties>
-    </Application>
-    <Application class="nton::PingPong" id="1" instance="0">
-      <Properties><role>ping</role><count type="unsigned">2000</count><warmup>100</warmup><frameSize>64</frameSize></Properties>
-    </Application>
-)"));
+  OneContext made("pingpong", port, "libdaqx_nton.so");
+  made.context.application("nton::PingPong", 2, 1).property("role", "pong");
+  made.context.application("nton::PingPong", 1, 0).properties(
+      {{"role", "ping", ""}, {"count", "2000", "unsigned"}, {"warmup", "100", ""}, {"frameSize", "64", ""}});
+  std::string partition = write_file("pingpong.xml", made.partition.xml());
   ExecutiveProcess executive(partition, url(port));
   REQUIRE(executive.wait_ready());
   REQUIRE(executive.transition("configure").status == 200);
@@ -66,17 +73,14 @@ TEST_CASE("ping-pong between two applications of one context measures round trip
 
 TEST_CASE("N-to-N 2x2 within one context delivers every frame once, in order, with its pattern", "[executive][process]") {
   std::uint16_t port = free_port();
-  std::string partition = write_file("nton-2x2.xml", one_context("nton-local", port, R"(
-    <Module path="libdaqx_nton.so"/>
-    <Application class="nton::Receiver" id="21" instance="0"/>
-    <Application class="nton::Receiver" id="22" instance="1"/>
-    <Application class="nton::Sender" id="11" instance="0">
-      <Properties><frameSize>8192</frameSize><frameCount>20000</frameCount><window>32</window></Properties>
-    </Application>
-    <Application class="nton::Sender" id="12" instance="1">
-      <Properties><frameSize>3000</frameSize><frameCount>20000</frameCount><window>32</window></Properties>
-    </Application>
-)"));
+  OneContext made("nton-local", port, "libdaqx_nton.so");
+  made.context.application("nton::Receiver", 21, 0);
+  made.context.application("nton::Receiver", 22, 1);
+  made.context.application("nton::Sender", 11, 0).properties(
+      {{"frameSize", "8192", ""}, {"frameCount", "20000", ""}, {"window", "32", ""}});
+  made.context.application("nton::Sender", 12, 1).properties(
+      {{"frameSize", "3000", ""}, {"frameCount", "20000", ""}, {"window", "32", ""}});
+  std::string partition = write_file("nton-2x2.xml", made.partition.xml());
   ExecutiveProcess executive(partition, url(port));
   REQUIRE(executive.wait_ready());
   REQUIRE(executive.transition("configure").status == 200);
@@ -108,11 +112,10 @@ TEST_CASE("N-to-N 2x2 within one context delivers every frame once, in order, wi
 
 TEST_CASE("a frame between applications of one context is handed over without a copy", "[executive][process]") {
   std::uint16_t port = free_port();
-  std::string partition = write_file("probe.xml", one_context("probe", port, R"(
-    <Module path="libdaqx_test_probe.so"/>
-    <Application class="test::Probe" id="5"/>
-    <Application class="test::Probe" id="4" instance="1"><Properties><peer>5</peer></Properties></Application>
-)"));
+  OneContext made("probe", port, "libdaqx_test_probe.so");
+  made.context.application("test::Probe", 5);
+  made.context.application("test::Probe", 4, 1).property("peer", "5");
+  std::string partition = write_file("probe.xml", made.partition.xml());
   ExecutiveProcess executive(partition, url(port));
   REQUIRE(executive.wait_ready());
   REQUIRE(executive.transition("configure").status == 200);
@@ -129,11 +132,10 @@ TEST_CASE("a frame between applications of one context is handed over without a 
 
 TEST_CASE("the state machine refuses illegal transitions and keeps the reason of a failure", "[executive][process]") {
   std::uint16_t port = free_port();
-  std::string partition = write_file("fsm.xml", one_context("fsm", port, R"(
-    <Module path="libdaqx_test_probe.so"/>
-    <Application class="test::Probe" id="1"/>
-    <Application class="test::Probe" id="2" instance="1"><Properties><failIn>enable</failIn></Properties></Application>
-)"));
+  OneContext made("fsm", port, "libdaqx_test_probe.so");
+  made.context.application("test::Probe", 1);
+  made.context.application("test::Probe", 2, 1).property("failIn", "enable");
+  std::string partition = write_file("fsm.xml", made.partition.xml());
   ExecutiveProcess executive(partition, url(port));
   REQUIRE(executive.wait_ready());
   auto state = [&](std::uint32_t tid) { return executive.application(tid)->getValue<std::string>("state"); };
@@ -174,12 +176,10 @@ TEST_CASE("the state machine refuses illegal transitions and keeps the reason of
 TEST_CASE("the policy pins threads and binds pools, as the kernel reports", "[executive][process][policy]") {
   std::uint16_t port = free_port();
   int last_cpu = static_cast<int>(std::thread::hardware_concurrency()) - 1;
-  std::string policy = "  <Policy>\n    <Thread pattern=\"test/probe/*/dispatch\" cores=\"" + std::to_string(last_cpu) +
-                       "\"/>\n    <Pool pattern=\"test/probe/*/pool\" allocator=\"numa:0\"/>\n  </Policy>\n";
-  std::string partition = write_file("policy.xml", one_context("policy", port, R"(
-    <Module path="libdaqx_test_probe.so"/>
-    <Application class="test::Probe" id="1"/>
-)", policy));
+  OneContext made("policy", port, "libdaqx_test_probe.so");
+  made.partition.thread_rule("test/probe/*/dispatch", std::to_string(last_cpu)).pool_rule("test/probe/*/pool", "numa:0");
+  made.context.application("test::Probe", 1);
+  std::string partition = write_file("policy.xml", made.partition.xml());
   ExecutiveProcess executive(partition, url(port));
   REQUIRE(executive.wait_ready());
   Poco::JSON::Array::Ptr threads = json_array(executive.get("/api/threads"));
@@ -260,7 +260,9 @@ TEST_CASE("mistakes only the modules can reveal are reported as file:line: reaso
     }
   }
   SECTION("a context the partition does not have") {
-    std::string path = write_file("no-such-context.xml", one_context("x", port, ""));
+    PartitionBuilder partition("x");
+    partition.context(url(port));
+    std::string path = write_file("no-such-context.xml", partition.xml());
     ProcessResult result = run_process({executive_program(), "--config", path, "--context", url(other)},
                                        std::chrono::seconds(30));
     CHECK(result.exit_code == 2);
@@ -291,10 +293,9 @@ TEST_CASE("an application may only select peers it shares a network with", "[exe
 
 TEST_CASE("no control request can crash an executive", "[executive][process][http]") {
   std::uint16_t port = free_port();
-  std::string partition = write_file("robust.xml", one_context("robust", port, R"(
-    <Module path="libdaqx_test_probe.so"/>
-    <Application class="test::Probe" id="1"/>
-)"));
+  OneContext made("robust", port, "libdaqx_test_probe.so");
+  made.context.application("test::Probe", 1);
+  std::string partition = write_file("robust.xml", made.partition.xml());
   ExecutiveProcess executive(partition, url(port));
   REQUIRE(executive.wait_ready());
   CHECK(executive.get("/no/such/page").status == 404);
@@ -336,7 +337,9 @@ TEST_CASE("daqx-executive --list-params prints every parameter of a module", "[e
 TEST_CASE("an executive that faults says so in its log, with the signal and a backtrace, and still ends by that signal",
           "[executive][process]") {
   std::uint16_t port = free_port();
-  std::string partition = write_file("fault.xml", one_context("fault", port, ""));
+  PartitionBuilder fault("fault");
+  fault.context(url(port));
+  std::string partition = write_file("fault.xml", fault.xml());
   ExecutiveProcess executive(partition, url(port));
   REQUIRE(executive.wait_ready());
   REQUIRE(::kill(executive.pid(), SIGSEGV) == 0);

@@ -8,6 +8,7 @@
 
 #include "../support/executive_process.hpp"
 #include "../support/launcher_process.hpp"
+#include "../support/partition_builder.hpp"
 #include "../support/process.hpp"
 
 using namespace daqx::test;
@@ -17,15 +18,14 @@ namespace {
 
 // An event builder of one BU, one RU and the EvM, each its own context, over TCP on free ports.
 std::string evb_partition(const std::string& name) {
-  std::string xml = "<Partition name=\"" + name + "\">\n";
-  for (const auto& [cls, tid] : std::vector<std::pair<std::string, int>>{{"evb::BU", 200}, {"evb::RU", 100}, {"evb::EvM", 10}}) {
-    xml.append("  <Context url=\"http://127.0.0.1:").append(std::to_string(free_port())).append("\">\n");
-    xml.append("    <Endpoint protocol=\"tcp\" hostname=\"127.0.0.1\" port=\"").append(std::to_string(free_port()));
-    xml.append("\" network=\"data\"/>\n    <Module path=\"libdaqx_pttcp.so\"/>\n    <Module path=\"libdaqx_evb.so\"/>\n");
-    xml.append("    <Application class=\"").append(cls).append("\" id=\"").append(std::to_string(tid));
-    xml.append("\" instance=\"0\" network=\"data\"/>\n  </Context>\n");
+  PartitionBuilder partition(name);
+  for (const auto& [cls, tid] : std::vector<std::pair<std::string, std::uint32_t>>{{"evb::BU", 200}, {"evb::RU", 100}, {"evb::EvM", 10}}) {
+    ContextBuilder context = partition.context("http://127.0.0.1:" + std::to_string(free_port()));
+    context.endpoint("tcp", "127.0.0.1", free_port(), "data");
+    context.module("libdaqx_pttcp.so").module("libdaqx_evb.so");
+    context.application(cls, tid, 0, "data");
   }
-  return xml + "</Partition>\n";
+  return partition.xml();
 }
 
 // The dashboard's address as the launcher printed it; empty when it did not within the limit.

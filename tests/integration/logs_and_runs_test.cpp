@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "../support/executive_process.hpp"
+#include "../support/partition_builder.hpp"
 #include "../support/process.hpp"
 #include "daqx/executive/run_number.hpp"
 
@@ -25,15 +26,10 @@ namespace {
 
 std::string context_url(std::uint16_t port) { return "http://127.0.0.1:" + std::to_string(port); }
 
-std::string partition(const std::string& name, const std::string& url, const std::string& module,
-                      const std::string& applications) {
-  return "<Partition name=\"" + name + "\">\n  <Context url=\"" + url + "\">\n    <Module path=\"" + module +
-         "\"/>\n" + applications + "  </Context>\n</Partition>\n";
-}
-
 std::string receiver_partition(const std::string& name, const std::string& url) {
-  return write_file(name + ".xml", partition(name, url, "libdaqx_nton.so",
-                                             "    <Application class=\"nton::Receiver\" id=\"21\"/>\n"));
+  PartitionBuilder partition(name);
+  partition.context(url).module("libdaqx_nton.so").application("nton::Receiver", 21);
+  return write_file(name + ".xml", partition.xml());
 }
 
 std::vector<std::string> lines_of(const std::string& text) {
@@ -143,15 +139,14 @@ TEST_CASE("daqxctl enable --run-file allocates the next run, which shows in the 
   const std::uint16_t port = free_port();
   const std::string url = context_url(port);
   const std::string directory = scratch_directory() + "/run-files";
-  const auto application = [](const std::string& cls, int tid, const std::string& properties) {
-    return "    <Application class=\"" + cls + "\" id=\"" + std::to_string(tid) + "\" instance=\"" +
-           std::to_string(tid % 100) + "\"><Properties>" + properties + "</Properties></Application>\n";
-  };
-  const std::string xml = partition(
-      "runs", url, "libdaqx_evb.so",
-      application("evb::BU", 200, "<output>file</output><outputDirectory>" + directory + "</outputDirectory>") +
-          application("evb::RU", 100, "") + application("evb::RU", 101, "") +
-          application("evb::EvM", 10, "<maxEvents type=\"unsigned\">100</maxEvents>"));
+  PartitionBuilder partition("runs");
+  ContextBuilder context = partition.context(url);
+  context.module("libdaqx_evb.so");
+  context.application("evb::BU", 200, 0).properties({{"output", "file", ""}, {"outputDirectory", directory, ""}});
+  context.application("evb::RU", 100, 0);
+  context.application("evb::RU", 101, 1);
+  context.application("evb::EvM", 10, 10).property("maxEvents", "100", "unsigned");
+  const std::string xml = partition.xml();
   ExecutiveProcess executive(write_file("runs.xml", xml), url);
   REQUIRE(executive.wait_ready());
   const std::string run_file = write_file("runs", "41\n");

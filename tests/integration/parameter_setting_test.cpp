@@ -8,6 +8,7 @@
 #include <string>
 
 #include "../support/executive_process.hpp"
+#include "../support/partition_builder.hpp"
 
 using namespace daqx::test;
 using Catch::Contains;
@@ -20,14 +21,17 @@ constexpr std::uint32_t kBu = 200;
 struct HaltedEventBuilder {
   std::uint16_t port = free_port();
   std::string url = "http://127.0.0.1:" + std::to_string(port);
-  ExecutiveProcess executive{write_file("parameter-setting.xml",
-                                        "<Partition name=\"parameter-setting\">\n  <Context url=\"" + url +
-                                            "\">\n    <Module path=\"libdaqx_evb.so\"/>\n"
-                                            "    <Application class=\"evb::BU\" id=\"200\"/>\n"
-                                            "    <Application class=\"evb::RU\" id=\"100\"/>\n"
-                                            "    <Application class=\"evb::EvM\" id=\"10\"/>\n"
-                                            "  </Context>\n</Partition>\n"),
-                             url};
+  ExecutiveProcess executive{write_file("parameter-setting.xml", partition(url)), url};
+
+  static std::string partition(const std::string& url) {
+    PartitionBuilder partition("parameter-setting");
+    ContextBuilder context = partition.context(url);
+    context.module("libdaqx_evb.so");
+    context.application("evb::BU", kBu);
+    context.application("evb::RU", 100);
+    context.application("evb::EvM", 10);
+    return partition.xml();
+  }
 
   daqx::HttpReply set(const std::string& name, const std::string& value) const {
     return executive.post("/api/applications/" + std::to_string(kBu) + "/parameters",

@@ -11,13 +11,16 @@
 #include <Poco/JSON/Parser.h>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "../support/executive_metrics.hpp"
 #include "../support/executive_process.hpp"
 #include "../support/frame_bytes.hpp"
+#include "../support/partition_builder.hpp"
 
 using namespace daqx::test;
 
@@ -29,18 +32,12 @@ struct Host {
   std::string url() const { return "http://127.0.0.1:" + std::to_string(control); }
 };
 
-std::string context_xml(const Host& h, const std::string& mode, const std::string& applications) {
-  return "  <Context url=\"" + h.url() + "\">\n"
-         "    <Endpoint protocol=\"tcp\" hostname=\"127.0.0.1\" port=\"" + std::to_string(h.data) +
-         "\" network=\"data\"><Properties><mode>" + mode + "</mode><reconnectMax>300</reconnectMax></Properties></Endpoint>\n"
-         "    <Module path=\"libdaqx_pttcp.so\"/>\n    <Module path=\"libdaqx_nton.so\"/>\n" + applications +
-         "  </Context>\n";
-}
-
-std::string partition(const std::string& name, const std::vector<std::string>& contexts) {
-  std::string xml = "<Partition name=\"" + name + "\">\n";
-  for (const auto& c : contexts) xml += c;
-  return xml + "</Partition>\n";
+// A context with a pttcp endpoint on the data network, the pttcp and nton modules; the caller adds applications.
+ContextBuilder pttcp_context(PartitionBuilder& partition, const Host& h, const PartitionProperties& endpoint_properties) {
+  ContextBuilder context = partition.context(h.url());
+  context.endpoint("tcp", "127.0.0.1", h.data, "data").properties(endpoint_properties);
+  context.module("libdaqx_pttcp.so").module("libdaqx_nton.so");
+  return context;
 }
 
 }  // namespace
@@ -51,15 +48,15 @@ TEST_CASE("N-to-N between two executives over pttcp delivers every frame once, i
   std::uint32_t frame_size = GENERATE(256u, 70000u);
   INFO("mode " << mode << ", frames of " << frame_size << " B");
   Host a, b;
-  auto sender = [&](int id, int instance) {
-    return "    <Application class=\"nton::Sender\" id=\"" + std::to_string(id) + "\" instance=\"" +
-           std::to_string(instance) + "\" network=\"data\"><Properties><frameSize>" + std::to_string(frame_size) +
-           "</frameSize><frameCount>6000</frameCount><window>128</window></Properties></Application>\n";
-  };
   // Each context has a sender and a receiver; each sender feeds both receivers: one local, one remote.
-  std::string path = write_file("tcp-nton-" + mode + std::to_string(frame_size) + ".xml", partition("tcp-nton", {
-      context_xml(a, mode, "    <Application class=\"nton::Receiver\" id=\"21\" network=\"data\"/>\n" + sender(11, 0)),
-      context_xml(b, mode, "    <Application class=\"nton::Receiver\" id=\"22\" instance=\"1\" network=\"data\"/>\n" + sender(12, 1))}));
+  PartitionBuilder partition("tcp-nton");
+  for (const auto& [host, receiver, sender, instance] : {std::tuple{&a, 21u, 11u, 0u}, std::tuple{&b, 22u, 12u, 1u}}) {
+    ContextBuilder context = pttcp_context(partition, *host, {{"mode", mode, ""}, {"reconnectMax", "300", ""}});
+    context.application("nton::Receiver", receiver, instance == 0 ? std::nullopt : std::optional(instance), "data");
+    context.application("nton::Sender", sender, instance, "data")
+        .properties({{"frameSize", std::to_string(frame_size), ""}, {"frameCount", "6000", ""}, {"window", "128", ""}});
+  }
+  std::string path = write_file("tcp-nton-" + mode + std::to_string(frame_size) + ".xml", partition.xml());
   ExecutiveProcess first(path, a.url()), second(path, b.url());
   REQUIRE(first.wait_ready());
   REQUIRE(second.wait_ready());
@@ -96,18 +93,14 @@ TEST_CASE("an application's transportMode overrides its endpoint's mode, frame b
   std::string app_mode = GENERATE(std::string("endpoint"), std::string("latency"));
   INFO("transportMode " << app_mode);
   Host a, b;
-  auto endpoint = [](const Host& h, const std::string& apps) {
-    return "  <Context url=\"" + h.url() + "\">\n    <Endpoint protocol=\"tcp\" hostname=\"127.0.0.1\" port=\"" +
-           std::to_string(h.data) + "\" network=\"data\"><Properties><mode>throughput</mode><packTimeout>50000</packTimeout>"
-           "</Properties></Endpoint>\n    <Module path=\"libdaqx_pttcp.so\"/>\n    <Module path=\"libdaqx_nton.so\"/>\n" + apps +
-           "  </Context>\n";
-  };
-  std::string mode_property = "<transportMode>" + app_mode + "</transportMode>";
-  std::string path = write_file("tcp-override-" + app_mode + ".xml", partition("tcp-override", {
-      endpoint(a, "    <Application class=\"nton::PingPong\" id=\"2\" instance=\"1\" network=\"data\"><Properties>" +
-                  mode_property + "</Properties></Application>\n"),
-      endpoint(b, "    <Application class=\"nton::PingPong\" id=\"1\" network=\"data\"><Properties><role>ping</role>"
-                  "<peer>2</peer><count>20</count><warmup>2</warmup>" + mode_property + "</Properties></Application>\n")}));
+  const PartitionProperties coalescing{{"mode", "throughput", ""}, {"packTimeout", "50000", ""}};
+  const PartitionProperty mode_property{"transportMode", app_mode, ""};
+  PartitionBuilder partition("tcp-override");
+  pttcp_context(partition, a, coalescing).application("nton::PingPong", 2, 1, "data").properties({mode_property});
+  pttcp_context(partition, b, coalescing)
+      .application("nton::PingPong", 1, std::nullopt, "data")
+      .properties({{"role", "ping", ""}, {"peer", "2", ""}, {"count", "20", ""}, {"warmup", "2", ""}, mode_property});
+  std::string path = write_file("tcp-override-" + app_mode + ".xml", partition.xml());
   ExecutiveProcess pong(path, a.url()), ping(path, b.url());
   REQUIRE(pong.wait_ready());
   REQUIRE(ping.wait_ready());
@@ -165,17 +158,13 @@ TEST_CASE("peers that announce huge frames and stall, or open connections past m
           "only their own connections, while a real sender's frames keep flowing",
           "[pttcp][process][hostile]") {
   Host a, b;
-  const std::string endpoint_properties = "<stallTimeout>1500</stallTimeout><maxIncoming>12</maxIncoming>";
-  auto context = [&](const Host& h, const std::string& applications) {
-    return "  <Context url=\"" + h.url() + "\">\n"
-           "    <Endpoint protocol=\"tcp\" hostname=\"127.0.0.1\" port=\"" + std::to_string(h.data) +
-           "\" network=\"data\"><Properties>" + endpoint_properties + "</Properties></Endpoint>\n"
-           "    <Module path=\"libdaqx_pttcp.so\"/>\n    <Module path=\"libdaqx_nton.so\"/>\n" + applications + "  </Context>\n";
-  };
-  const std::string path = write_file("tcp-hostile.xml", partition("tcp-hostile", {
-      context(a, "    <Application class=\"nton::Receiver\" id=\"21\" network=\"data\"/>\n"),
-      context(b, "    <Application class=\"nton::Sender\" id=\"11\" network=\"data\"><Properties><frameSize>70000</frameSize>"
-                 "<frameCount>0</frameCount><window>64</window></Properties></Application>\n")}));
+  const PartitionProperties endpoint_properties{{"stallTimeout", "1500", ""}, {"maxIncoming", "12", ""}};
+  PartitionBuilder partition("tcp-hostile");
+  pttcp_context(partition, a, endpoint_properties).application("nton::Receiver", 21, std::nullopt, "data");
+  pttcp_context(partition, b, endpoint_properties)
+      .application("nton::Sender", 11, std::nullopt, "data")
+      .properties({{"frameSize", "70000", ""}, {"frameCount", "0", ""}, {"window", "64", ""}});
+  const std::string path = write_file("tcp-hostile.xml", partition.xml());
   ExecutiveProcess receiving(path, a.url()), sending(path, b.url());
   REQUIRE(receiving.wait_ready());
   REQUIRE(sending.wait_ready());

@@ -15,6 +15,7 @@
 #include "../support/doc_blocks.hpp"
 #include "../support/executive_process.hpp"
 #include "../support/launcher_process.hpp"
+#include "../support/partition_builder.hpp"
 #include "../support/process.hpp"
 
 using namespace daqx::test;
@@ -35,29 +36,18 @@ TwoContexts two_context_partition(const std::string& name) {
   TwoContexts made;
   made.receivers_url = url(free_port());
   made.senders_url = url(free_port());
-  const std::string receiving_port = std::to_string(free_port());
-  const std::string sending_port = std::to_string(free_port());
-  made.path = write_file(name + ".xml", "<Partition name=\"" + name + "\">\n  <Context url=\"" + made.receivers_url +
-                                            R"(">
-    <Endpoint protocol="tcp" hostname="127.0.0.1" port=")" + receiving_port + R"(" network="data"/>
-    <Module path="libdaqx_pttcp.so"/>
-    <Module path="libdaqx_nton.so"/>
-    <Application class="nton::Receiver" id="21" instance="0" network="data"/>
-    <Application class="nton::Receiver" id="22" instance="1" network="data"/>
-  </Context>
-  <Context url=")" + made.senders_url + R"(">
-    <Endpoint protocol="tcp" hostname="127.0.0.1" port=")" + sending_port + R"(" network="data"/>
-    <Module path="libdaqx_pttcp.so"/>
-    <Module path="libdaqx_nton.so"/>
-    <Application class="nton::Sender" id="11" instance="0" network="data">
-      <Properties><frameSize type="unsigned">16384</frameSize></Properties>
-    </Application>
-    <Application class="nton::Sender" id="12" instance="1" network="data">
-      <Properties><frameSize type="unsigned">16384</frameSize></Properties>
-    </Application>
-  </Context>
-</Partition>
-)");
+  PartitionBuilder partition(name);
+  ContextBuilder receivers = partition.context(made.receivers_url);
+  receivers.endpoint("tcp", "127.0.0.1", free_port(), "data");
+  receivers.module("libdaqx_pttcp.so").module("libdaqx_nton.so");
+  receivers.application("nton::Receiver", 21, 0, "data");
+  receivers.application("nton::Receiver", 22, 1, "data");
+  ContextBuilder senders = partition.context(made.senders_url);
+  senders.endpoint("tcp", "127.0.0.1", free_port(), "data");
+  senders.module("libdaqx_pttcp.so").module("libdaqx_nton.so");
+  senders.application("nton::Sender", 11, 0, "data").property("frameSize", "16384", "unsigned");
+  senders.application("nton::Sender", 12, 1, "data").property("frameSize", "16384", "unsigned");
+  made.path = write_file(name + ".xml", partition.xml());
   return made;
 }
 

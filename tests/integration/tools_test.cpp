@@ -13,6 +13,7 @@
 
 #include "../support/executive_process.hpp"
 #include "../support/launcher_process.hpp"
+#include "../support/partition_builder.hpp"
 #include "../support/process.hpp"
 
 using namespace daqx::test;
@@ -23,20 +24,16 @@ namespace {
 std::string url(std::uint16_t port) { return "http://localhost:" + std::to_string(port); }
 
 std::string two_contexts(std::uint16_t a, std::uint16_t b, const std::string& second_class = "nton::Receiver") {
-  return "<Partition name=\"tools\">\n"
-         "  <Context url=\"" + url(a) + "\">\n"
-         "    <Module path=\"libdaqx_nton.so\"/>\n"
-         "    <Application class=\"nton::Receiver\" id=\"21\"/>\n"
-         "    <Application class=\"nton::Sender\" id=\"11\"><Properties><receivers>21</receivers>"
-         "<frameSize>4096</frameSize></Properties></Application>\n"
-         "  </Context>\n"
-         "  <Context url=\"" + url(b) + "\">\n"
-         "    <Module path=\"libdaqx_nton.so\"/>\n"
-         "    <Application class=\"" + second_class + "\" id=\"22\" instance=\"1\"/>\n"
-         "    <Application class=\"nton::Sender\" id=\"12\" instance=\"1\"><Properties><receivers>22</receivers>"
-         "<frameSize>4096</frameSize></Properties></Application>\n"
-         "  </Context>\n"
-         "</Partition>\n";
+  PartitionBuilder partition("tools");
+  ContextBuilder first = partition.context(url(a));
+  first.module("libdaqx_nton.so");
+  first.application("nton::Receiver", 21);
+  first.application("nton::Sender", 11).properties({{"receivers", "21", ""}, {"frameSize", "4096", ""}});
+  ContextBuilder second = partition.context(url(b));
+  second.module("libdaqx_nton.so");
+  second.application(second_class, 22, 1);
+  second.application("nton::Sender", 12, 1).properties({{"receivers", "22", ""}, {"frameSize", "4096", ""}});
+  return partition.xml();
 }
 
 ProcessResult daqxctl(const std::string& partition, std::vector<std::string> args) {
@@ -184,19 +181,18 @@ TEST_CASE("daqx-launch reports a context that fails to start, with its log, and 
 TEST_CASE("daqx-launch --connect opens every connection after configure, before it enables", "[tools][process]") {
   std::uint16_t a = free_port(), b = free_port(), data_a = free_port(), data_b = free_port();
   // Connections at first use: without the connect command none would be open before the first frame.
-  const auto context = [](std::uint16_t control, std::uint16_t data, const std::string& applications) {
-    return "  <Context url=\"" + url(control) + "\">\n"
-           "    <Endpoint protocol=\"tcp\" hostname=\"127.0.0.1\" port=\"" + std::to_string(data) +
-           "\" network=\"data\"><Properties><connectAt>first-use</connectAt></Properties></Endpoint>\n"
-           "    <Module path=\"libdaqx_pttcp.so\"/>\n    <Module path=\"libdaqx_nton.so\"/>\n" + applications +
-           "  </Context>\n";
+  PartitionBuilder connect("connect");
+  const auto context = [&](std::uint16_t control, std::uint16_t data) {
+    ContextBuilder made = connect.context(url(control));
+    made.endpoint("tcp", "127.0.0.1", data, "data").property("connectAt", "first-use");
+    made.module("libdaqx_pttcp.so").module("libdaqx_nton.so");
+    return made;
   };
-  std::string partition = write_file("launch-connect.xml",
-      "<Partition name=\"connect\">\n" +
-      context(a, data_a, "    <Application class=\"nton::Receiver\" id=\"21\" network=\"data\"/>\n") +
-      context(b, data_b, "    <Application class=\"nton::Sender\" id=\"11\" network=\"data\"><Properties>"
-                         "<receivers>21</receivers><frameSize>4096</frameSize></Properties></Application>\n") +
-      "</Partition>\n");
+  context(a, data_a).application("nton::Receiver", 21, std::nullopt, "data");
+  context(b, data_b)
+      .application("nton::Sender", 11, std::nullopt, "data")
+      .properties({{"receivers", "21", ""}, {"frameSize", "4096", ""}});
+  std::string partition = write_file("launch-connect.xml", connect.xml());
   ProcessResult run = run_process({tool_program("daqx-launch"), "--config", partition, "--drive", "--connect", "--run",
                                    "2", "--log-dir", scratch_directory() + "/launch-connect-logs"},
                                   std::chrono::seconds(90), module_env());

@@ -13,6 +13,7 @@
 
 #include "../support/executive_process.hpp"
 #include "../support/netns.hpp"
+#include "../support/partition_builder.hpp"
 #include "../support/process.hpp"
 
 using namespace daqx::test;
@@ -156,13 +157,9 @@ TEST_CASE("an executive inside a namespace answers on its control URL from the r
   skip_test_unless_netns_available();
   VirtualCluster cluster(2);
   std::uint16_t port = free_port();  // any port is free inside a fresh namespace; this one is merely plausible
-  std::string partition = write_file("netns-one-context.xml", R"(<Partition name="netns-one">
-  <Context url=")" + cluster.url(1, port) + R"(">
-    <Module path="libdaqx_nton.so"/>
-    <Application class="nton::Receiver" id="21" instance="0"/>
-  </Context>
-</Partition>
-)");
+  PartitionBuilder one("netns-one");
+  one.context(cluster.url(1, port)).module("libdaqx_nton.so").application("nton::Receiver", 21, 0);
+  std::string partition = write_file("netns-one-context.xml", one.xml());
   std::unique_ptr<ExecutiveProcess> executive = cluster.start_executive(1, partition, port);
   bool ready = executive->wait_ready();
   INFO(executive->output());

@@ -2,8 +2,12 @@
 // real network stacks with their own addresses. Skipped (exit code 77) where namespaces are unavailable.
 #include <catch2/catch.hpp>
 
+#include <optional>
+#include <tuple>
+
 #include "../support/executive_process.hpp"
 #include "../support/netns.hpp"
+#include "../support/partition_builder.hpp"
 
 using namespace daqx::test;
 using namespace std::chrono_literals;
@@ -15,21 +19,19 @@ TEST_CASE("N-to-N 2x2 over pttcp, one executive per simulated host, delivers eve
   const std::uint16_t control = 39400, data = 39401;  // each namespace has all its ports free
   std::string mode = GENERATE(std::string("latency"), std::string("throughput"));
   INFO("mode " << mode);
-  auto context = [&](int host, const std::string& application) {
-    return "  <Context url=\"" + cluster.url(host, control) + "\">\n    <Endpoint protocol=\"tcp\" hostname=\"" +
-           cluster.address(host) + "\" port=\"" + std::to_string(data) + "\" network=\"data\"><Properties><mode>" + mode +
-           "</mode></Properties></Endpoint>\n    <Module path=\"libdaqx_pttcp.so\"/>\n    <Module path=\"libdaqx_nton.so\"/>\n" +
-           application + "  </Context>\n";
+  PartitionBuilder partition("cluster-2x2");
+  auto context = [&](int host) {
+    ContextBuilder made = partition.context(cluster.url(host, control));
+    made.endpoint("tcp", cluster.address(host), data, "data").property("mode", mode);
+    made.module("libdaqx_pttcp.so").module("libdaqx_nton.so");
+    return made;
   };
-  auto sender = [](int id, int instance) {
-    return "    <Application class=\"nton::Sender\" id=\"" + std::to_string(id) + "\" instance=\"" + std::to_string(instance) +
-           "\" network=\"data\"><Properties><frameSize>32768</frameSize><frameCount>8000</frameCount>"
-           "<window>64</window></Properties></Application>\n";
-  };
-  std::string xml = "<Partition name=\"cluster-2x2\">\n" + context(0, sender(11, 0)) + context(1, sender(12, 1)) +
-                    context(2, "    <Application class=\"nton::Receiver\" id=\"21\" network=\"data\"/>\n") +
-                    context(3, "    <Application class=\"nton::Receiver\" id=\"22\" instance=\"1\" network=\"data\"/>\n") +
-                    "</Partition>\n";
+  for (auto [host, id, instance] : {std::tuple{0, 11u, 0u}, std::tuple{1, 12u, 1u}})
+    context(host).application("nton::Sender", id, instance, "data").properties(
+        {{"frameSize", "32768", ""}, {"frameCount", "8000", ""}, {"window", "64", ""}});
+  context(2).application("nton::Receiver", 21, std::nullopt, "data");
+  context(3).application("nton::Receiver", 22, 1, "data");
+  const std::string xml = partition.xml();
   std::string path = write_file("cluster-2x2-" + mode + ".xml", xml);
   std::vector<std::unique_ptr<ExecutiveProcess>> executives;
   for (int host = 0; host < 4; ++host) executives.push_back(cluster.start_executive(host, path, control));

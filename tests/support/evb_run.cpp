@@ -13,15 +13,15 @@
 namespace daqx::test {
 
 EvbRun::EvbRun(const TransportProfile& profile, const std::string& name, int rus, int bus,
-               const std::string& evm_properties, const std::string& ru_properties, const std::string& bu_properties)
+               const PartitionProperties& evm_properties, const PartitionProperties& ru_properties,
+               const PartitionProperties& bu_properties)
     : profile_(profile) {
   for (int j = 0; j < bus; ++j) units_.push_back({"evb::BU", bu(j), j, bu_properties});
   for (int i = 0; i < rus; ++i) units_.push_back({"evb::RU", ru(i), i, ru_properties});
   units_.push_back({"evb::EvM", kEvm, 0, evm_properties});
-  std::string xml = "<Partition name=\"" + name + "\">\n";
-  for (const EvbUnit& u : units_) xml.append(context_xml(u));
-  xml.append("</Partition>\n");
-  path_ = write_file(name + ".xml", xml);
+  PartitionBuilder partition(name);
+  for (const EvbUnit& u : units_) add_context(partition, u);
+  path_ = write_file(name + ".xml", partition.xml());
   for (const EvbUnit& u : units_) start(u.tid);
   for (const EvbUnit& u : units_) {
     const bool ready = process(u.tid).wait_ready();
@@ -30,14 +30,11 @@ EvbRun::EvbRun(const TransportProfile& profile, const std::string& name, int rus
   }
 }
 
-std::string EvbRun::context_xml(const EvbUnit& u) const {
-  std::string xml("  <Context url=\"");
-  xml.append(u.url()).append("\">\n    ").append(profile_.endpoint_xml(u.data, Traffic::throughput));
-  xml.append("\n    ").append(profile_.module_xml()).append("\n    <Module path=\"libdaqx_evb.so\"/>\n");
-  xml.append("    <Application class=\"").append(u.cls).append("\" id=\"").append(std::to_string(u.tid));
-  xml.append("\" instance=\"").append(std::to_string(u.instance)).append("\" network=\"data\"><Properties>");
-  xml.append(u.properties).append("</Properties></Application>\n  </Context>\n");
-  return xml;
+void EvbRun::add_context(PartitionBuilder& partition, const EvbUnit& u) const {
+  ContextBuilder context = partition.context(u.url());
+  profile_.add_endpoint(context, u.data, Traffic::throughput);
+  context.module(profile_.module).module("libdaqx_evb.so");
+  context.application(u.cls, u.tid, static_cast<std::uint32_t>(u.instance), "data").properties(u.properties);
 }
 
 void EvbRun::start(std::uint32_t tid) { processes_[tid] = std::make_unique<ExecutiveProcess>(path_, unit(tid).url()); }

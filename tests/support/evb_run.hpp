@@ -22,7 +22,7 @@ struct EvbUnit {
   std::string cls;
   std::uint32_t tid = 0;
   int instance = 0;
-  std::string properties;  // XML inside <Properties>
+  PartitionProperties properties;
   std::uint16_t control = free_port();
   std::uint16_t data = free_port();
   std::string url() const { return "http://127.0.0.1:" + std::to_string(control); }
@@ -32,8 +32,9 @@ struct EvbUnit {
 // and requires each to answer.
 class EvbRun {
  public:
-  EvbRun(const TransportProfile& profile, const std::string& name, int rus, int bus, const std::string& evm_properties,
-         const std::string& ru_properties = "", const std::string& bu_properties = "");
+  EvbRun(const TransportProfile& profile, const std::string& name, int rus, int bus,
+         const PartitionProperties& evm_properties, const PartitionProperties& ru_properties = {},
+         const PartitionProperties& bu_properties = {});
 
   void start(std::uint32_t tid);  // (again) the executive of a unit
   ExecutiveProcess& process(std::uint32_t tid) { return *processes_.at(tid); }
@@ -68,7 +69,7 @@ class EvbRun {
   std::string picture();
 
  private:
-  std::string context_xml(const EvbUnit& u) const;
+  void add_context(PartitionBuilder& partition, const EvbUnit& u) const;
 
   const TransportProfile& profile_;
   std::vector<EvbUnit> units_;

@@ -46,7 +46,7 @@ TransportProfile transport_profile(const std::string& name) {
     p.module = "libdaqx_ptshm.so";
     p.receive_pool = "pt/shm/recv";
     // Its receive side is the descriptors of the peers' blocks that applications may hold.
-    p.small_receive_properties = "<receiveDescriptors>256</receiveDescriptors>";
+    p.small_receive_properties = {{"receiveDescriptors", "256", ""}};
   } else if (name == "ofi") {
     p = ofi_profile(name, "tcp");
   } else if (name == "ofi-verbs") {
@@ -71,20 +71,23 @@ const TransportProfile& transport_profile() {
   return profile;
 }
 
-std::string TransportProfile::endpoint_properties(Traffic traffic) const {
-  std::string xml;
-  xml.append(traffic == Traffic::throughput ? "<mode>throughput</mode>" : "<mode>latency</mode>");
-  if (!provider.empty()) xml.append("<provider>").append(provider).append("</provider>");
-  xml.append("<reconnectMax>300</reconnectMax>");
-  return xml;
+PartitionProperties TransportProfile::endpoint_properties(Traffic traffic) const {
+  PartitionProperties properties{{"mode", traffic == Traffic::throughput ? "throughput" : "latency", ""}};
+  if (!provider.empty()) properties.push_back({"provider", provider, ""});
+  properties.push_back({"reconnectMax", "300", ""});
+  return properties;
+}
+
+PropertiesBuilder TransportProfile::add_endpoint(ContextBuilder& context, std::uint16_t port, Traffic traffic,
+                                                 const std::string& network) const {
+  return context.endpoint(protocol, host, port, network).properties(endpoint_properties(traffic));
 }
 
 std::string TransportProfile::endpoint_xml(std::uint16_t port, Traffic traffic, const std::string& network) const {
-  std::string xml("<Endpoint protocol=\"");
-  xml.append(protocol).append("\" hostname=\"").append(host).append("\" port=\"").append(std::to_string(port));
-  xml.append("\" network=\"").append(network).append("\"><Properties>").append(endpoint_properties(traffic));
-  xml.append("</Properties></Endpoint>");
-  return xml;
+  PartitionBuilder partition("endpoint");
+  ContextBuilder context = partition.context("");
+  add_endpoint(context, port, traffic, network);
+  return partition.element_xml("Context/Endpoint");
 }
 
 std::string TransportProfile::module_xml() const {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "daqx/api/transport.hpp"
+#include "partition_builder.hpp"
 
 namespace daqx::test {
 
@@ -22,15 +23,19 @@ struct TransportProfile {
   std::string receive_pool;  // the pool the transport receives into
   // Endpoint properties that make the receive side small, so that frames a receiver holds drain it quickly
   // (empty: the message transports' recvBufferSize, recvDepth and recvPoolSize, where they keep buffers posted).
-  std::string small_receive_properties;
+  PartitionProperties small_receive_properties;
   // What the module says a transport with this profile's parameters offers (daqx-executive --capabilities),
   // read when the module is there (suite_transport()). E.g. with posted_receive_buffers, the receive pool holds
   // recvDepth blocks per open incoming connection at rest rather than none.
   TransportCapabilities capabilities;
 
   // <Properties> of an endpoint: a lost peer is retried within 300 ms, and traffic sets the mode where there is one.
-  std::string endpoint_properties(Traffic traffic) const;
-  // A whole <Endpoint> line on this host and port.
+  PartitionProperties endpoint_properties(Traffic traffic) const;
+  // An <Endpoint> of this transport on this host and port, in the context, with those properties; the caller
+  // may add more.
+  PropertiesBuilder add_endpoint(ContextBuilder& context, std::uint16_t port, Traffic traffic,
+                                 const std::string& network = "data") const;
+  // The same <Endpoint> as one line of XML, for the partitions still written as text (the transport suite's).
   std::string endpoint_xml(std::uint16_t port, Traffic traffic, const std::string& network = "data") const;
   std::string module_xml() const;  // <Module path="..."/>
   std::string module_path() const;  // where the build tree has it

@@ -14,20 +14,11 @@ namespace {
 
 constexpr std::uint32_t kSender = 11, kReceiver = 21;
 
-// The receiver's endpoint: a small receive pool, so that what the held frames pin drains it quickly.
-std::string small_receive_pool(std::string context, const TransportProfile& transport) {
-  std::string properties = transport.small_receive_properties;
-  if (properties.empty() && transport.capabilities.posted_receive_buffers)
-    properties = "<recvBufferSize>65536</recvBufferSize><recvDepth>16</recvDepth><recvPoolSize>2097152</recvPoolSize>";
-  if (properties.empty()) return context;
-  const std::string end_of_properties = "</Properties></Endpoint>";
-  return context.replace(context.find(end_of_properties), end_of_properties.size(), properties + end_of_properties);
-}
-
-std::string short_send_queue(std::string context) {
-  const std::string end_of_properties = "</Properties></Endpoint>";
-  return context.replace(context.find(end_of_properties), end_of_properties.size(),
-                         "<sendQueue>16</sendQueue>" + end_of_properties);
+// The receiver's endpoint properties: a small receive pool, so that what the held frames pin drains it quickly.
+PartitionProperties small_receive_pool(const TransportProfile& transport) {
+  if (!transport.small_receive_properties.empty()) return transport.small_receive_properties;
+  if (!transport.capabilities.posted_receive_buffers) return {};
+  return {{"recvBufferSize", "65536", ""}, {"recvDepth", "16", ""}, {"recvPoolSize", "2097152", ""}};
 }
 
 }  // namespace
@@ -40,13 +31,19 @@ TEST_CASE("a receiver that stops releasing blocks stalls its sender without erro
   const int kFrames = transport.capabilities.posted_receive_buffers ? 1500 : 6000;
   Host a, b;
   // The sender's window is larger than the run: only the transport can hold it back, not the acknowledgements.
-  const std::string path = write_file("credit.xml", partition_xml("credit", {
-      small_receive_pool(nton_context(transport, a, Traffic::throughput,
-                                      application_xml("nton::Receiver", kReceiver, 0, "<holdFor>5</holdFor>")),
-                         transport),
-      short_send_queue(nton_context(transport, b, Traffic::throughput, application_xml("nton::Sender", kSender, 0,
-          "<frameSize>65536</frameSize><frameCount>" + std::to_string(kFrames) +
-          "</frameCount><window>100000</window><pattern>true</pattern><receivers>21</receivers>")))}));
+  PartitionBuilder partition("credit");
+  NtonContext receiving = add_nton_context(partition, transport, a, Traffic::throughput);
+  receiving.endpoint.properties(small_receive_pool(transport));
+  receiving.context.application("nton::Receiver", kReceiver, 0, "data").property("holdFor", "5");
+  NtonContext sending = add_nton_context(partition, transport, b, Traffic::throughput);
+  sending.endpoint.property("sendQueue", "16");
+  sending.context.application("nton::Sender", kSender, 0, "data")
+      .properties({{"frameSize", "65536", ""},
+                   {"frameCount", std::to_string(kFrames), ""},
+                   {"window", "100000", ""},
+                   {"pattern", "true", ""},
+                   {"receivers", "21", ""}});
+  const std::string path = write_file("credit.xml", partition.xml());
   ExecutiveProcess receiver(path, a.url()), sender(path, b.url());
   bring_up({&receiver, &sender});
   INFO(sender.output() << receiver.output());

@@ -52,8 +52,8 @@ TEST_CASE("2x2 builds every assigned event exactly once and every event passes i
   // This test is about integrity: a BU timeout of 10 s keeps an emulated guest on a loaded machine, where a
   // heartbeat's round trip can take over a second, from dropping a live BU (the failure tests below cover drops;
   // "BU timeouts far too short" covers false ones).
-  EvbRun run(transport, "evb-2x2", 2, 2, "<maxEvents type=\"unsigned\">20000</maxEvents><buTimeout>10</buTimeout>",
-             "<fragmentSize type=\"unsigned\">3000</fragmentSize><fragmentSpread type=\"unsigned\">2000</fragmentSpread>");
+  EvbRun run(transport, "evb-2x2", 2, 2, {{"maxEvents", "20000", "unsigned"}, {"buTimeout", "10", ""}},
+             {{"fragmentSize", "3000", "unsigned"}, {"fragmentSpread", "2000", "unsigned"}});
   run.start_run();
   // As long as events keep completing: an emulated guest under a sanitizer on a busy machine is slow, not stuck.
   run.require_progress(kEvm, "events_completed", 20000);
@@ -84,8 +84,8 @@ TEST_CASE("2x2 with a short BU timeout and BUs paused over and over: each pause 
   // A pause (SIGSTOP) longer than the timeout drops a BU that is alive and still holds slots, fragments in flight
   // and requests on their way; when it resumes it asks with its old generation and is reset and taken in again.
   // These races (a drop against requests, fragments and resets of every generation) are what this test is for.
-  EvbRun run(transport, "evb-2x2-pauses", 2, 2, "<buTimeout>0.2</buTimeout><heartbeatInterval>0.05</heartbeatInterval>",
-             "<fragmentSize type=\"unsigned\">3000</fragmentSize><fragmentSpread type=\"unsigned\">2000</fragmentSpread>");
+  EvbRun run(transport, "evb-2x2-pauses", 2, 2, {{"buTimeout", "0.2", ""}, {"heartbeatInterval", "0.05", ""}},
+             {{"fragmentSize", "3000", "unsigned"}, {"fragmentSpread", "2000", "unsigned"}});
   run.start_run();
   run.require_progress(kEvm, "events_completed", 500);
   for (int pause = 0; pause < 6; ++pause) {
@@ -125,7 +125,7 @@ TEST_CASE("2x2 with a short BU timeout and BUs paused over and over: each pause 
 TEST_CASE("2x2_failBU: a BU killed mid-run is dropped within 2 s, its events counted lost, and the run goes on, "
           "takes it back when it returns and drains cleanly", "[transport][process][evb][failure]") {
   const TransportProfile& transport = suite_transport();
-  EvbRun run(transport, "evb-2x2-failbu", 2, 2, "");
+  EvbRun run(transport, "evb-2x2-failbu", 2, 2, {});
   run.start_run();
   run.require_progress(bu(1), "events_built", 2000);
   run.process(bu(1)).kill_now();
@@ -183,7 +183,7 @@ TEST_CASE("2x2_failBU: a BU killed mid-run is dropped within 2 s, its events cou
 TEST_CASE("2x2_failRU: an RU killed mid-run fails the run with the reason on every unit (policy fail)",
           "[transport][process][evb][failure]") {
   const TransportProfile& transport = suite_transport();
-  EvbRun run(transport, "evb-2x2-failru", 2, 2, "<ruFailurePolicy>fail</ruFailurePolicy>");
+  EvbRun run(transport, "evb-2x2-failru", 2, 2, {{"ruFailurePolicy", "fail", ""}});
   run.start_run();
   run.require_progress(bu(0), "events_built", 2000);
   run.process(ru(1)).kill_now();
@@ -203,7 +203,7 @@ TEST_CASE("2x2_failRU: an RU killed mid-run fails the run with the reason on eve
 TEST_CASE("2x2_stallBU: a BU that stalls (SIGSTOP) is dropped within 2 s and taken in again when it resumes, "
           "without a new run", "[transport][process][evb][failure]") {
   const TransportProfile& transport = suite_transport();
-  EvbRun run(transport, "evb-2x2-stallbu", 2, 2, "");
+  EvbRun run(transport, "evb-2x2-stallbu", 2, 2, {});
   run.start_run();
   run.require_progress(bu(1), "events_built", 2000);
   ::kill(run.process(bu(1)).pid(), SIGSTOP);
@@ -234,7 +234,7 @@ TEST_CASE("2x2_stallBU: a BU that stalls (SIGSTOP) is dropped within 2 s and tak
 TEST_CASE("1x1_failEvM: the EvM killed mid-run fails every unit with a clear reason and nothing hangs",
           "[transport][process][evb][failure]") {
   const TransportProfile& transport = suite_transport();
-  EvbRun run(transport, "evb-1x1-failevm", 1, 1, "");
+  EvbRun run(transport, "evb-1x1-failevm", 1, 1, {});
   run.start_run();
   run.require_progress(bu(0), "events_built", 1000);
   run.process(kEvm).kill_now();
@@ -251,7 +251,7 @@ TEST_CASE("1x1_failEvM: the EvM killed mid-run fails every unit with a clear rea
 TEST_CASE("3x1_incompleteEvents: an RU killed mid-run makes the BU build events without it, flagged and counted "
           "(policy incomplete)", "[transport][process][evb][failure]") {
   const TransportProfile& transport = suite_transport();
-  EvbRun run(transport, "evb-3x1-incomplete", 3, 1, "<ruFailurePolicy>incomplete</ruFailurePolicy>");
+  EvbRun run(transport, "evb-3x1-incomplete", 3, 1, {{"ruFailurePolicy", "incomplete", ""}});
   run.start_run();
   run.require_progress(bu(0), "events_built", 2000);
   run.process(ru(2)).kill_now();
@@ -274,7 +274,7 @@ TEST_CASE("3x1_incompleteEvents: an RU killed mid-run makes the BU build events 
 TEST_CASE("1x2_failBUs: an EvM whose builder units are all killed says so in its status reason and a gauge, counts "
           "none of them alive, and clears both when one is taken back", "[transport][process][evb][failure]") {
   const TransportProfile& transport = suite_transport();
-  EvbRun run(transport, "evb-1x2-failbus", 1, 2, "");
+  EvbRun run(transport, "evb-1x2-failbus", 1, 2, {});
   run.start_run();
   for (std::uint32_t tid : {bu(0), bu(1)}) run.require_progress(tid, "events_built", 500);
 

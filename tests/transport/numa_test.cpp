@@ -107,23 +107,24 @@ std::string application_pool(const ExecutiveProcess& executive) {
 using Check = std::function<void(const ExecutiveProcess& pong, const ExecutiveProcess& ping)>;
 
 // 500 ping-pongs of 4 KiB between two executives over ptibv (so that every pool involved has carried frames),
-// the pong's endpoint told <numaNode>1</numaNode>; `policy(pong URL)` is the partition's <Policy> (or empty).
+// the pong's endpoint told <numaNode>1</numaNode>; `policy(partition, pong URL)` adds the partition's policy rules.
 // `check` runs while both executives still run. Skips unless the run is over ibv on two NUMA nodes.
-void ping_pong_on_node_1(const std::string& name, const std::function<std::string(const std::string&)>& policy,
+void ping_pong_on_node_1(const std::string& name,
+                         const std::function<void(PartitionBuilder&, const std::string&)>& policy,
                          const Check& check) {
   const TransportProfile& transport = suite_transport();
   if (!transport.capabilities.numa_placement) skip_test("its pools do not follow a numaNode parameter");
   if (numa_nodes() < 2) skip_test("this machine has " + std::to_string(numa_nodes()) + " NUMA node(s); the test needs 2");
   Host a, b;
-  std::string pong = nton_context(transport, a, Traffic::latency, application_xml("nton::PingPong", 2, 1));
-  const std::string end_of_properties = "</Properties></Endpoint>";
-  REQUIRE(pong.find(end_of_properties) != std::string::npos);
-  pong.replace(pong.find(end_of_properties), end_of_properties.size(), "<numaNode>1</numaNode>" + end_of_properties);
-  std::string xml = partition_xml(name, {
-      pong, nton_context(transport, b, Traffic::latency, application_xml("nton::PingPong", 1, 0,
-          "<role>ping</role><peer>2</peer><count>500</count><frameSize>4096</frameSize>"))});
-  xml.insert(xml.find('\n') + 1, policy(a.url()));
-  const std::string path = write_file(name + ".xml", xml);
+  PartitionBuilder partition(name);
+  policy(partition, a.url());
+  NtonContext pong = add_nton_context(partition, transport, a, Traffic::latency);
+  pong.endpoint.property("numaNode", "1");
+  pong.context.application("nton::PingPong", 2, 1, "data");
+  add_nton_context(partition, transport, b, Traffic::latency)
+      .context.application("nton::PingPong", 1, 0, "data")
+      .properties({{"role", "ping", ""}, {"peer", "2", ""}, {"count", "500", ""}, {"frameSize", "4096", ""}});
+  const std::string path = write_file(name + ".xml", partition.xml());
   ExecutiveProcess pong_executive(path, a.url()), ping_executive(path, b.url());
   REQUIRE(pong_executive.wait_ready());
   REQUIRE(ping_executive.wait_ready());
@@ -148,8 +149,8 @@ TEST_CASE("ptibv's pools live on the NUMA node it is told, and an application po
   // The pong's application pool by the partition's policy; no rule matches ptibv's pools: numaNode decides.
   ping_pong_on_node_1(
       "numa",
-      [](const std::string& pong) {
-        return "  <Policy>\n    <Pool pattern=\"nton/*\" allocator=\"numa:1\" context=\"" + pong + "\"/>\n  </Policy>\n";
+      [](PartitionBuilder& partition, const std::string& pong) {
+        partition.pool_rule("nton/*", "numa:1", pong);
       },
       [](const ExecutiveProcess& pong, const ExecutiveProcess&) {
         const std::string application = application_pool(pong);
@@ -162,7 +163,7 @@ TEST_CASE("ptibv's pools live on the NUMA node it is told, and an application po
 TEST_CASE("without a policy, ptibv's pools follow numaNode and the application's pool stays unbound",
           "[transport][process][numa]") {
   ping_pong_on_node_1(
-      "numa-no-policy", [](const std::string&) { return std::string(); },
+      "numa-no-policy", [](PartitionBuilder&, const std::string&) {},
       [](const ExecutiveProcess& pong, const ExecutiveProcess&) {
         check_pool_on_node(pong, "pt/ibv/recv", 1);
         check_pool_on_node(pong, "pt/ibv/credit", 1);
@@ -175,8 +176,8 @@ TEST_CASE("without a policy, ptibv's pools follow numaNode and the application's
 TEST_CASE("a policy rule for ptibv's pools wins over its numaNode parameter", "[transport][process][numa]") {
   ping_pong_on_node_1(
       "numa-rule-wins",
-      [](const std::string& pong) {
-        return "  <Policy>\n    <Pool pattern=\"pt/ibv/*\" allocator=\"numa:0\" context=\"" + pong + "\"/>\n  </Policy>\n";
+      [](PartitionBuilder& partition, const std::string& pong) {
+        partition.pool_rule("pt/ibv/*", "numa:0", pong);
       },
       [](const ExecutiveProcess& pong, const ExecutiveProcess&) {
         check_pool_on_node(pong, "pt/ibv/recv", 0);

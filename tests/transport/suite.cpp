@@ -31,6 +31,14 @@ std::string partition_xml(const std::string& name, const std::vector<std::string
   return xml.append("</Partition>\n");
 }
 
+NtonContext add_nton_context(PartitionBuilder& partition, const TransportProfile& transport, const Host& host,
+                             Traffic traffic) {
+  ContextBuilder context = partition.context(host.url());
+  PropertiesBuilder endpoint = transport.add_endpoint(context, host.data, traffic);
+  context.module(transport.module).module("libdaqx_nton.so");
+  return {context, endpoint};
+}
+
 void bring_up(const std::vector<ExecutiveProcess*>& executives) {
   for (ExecutiveProcess* e : executives) REQUIRE(e->wait_ready());
   for (ExecutiveProcess* e : executives) REQUIRE(e->transition("configure").status == 200);

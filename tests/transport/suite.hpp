@@ -28,6 +28,15 @@ std::string nton_context(const TransportProfile& transport, const Host& host, Tr
                          const std::string& applications);
 std::string partition_xml(const std::string& name, const std::vector<std::string>& contexts);
 
+// The same context added to a partition being built: the caller adds the applications, and may add endpoint
+// properties.
+struct NtonContext {
+  ContextBuilder context;
+  PropertiesBuilder endpoint;
+};
+NtonContext add_nton_context(PartitionBuilder& partition, const TransportProfile& transport, const Host& host,
+                             Traffic traffic);
+
 // Waits until every executive answers, then configures and enables them in the order given (receivers first).
 void bring_up(const std::vector<ExecutiveProcess*>& executives);
 // Stops a one-sender, one-receiver nton run and checks that everything went back: the receiver's transport

@@ -34,16 +34,16 @@ TEST_CASE("the policy pins a transport's send and receive threads, as the kernel
   const int send_core = 0;
   const int receive_core = cpus - 1;
   Host a, b;
-  const std::string contexts =
-      nton_context(transport, a, Traffic::latency, application_xml("nton::PingPong", 1, 0, "<role>pong</role>")) +
-      nton_context(transport, b, Traffic::latency,
-                   application_xml("nton::PingPong", 2, 1, "<role>ping</role><peer>1</peer><count>200</count>"));
-  const std::string policy = "  <Policy>\n    <Thread pattern=\"pt/" + transport.protocol + "/send\" cores=\"" +
-                             std::to_string(send_core) + "\"/>\n    <Thread pattern=\"pt/" + transport.protocol +
-                             "/recv\" cores=\"" + std::to_string(receive_core) + "\"/>\n  </Policy>\n";
-  std::string xml = partition_xml("pinned", {contexts});
-  xml.insert(xml.find('\n') + 1, policy);
-  const std::string path = write_file("pinned.xml", xml);
+  PartitionBuilder partition("pinned");
+  partition.thread_rule("pt/" + transport.protocol + "/send", std::to_string(send_core))
+      .thread_rule("pt/" + transport.protocol + "/recv", std::to_string(receive_core));
+  add_nton_context(partition, transport, a, Traffic::latency)
+      .context.application("nton::PingPong", 1, 0, "data")
+      .property("role", "pong");
+  add_nton_context(partition, transport, b, Traffic::latency)
+      .context.application("nton::PingPong", 2, 1, "data")
+      .properties({{"role", "ping", ""}, {"peer", "1", ""}, {"count", "200", ""}});
+  const std::string path = write_file("pinned.xml", partition.xml());
   ExecutiveProcess pong(path, a.url()), ping(path, b.url());
   // Round trips, so that both threads of both executives have work while they are looked at.
   bring_up({&pong, &ping});
