@@ -142,10 +142,4 @@ std::string PartitionBuilder::xml() const {
   return out.str();
 }
 
-std::string PartitionBuilder::element_xml(const std::string& path) const {
-  std::ostringstream out;
-  partition_.first_element_by_path(path.c_str()).print(out, "", pugi::format_raw);
-  return out.str();
-}
-
 }  // namespace daqx::test

@@ -92,9 +92,6 @@ class PartitionBuilder {
   PartitionBuilder& launch_restart(const LaunchRestartSettings& restart);
 
   std::string xml() const;
-  // The first element at `path` below <Partition> (e.g. "Context/Endpoint") on one line: a piece for partitions
-  // still written as text.
-  std::string element_xml(const std::string& path) const;
 
  private:
   pugi::xml_node policy();
