@@ -25,6 +25,11 @@ std::vector<std::string> allocation_of() {
   return {slurm_program("salloc"), "--nodes=" + std::to_string(kClusterEvbHosts), "--job-name=daqx-test", "--"};
 }
 
+// The cluster event builder, launched through Slurm.
+std::string slurm_evb_partition(const VirtualCluster& cluster, const std::string& name) {
+  return cluster_evb_partition(cluster, name, [](PartitionBuilder& partition) { launch_through(partition, "slurm"); });
+}
+
 }  // namespace
 
 TEST_CASE("daqx-launch --engine slurm inside an allocation runs the 2x2 event builder as tasks of one srun step, "
@@ -33,7 +38,7 @@ TEST_CASE("daqx-launch --engine slurm inside an allocation runs the 2x2 event bu
   skip_test_unless_slurm_available();
   VirtualCluster cluster(kClusterEvbHosts);
   SlurmCluster slurm(cluster);
-  const std::string partition = cluster_evb_partition(cluster, "evb-slurm", "<Launch engine=\"slurm\">" + module_host_rule() + "</Launch>");
+  const std::string partition = slurm_evb_partition(cluster, "evb-slurm");
   const std::string logs = scratch_directory() + "/slurm-logs";
   LauncherProcess launcher({"--config", partition, "--drive", "--run", "12", "--log-dir", logs}, slurm.environment(),
                            allocation_of());
@@ -69,10 +74,10 @@ TEST_CASE("Supervision through Slurm: a BU killed with SIGKILL comes back as a s
   skip_test_unless_slurm_available();
   VirtualCluster cluster(kClusterEvbHosts);
   SlurmCluster slurm(cluster);
-  const std::string partition = cluster_evb_partition(
-      cluster, "evb-slurm-supervised",
-      "<Launch engine=\"slurm\">" + module_host_rule() + "<Restart pattern=\"http://*:" +
-          std::to_string(kClusterEvbControlPort) + "\" policy=\"on-failure\" maxRestarts=\"2\" backoff=\"0.5\"/></Launch>");
+  const std::string partition = cluster_evb_partition(cluster, "evb-slurm-supervised", [](PartitionBuilder& built) {
+    launch_through(built, "slurm")
+        .launch_restart({"http://*:" + std::to_string(kClusterEvbControlPort), "on-failure", "2", "0.5", ""});
+  });
   const std::string logs = scratch_directory() + "/slurm-supervised-logs";
   LauncherProcess launcher({"--config", partition, "--drive", "--run", "40", "--log-dir", logs}, slurm.environment(),
                            allocation_of());
@@ -86,7 +91,7 @@ TEST_CASE("Placed by Slurm: the partition's hosts become the allocation's nodes,
   VirtualCluster cluster(kClusterEvbHosts);
   SlurmCluster slurm(cluster);
   // Hosts that exist nowhere: Slurm's nodes take their place, in order.
-  std::string partition_text = read_text(cluster_evb_partition(cluster, "evb-slurm-placed", ""));
+  std::string partition_text = read_text(slurm_evb_partition(cluster, "evb-slurm-placed"));
   for (int h = 0; h < kClusterEvbHosts; ++h) {
     const std::string address = cluster.address(h), name = "daq-unit-" + std::to_string(h);
     for (std::size_t at; (at = partition_text.find("\"" + address + "\"")) != std::string::npos ||
@@ -95,8 +100,6 @@ TEST_CASE("Placed by Slurm: the partition's hosts become the allocation's nodes,
       partition_text.replace(begin, address.size(), name);
     }
   }
-  partition_text.replace(partition_text.rfind("</Partition>"), 12,
-                         "<Launch engine=\"slurm\">" + module_host_rule() + "</Launch>\n</Partition>\n");
   const std::string partition = scratch_directory() + "/evb-slurm-placed-names.xml";
   std::ofstream(partition) << partition_text;
   const std::string logs = scratch_directory() + "/slurm-placed-logs";
@@ -132,7 +135,7 @@ TEST_CASE("Outside an allocation daqx-launch writes the batch script that runs t
   skip_test_unless_slurm_available();
   VirtualCluster cluster(kClusterEvbHosts);
   SlurmCluster slurm(cluster);
-  const std::string partition = cluster_evb_partition(cluster, "evb-sbatch", "<Launch engine=\"slurm\">" + module_host_rule() + "</Launch>");
+  const std::string partition = slurm_evb_partition(cluster, "evb-sbatch");
   const std::string script = scratch_directory() + "/evb.sbatch";
   const std::string logs = scratch_directory() + "/sbatch-logs";
   const std::string job_output = scratch_directory() + "/sbatch.out";
@@ -175,9 +178,9 @@ TEST_CASE("When the allocation ends under it (scancel), daqx-launch stops the pa
   VirtualCluster cluster(kClusterEvbHosts);
   SlurmCluster slurm(cluster);
   // Every context would be restarted if it merely died: the allocation's end must be told apart.
-  const std::string partition = cluster_evb_partition(
-      cluster, "evb-slurm-cancelled",
-      "<Launch engine=\"slurm\">" + module_host_rule() + "<Restart pattern=\"*\" policy=\"on-failure\" backoff=\"0.2\"/></Launch>");
+  const std::string partition = cluster_evb_partition(cluster, "evb-slurm-cancelled", [](PartitionBuilder& built) {
+    launch_through(built, "slurm").launch_restart({"*", "on-failure", "", "0.2", ""});
+  });
   const std::string logs = scratch_directory() + "/slurm-cancelled-logs";
   LauncherProcess launcher({"--config", partition, "--drive", "--log-dir", logs}, slurm.environment(), allocation_of());
   const auto deadline = std::chrono::steady_clock::now() + 60s;

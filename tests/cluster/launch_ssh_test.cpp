@@ -28,8 +28,9 @@ double metric_at(const std::string& url, std::uint32_t tid, const std::string& n
   return application_metric(url, tid, name);
 }
 
-std::string evb_partition(const VirtualCluster& cluster, const std::string& name, const std::string& extra) {
-  return cluster_evb_partition(cluster, name, extra);
+// The cluster event builder, launched over ssh.
+std::string evb_partition(const VirtualCluster& cluster, const std::string& name) {
+  return cluster_evb_partition(cluster, name, [](PartitionBuilder& partition) { launch_through(partition, "ssh"); });
 }
 
 }  // namespace
@@ -46,9 +47,11 @@ TEST_CASE("daqx-launch --engine ssh runs a 2x2 event builder across sshd hosts, 
   std::ofstream(token) << "ssh-test-token-0123456789\n";
   std::filesystem::permissions(token, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
                                std::filesystem::perm_options::replace);
-  const std::string partition = evb_partition(cluster, "evb-ssh",
-                                              "<Control tokenFile=\"evb-ssh.token\"/><Launch engine=\"ssh\">" +
-                                                  module_host_rule() + "</Launch>");
+  ControlSettings guarded;
+  guarded.token_file = "evb-ssh.token";
+  const std::string partition = cluster_evb_partition(cluster, "evb-ssh", [&](PartitionBuilder& built) {
+    launch_through(built.control(guarded), "ssh");
+  });
   const std::string logs = scratch_directory() + "/ssh-logs";
   LauncherProcess launcher({"--config", partition, "--ssh-config", ssh.client_config_path(), "--drive", "--run", "12",
                             "--log-dir", logs});
@@ -78,7 +81,7 @@ TEST_CASE("daqx-launch --engine ssh names a host whose sshd is down and fails cl
   VirtualCluster cluster(kHosts);
   SshHosts ssh(cluster);
   ssh.stop_host(3);
-  const std::string partition = evb_partition(cluster, "evb-ssh-down", "<Launch engine=\"ssh\">" + module_host_rule() + "</Launch>");
+  const std::string partition = evb_partition(cluster, "evb-ssh-down");
   LauncherProcess launcher({"--config", partition, "--ssh-config", ssh.client_config_path(), "--drive", "--run", "5",
                             "--log-dir", scratch_directory() + "/ssh-down-logs"});
   const std::optional<int> exit_code = launcher.wait(60s);
@@ -97,10 +100,9 @@ TEST_CASE("Supervision over ssh: a BU executive killed with SIGKILL is restarted
   skip_test_unless_ssh_available();
   VirtualCluster cluster(kHosts);
   SshHosts ssh(cluster);
-  const std::string partition = evb_partition(
-      cluster, "evb-ssh-supervised",
-      "<Launch engine=\"ssh\">" + module_host_rule() + "<Restart pattern=\"" + cluster.url(4, kControl) +
-          "\" policy=\"on-failure\" maxRestarts=\"3\" backoff=\"0.5\"/></Launch>");
+  const std::string partition = cluster_evb_partition(cluster, "evb-ssh-supervised", [&](PartitionBuilder& built) {
+    launch_through(built, "ssh").launch_restart({cluster.url(4, kControl), "on-failure", "3", "0.5", ""});
+  });
   const std::string logs = scratch_directory() + "/ssh-supervised-logs";
   LauncherProcess launcher({"--config", partition, "--ssh-config", ssh.client_config_path(), "--drive", "--run", "40",
                             "--log-dir", logs});
@@ -113,7 +115,7 @@ TEST_CASE("Executives started over ssh stop by themselves when the launcher is k
   skip_test_unless_ssh_available();
   VirtualCluster cluster(kHosts);
   SshHosts ssh(cluster);
-  const std::string partition = evb_partition(cluster, "evb-ssh-orphans", "<Launch engine=\"ssh\">" + module_host_rule() + "</Launch>");
+  const std::string partition = evb_partition(cluster, "evb-ssh-orphans");
   LauncherProcess launcher({"--config", partition, "--ssh-config", ssh.client_config_path(), "--drive", "--log-dir",
                             scratch_directory() + "/ssh-orphan-logs"});
   const std::string evm_url = cluster.url(0, kControl);

@@ -18,17 +18,21 @@ namespace daqx::test {
 
 using namespace std::chrono_literals;
 
-std::string cluster_evb_partition(const VirtualCluster& cluster, const std::string& name, const std::string& extra) {
+std::string cluster_evb_partition(const VirtualCluster& cluster, const std::string& name,
+                                  const std::function<void(PartitionBuilder&)>& extend) {
   std::string path;
   REQUIRE_NOTHROW(path = checked_evb_partition(cluster, 2, 2, kClusterEvbControlPort, name));
-  std::string xml = read_text(path);
-  xml.replace(xml.rfind("</Partition>"), 12, extra + "\n</Partition>\n");
-  std::ofstream(path) << xml;
+  PartitionBuilder partition = PartitionBuilder::extending(read_text(path));
+  extend(partition);
+  std::ofstream(path) << partition.xml();
   return path;
 }
 
-std::string module_host_rule() {
-  return "<Host pattern=\"*\"><Env name=\"DAQX_MODULE_PATH\" value=\"" + module_directory() + "\"/></Host>";
+PartitionBuilder& launch_through(PartitionBuilder& partition, const std::string& engine) {
+  LaunchHostSettings every_host;
+  every_host.pattern = "*";
+  every_host.environment = {{"DAQX_MODULE_PATH", module_directory()}};
+  return partition.launch_engine(engine).launch_host(every_host);
 }
 
 std::vector<std::string> executives_on(const VirtualCluster& cluster, int host) {

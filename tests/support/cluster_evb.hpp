@@ -6,11 +6,13 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "launcher_process.hpp"
 #include "netns.hpp"
+#include "partition_builder.hpp"
 
 namespace daqx::test {
 
@@ -18,13 +20,14 @@ inline constexpr int kClusterEvbHosts = 5;  // the EvM on host 0, RUs on 1-2, BU
 inline constexpr std::uint16_t kClusterEvbControlPort = 39600;
 inline constexpr std::uint32_t kClusterEvm = 10, kClusterBu1 = 201;  // the EvM's and the second BU's TIDs
 
-// Writes the partition (scratch/NAME.xml) made by evb_partition.py for the cluster's hosts, with `extra` (e.g. a
-// <Launch> and a <Control> element) added before its end. Fails the test if the generator fails.
-std::string cluster_evb_partition(const VirtualCluster& cluster, const std::string& name, const std::string& extra);
+// Writes the partition (scratch/NAME.xml) made by evb_partition.py for the cluster's hosts, with what `extend`
+// adds to it (e.g. a <Launch> and a <Control> element) after its contexts. Fails the test if the generator fails.
+std::string cluster_evb_partition(const VirtualCluster& cluster, const std::string& name,
+                                  const std::function<void(PartitionBuilder&)>& extend);
 
-// <Host pattern="*"> with DAQX_MODULE_PATH of this build: set on every host through the partition, as a user
-// sets a per-host environment.
-std::string module_host_rule();
+// <Launch engine=ENGINE> with <Host pattern="*"> setting DAQX_MODULE_PATH of this build: set on every host
+// through the partition, as a user sets a per-host environment. Returns the partition, for more launch rules.
+PartitionBuilder& launch_through(PartitionBuilder& partition, const std::string& engine);
 
 // The daqx-executive processes running in host's namespace ("pid: command line").
 std::vector<std::string> executives_on(const VirtualCluster& cluster, int host);

@@ -2,6 +2,7 @@
 #include "partition_builder.hpp"
 
 #include <sstream>
+#include <stdexcept>
 
 namespace daqx::test {
 namespace {
@@ -68,6 +69,15 @@ PropertiesBuilder ContextBuilder::application(const std::string& class_name, std
 PartitionBuilder::PartitionBuilder(const std::string& name) : document_(std::make_unique<pugi::xml_document>()) {
   partition_ = document_->append_child("Partition");
   partition_.append_attribute("name").set_value(name.c_str());
+}
+
+PartitionBuilder PartitionBuilder::extending(const std::string& xml) {
+  PartitionBuilder builder;
+  const pugi::xml_parse_result parsed = builder.document_->load_string(xml.c_str());
+  builder.partition_ = builder.document_->child("Partition");
+  if (!parsed || !builder.partition_)
+    throw std::runtime_error(std::string("not a partition: ") + (parsed ? "no <Partition>" : parsed.description()));
+  return builder;
 }
 
 ContextBuilder PartitionBuilder::context(const std::string& url) {
@@ -139,12 +149,6 @@ PartitionBuilder& PartitionBuilder::launch_restart(const LaunchRestartSettings& 
 std::string PartitionBuilder::xml() const {
   std::ostringstream out;
   document_->save(out, "  ", pugi::format_default | pugi::format_no_declaration);
-  return out.str();
-}
-
-std::string PartitionBuilder::element_xml(const std::string& path) const {
-  std::ostringstream out;
-  partition_.first_element_by_path(path.c_str()).print(out, "", pugi::format_raw);
   return out.str();
 }
 

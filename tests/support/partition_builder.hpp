@@ -82,6 +82,9 @@ struct LaunchRestartSettings {
 class PartitionBuilder {
  public:
   explicit PartitionBuilder(const std::string& name);
+  // A partition written elsewhere (e.g. by apps/evb/tools/evb_partition.py), to add to; throws std::runtime_error when
+  // `xml` holds no <Partition>.
+  static PartitionBuilder extending(const std::string& xml);
 
   ContextBuilder context(const std::string& url);
   PartitionBuilder& control(const ControlSettings& settings);
@@ -92,13 +95,12 @@ class PartitionBuilder {
   PartitionBuilder& launch_restart(const LaunchRestartSettings& restart);
 
   std::string xml() const;
-  // The first element at `path` below <Partition> (e.g. "Context/Endpoint") on one line: a piece for partitions
-  // still written as text.
-  std::string element_xml(const std::string& path) const;
 
  private:
   pugi::xml_node policy();
   pugi::xml_node launch();
+
+  PartitionBuilder() : document_(std::make_unique<pugi::xml_document>()) {}
 
   std::unique_ptr<pugi::xml_document> document_;  // held apart, so that the builders of children survive a move
   pugi::xml_node partition_;

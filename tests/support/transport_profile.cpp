@@ -83,18 +83,6 @@ PropertiesBuilder TransportProfile::add_endpoint(ContextBuilder& context, std::u
   return context.endpoint(protocol, host, port, network).properties(endpoint_properties(traffic));
 }
 
-std::string TransportProfile::endpoint_xml(std::uint16_t port, Traffic traffic, const std::string& network) const {
-  PartitionBuilder partition("endpoint");
-  ContextBuilder context = partition.context("");
-  add_endpoint(context, port, traffic, network);
-  return partition.element_xml("Context/Endpoint");
-}
-
-std::string TransportProfile::module_xml() const {
-  std::string xml("<Module path=\"");
-  return xml.append(module).append("\"/>");
-}
-
 std::string TransportProfile::module_path() const {
   std::string path = module_directory();
   return path.append("/").append(module);

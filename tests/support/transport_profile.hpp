@@ -35,9 +35,6 @@ struct TransportProfile {
   // may add more.
   PropertiesBuilder add_endpoint(ContextBuilder& context, std::uint16_t port, Traffic traffic,
                                  const std::string& network = "data") const;
-  // The same <Endpoint> as one line of XML, for the partitions still written as text (the transport suite's).
-  std::string endpoint_xml(std::uint16_t port, Traffic traffic, const std::string& network = "data") const;
-  std::string module_xml() const;  // <Module path="..."/>
   std::string module_path() const;  // where the build tree has it
 };
 

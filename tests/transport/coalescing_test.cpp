@@ -42,13 +42,21 @@ double bytes_of_run() {
   return bytes;
 }
 
-void run_mixed_sizes(const TransportProfile& transport, const std::string& receiver_properties) {
+void run_mixed_sizes(const TransportProfile& transport, const PartitionProperties& receiver_properties) {
   Host a, b;
-  const std::string path = write_file("coalescing.xml", partition_xml("coalescing", {
-      nton_context(transport, a, Traffic::throughput, application_xml("nton::Receiver", kReceiver, 0, receiver_properties)),
-      nton_context(transport, b, Traffic::throughput, application_xml("nton::Sender", kSender, 0,
-          "<frameSizes>" + sizes_text() + "</frameSizes><frameCount>" + std::to_string(kFrames) +
-          "</frameCount><window>512</window><ackEvery>64</ackEvery><pattern>true</pattern><receivers>21</receivers>"))}));
+  PartitionBuilder partition("coalescing");
+  add_nton_context(partition, transport, a, Traffic::throughput)
+      .context.application("nton::Receiver", kReceiver, 0, "data")
+      .properties(receiver_properties);
+  add_nton_context(partition, transport, b, Traffic::throughput)
+      .context.application("nton::Sender", kSender, 0, "data")
+      .properties({{"frameSizes", sizes_text(), ""},
+                   {"frameCount", std::to_string(kFrames), ""},
+                   {"window", "512", ""},
+                   {"ackEvery", "64", ""},
+                   {"pattern", "true", ""},
+                   {"receivers", "21", ""}});
+  const std::string path = write_file("coalescing.xml", partition.xml());
   ExecutiveProcess receiver(path, a.url()), sender(path, b.url());
   bring_up({&receiver, &sender});
   const ExecutiveProcess::Progress received = receiver.wait_progress(kReceiver, "frames_received", kFrames);
@@ -77,7 +85,7 @@ TEST_CASE("packed frames of every size arrive one by one, in order, with their p
           "[transport][process][coalescing]") {
   const TransportProfile& transport = suite_transport();
   if (!transport.capabilities.coalescing) skip_test("it does not pack frames together");
-  run_mixed_sizes(transport, "");
+  run_mixed_sizes(transport, {});
 }
 
 TEST_CASE("a receiver that holds packed frames stalls the sender without errors, and the run completes after",
@@ -85,5 +93,5 @@ TEST_CASE("a receiver that holds packed frames stalls the sender without errors,
   const TransportProfile& transport = suite_transport();
   if (!transport.capabilities.coalescing) skip_test("it does not pack frames together");
   // It keeps every frame for 3 s (their buffers stay taken), then takes them all, in order.
-  run_mixed_sizes(transport, "<holdFor>3</holdFor>");
+  run_mixed_sizes(transport, {{"holdFor", "3", ""}});
 }

@@ -18,14 +18,10 @@ using Catch::Contains;
 
 namespace {
 
-// The context with one more property on its endpoint.
-std::string with_endpoint_property(std::string context, const std::string& property) {
-  const std::string end_of_properties = "</Properties></Endpoint>";
-  return context.replace(context.find(end_of_properties), end_of_properties.size(), property + end_of_properties);
-}
-
-std::string first_use(const std::string& context) {
-  return with_endpoint_property(context, "<connectAt>first-use</connectAt>");
+// The context's endpoint opens its connections when the first frame goes, not at configure.
+NtonContext first_use(NtonContext context) {
+  context.endpoint.property("connectAt", "first-use");
+  return context;
 }
 
 Poco::JSON::Object::Ptr json_object(const std::string& body) {
@@ -64,11 +60,14 @@ TEST_CASE("the connect command opens every connection ahead of a run, and names 
   const TransportProfile& transport = suite_transport();
   Host a, b, absent;
   // The sender's context names two receivers: one whose executive runs, one whose never starts.
-  const std::string path = write_file("connect.xml", partition_xml("connect", {
-      nton_context(transport, a, Traffic::throughput, application_xml("nton::Receiver", 21, 0)),
-      nton_context(transport, absent, Traffic::throughput, application_xml("nton::Receiver", 22, 1)),
-      first_use(nton_context(transport, b, Traffic::throughput, application_xml("nton::Sender", 11, 0,
-          "<frameSize>4096</frameSize><receivers>21</receivers>")))}));
+  PartitionBuilder partition("connect");
+  add_nton_context(partition, transport, a, Traffic::throughput).context.application("nton::Receiver", 21, 0, "data");
+  add_nton_context(partition, transport, absent, Traffic::throughput)
+      .context.application("nton::Receiver", 22, 1, "data");
+  first_use(add_nton_context(partition, transport, b, Traffic::throughput))
+      .context.application("nton::Sender", 11, 0, "data")
+      .properties({{"frameSize", "4096", ""}, {"receivers", "21", ""}});
+  const std::string path = write_file("connect.xml", partition.xml());
   ExecutiveProcess receiver(path, a.url()), sender(path, b.url());
   REQUIRE(receiver.wait_ready());
   REQUIRE(sender.wait_ready());
@@ -109,11 +108,15 @@ TEST_CASE("the connect command answers 200 once every outgoing connection is up,
   Host a, b, c;
   // One sender, two receivers in two other executives: two outgoing connections, neither opened by a frame.
   // Every context connects at first use, so the receivers do not open theirs (to each other) meanwhile.
-  const std::string path = write_file("connect-all.xml", partition_xml("connect-all", {
-      first_use(nton_context(transport, a, Traffic::throughput, application_xml("nton::Receiver", 21, 0))),
-      first_use(nton_context(transport, c, Traffic::throughput, application_xml("nton::Receiver", 22, 1))),
-      first_use(nton_context(transport, b, Traffic::throughput, application_xml("nton::Sender", 11, 0,
-          "<frameSize>4096</frameSize><receivers>21,22</receivers>")))}));
+  PartitionBuilder partition("connect-all");
+  first_use(add_nton_context(partition, transport, a, Traffic::throughput))
+      .context.application("nton::Receiver", 21, 0, "data");
+  first_use(add_nton_context(partition, transport, c, Traffic::throughput))
+      .context.application("nton::Receiver", 22, 1, "data");
+  first_use(add_nton_context(partition, transport, b, Traffic::throughput))
+      .context.application("nton::Sender", 11, 0, "data")
+      .properties({{"frameSize", "4096", ""}, {"receivers", "21,22", ""}});
+  const std::string path = write_file("connect-all.xml", partition.xml());
   ExecutiveProcess first(path, a.url()), second(path, c.url()), sender(path, b.url());
   for (auto* e : {&first, &second, &sender}) REQUIRE(e->wait_ready());
   for (auto* e : {&first, &second, &sender}) REQUIRE(e->transition("configure").status == 200);
@@ -152,10 +155,13 @@ TEST_CASE("a peer that was not listening at one connect command is reached by th
           "[transport][process]") {
   const TransportProfile& transport = suite_transport();
   Host late, b;
-  const std::string path = write_file("connect-late.xml", partition_xml("connect-late", {
-      nton_context(transport, late, Traffic::throughput, application_xml("nton::Receiver", 21, 0)),
-      first_use(nton_context(transport, b, Traffic::throughput, application_xml("nton::Sender", 11, 0,
-          "<frameSize>4096</frameSize><receivers>21</receivers>")))}));
+  PartitionBuilder partition("connect-late");
+  add_nton_context(partition, transport, late, Traffic::throughput)
+      .context.application("nton::Receiver", 21, 0, "data");
+  first_use(add_nton_context(partition, transport, b, Traffic::throughput))
+      .context.application("nton::Sender", 11, 0, "data")
+      .properties({{"frameSize", "4096", ""}, {"receivers", "21", ""}});
+  const std::string path = write_file("connect-late.xml", partition.xml());
   ExecutiveProcess sender(path, b.url());
   REQUIRE(sender.wait_ready());
   REQUIRE(sender.transition("configure").status == 200);
@@ -190,14 +196,19 @@ TEST_CASE("past maxIncoming a peer's connection is refused at once and counted, 
           "no frame is lost", "[transport][process]") {
   const TransportProfile& transport = suite_transport();
   Host a, b, c, d;
-  auto sender = [&](const Host& h, std::uint32_t tid, int instance) {
-    return nton_context(transport, h, Traffic::throughput, application_xml("nton::Sender", tid, instance,
-        "<frameSize>4096</frameSize><frameCount>3000</frameCount><receivers>21</receivers>"));
+  PartitionBuilder partition("max-incoming");
+  NtonContext receiving = add_nton_context(partition, transport, a, Traffic::throughput);
+  receiving.endpoint.property("maxIncoming", "2");
+  receiving.context.application("nton::Receiver", 21, 0, "data");
+  auto add_sender = [&](const Host& h, std::uint32_t tid, std::uint32_t instance) {
+    add_nton_context(partition, transport, h, Traffic::throughput)
+        .context.application("nton::Sender", tid, instance, "data")
+        .properties({{"frameSize", "4096", ""}, {"frameCount", "3000", ""}, {"receivers", "21", ""}});
   };
-  const std::string path = write_file("max-incoming.xml", partition_xml("max-incoming", {
-      with_endpoint_property(nton_context(transport, a, Traffic::throughput, application_xml("nton::Receiver", 21, 0)),
-                             "<maxIncoming>2</maxIncoming>"),
-      sender(b, 11, 0), sender(c, 12, 1), sender(d, 13, 2)}));
+  add_sender(b, 11, 0);
+  add_sender(c, 12, 1);
+  add_sender(d, 13, 2);
+  const std::string path = write_file("max-incoming.xml", partition.xml());
   ExecutiveProcess receiver(path, a.url());
   REQUIRE(receiver.wait_ready());
   // One sender at a time, so the third is the one past the limit.

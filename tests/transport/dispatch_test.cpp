@@ -35,11 +35,14 @@ struct Run {
 
 Run run(const TransportProfile& transport, const std::string& dispatch) {
   Host a, b;
-  const std::string path = write_file("dispatch-" + dispatch + ".xml", partition_xml("dispatch", {
-      nton_context(transport, a, Traffic::latency,
-                   application_xml("nton::Receiver", kReceiver, 0, "<dispatch>" + dispatch + "</dispatch>")),
-      nton_context(transport, b, Traffic::latency, application_xml("nton::Sender", kSender, 0,
-          "<frameSize>512</frameSize><frameCount>2000</frameCount><window>64</window><receivers>21</receivers>"))}));
+  PartitionBuilder partition("dispatch");
+  add_nton_context(partition, transport, a, Traffic::latency)
+      .context.application("nton::Receiver", kReceiver, 0, "data")
+      .property("dispatch", dispatch);
+  add_nton_context(partition, transport, b, Traffic::latency)
+      .context.application("nton::Sender", kSender, 0, "data")
+      .properties({{"frameSize", "512", ""}, {"frameCount", "2000", ""}, {"window", "64", ""}, {"receivers", "21", ""}});
+  const std::string path = write_file("dispatch-" + dispatch + ".xml", partition.xml());
   ExecutiveProcess receiver(path, a.url()), sender(path, b.url());
   bring_up({&receiver, &sender});
   const ExecutiveProcess::Progress received = receiver.wait_progress(kReceiver, "frames_received", 2000);

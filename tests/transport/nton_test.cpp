@@ -9,10 +9,12 @@ using namespace daqx::test;
 TEST_CASE("ping-pong between two executives measures round trips", "[transport][process]") {
   const TransportProfile& transport = suite_transport();
   Host a, b;
-  const std::string path = write_file("pingpong.xml", partition_xml("pingpong", {
-      nton_context(transport, a, Traffic::latency, application_xml("nton::PingPong", 2, 1)),
-      nton_context(transport, b, Traffic::latency, application_xml("nton::PingPong", 1, 0,
-          "<role>ping</role><peer>2</peer><count>3000</count><frameSize>256</frameSize>"))}));
+  PartitionBuilder partition("pingpong");
+  add_nton_context(partition, transport, a, Traffic::latency).context.application("nton::PingPong", 2, 1, "data");
+  add_nton_context(partition, transport, b, Traffic::latency)
+      .context.application("nton::PingPong", 1, 0, "data")
+      .properties({{"role", "ping", ""}, {"peer", "2", ""}, {"count", "3000", ""}, {"frameSize", "256", ""}});
+  const std::string path = write_file("pingpong.xml", partition.xml());
   ExecutiveProcess pong(path, a.url()), ping(path, b.url());
   bring_up({&pong, &ping});
   const bool done = ping.wait_metric(1, "done", 1, std::chrono::seconds(60));
@@ -40,13 +42,18 @@ TEST_CASE("N-to-N 2x2 delivers every frame once, in order, with its pattern", "[
   // Two senders and two receivers, each in its own executive: every frame crosses the transport, and each
   // receiver takes frames from two connections at once.
   Host s1, s2, r1, r2;
-  const std::string sender_properties = "<frameSize>" + std::to_string(frame_size) +
-                                        "</frameSize><frameCount>6000</frameCount><window>128</window>";
-  const std::string path = write_file("nton-2x2-" + std::to_string(frame_size) + ".xml", partition_xml("nton-2x2", {
-      nton_context(transport, r1, Traffic::throughput, application_xml("nton::Receiver", 21, 0)),
-      nton_context(transport, r2, Traffic::throughput, application_xml("nton::Receiver", 22, 1)),
-      nton_context(transport, s1, Traffic::throughput, application_xml("nton::Sender", 11, 0, sender_properties)),
-      nton_context(transport, s2, Traffic::throughput, application_xml("nton::Sender", 12, 1, sender_properties))}));
+  const PartitionProperties sender_properties{
+      {"frameSize", std::to_string(frame_size), ""}, {"frameCount", "6000", ""}, {"window", "128", ""}};
+  PartitionBuilder partition("nton-2x2");
+  add_nton_context(partition, transport, r1, Traffic::throughput).context.application("nton::Receiver", 21, 0, "data");
+  add_nton_context(partition, transport, r2, Traffic::throughput).context.application("nton::Receiver", 22, 1, "data");
+  add_nton_context(partition, transport, s1, Traffic::throughput)
+      .context.application("nton::Sender", 11, 0, "data")
+      .properties(sender_properties);
+  add_nton_context(partition, transport, s2, Traffic::throughput)
+      .context.application("nton::Sender", 12, 1, "data")
+      .properties(sender_properties);
+  const std::string path = write_file("nton-2x2-" + std::to_string(frame_size) + ".xml", partition.xml());
   ExecutiveProcess first_receiver(path, r1.url()), second_receiver(path, r2.url());
   ExecutiveProcess first_sender(path, s1.url()), second_sender(path, s2.url());
   const std::vector<ExecutiveProcess*> all{&first_receiver, &second_receiver, &first_sender, &second_sender};
@@ -94,12 +101,16 @@ TEST_CASE("frames larger than the largest block cross as chains", "[transport][p
   const Shape shape = GENERATE(Shape{4u << 20, 24, 8}, Shape{16u << 20, 6, 2});
   INFO(shape.count << " frames of " << shape.frame_size << " B");
   Host a, b;
-  const std::string path = write_file("large-" + std::to_string(shape.frame_size) + ".xml", partition_xml("large", {
-      nton_context(transport, a, Traffic::throughput, application_xml("nton::Receiver", 21, 0)),
-      nton_context(transport, b, Traffic::throughput, application_xml("nton::Sender", 11, 0,
-          "<frameSize>" + std::to_string(shape.frame_size) + "</frameSize><frameCount>" + std::to_string(shape.count) +
-          "</frameCount><window>" + std::to_string(shape.window) + "</window><ackEvery>" +
-          std::to_string(shape.window / 2) + "</ackEvery><receivers>21</receivers>"))}));
+  PartitionBuilder partition("large");
+  add_nton_context(partition, transport, a, Traffic::throughput).context.application("nton::Receiver", 21, 0, "data");
+  add_nton_context(partition, transport, b, Traffic::throughput)
+      .context.application("nton::Sender", 11, 0, "data")
+      .properties({{"frameSize", std::to_string(shape.frame_size), ""},
+                   {"frameCount", std::to_string(shape.count), ""},
+                   {"window", std::to_string(shape.window), ""},
+                   {"ackEvery", std::to_string(shape.window / 2), ""},
+                   {"receivers", "21", ""}});
+  const std::string path = write_file("large-" + std::to_string(shape.frame_size) + ".xml", partition.xml());
   ExecutiveProcess receiver(path, a.url()), sender(path, b.url());
   bring_up({&receiver, &sender});
   const bool received = receiver.wait_metric(21, "frames_received", shape.count, std::chrono::seconds(90));

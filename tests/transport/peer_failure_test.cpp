@@ -31,10 +31,13 @@ constexpr std::uint32_t kSender = 11;
 class HonestTraffic {
  public:
   HonestTraffic(const TransportProfile& transport, const std::string& name) : transport_(transport) {
-    const std::string path = write_file(name + ".xml", partition_xml(name, {
-        nton_context(transport, receiver_host_, Traffic::latency, application_xml("nton::Receiver", kReceiver, 0)),
-        nton_context(transport, sender_host_, Traffic::latency, application_xml("nton::Sender", kSender, 0,
-            "<frameSize>4096</frameSize><receivers>21</receivers>"))}));
+    PartitionBuilder partition(name);
+    add_nton_context(partition, transport, receiver_host_, Traffic::latency)
+        .context.application("nton::Receiver", kReceiver, 0, "data");
+    add_nton_context(partition, transport, sender_host_, Traffic::latency)
+        .context.application("nton::Sender", kSender, 0, "data")
+        .properties({{"frameSize", "4096", ""}, {"receivers", "21", ""}});
+    const std::string path = write_file(name + ".xml", partition.xml());
     receiver_ = std::make_unique<ExecutiveProcess>(path, receiver_host_.url());
     sender_ = std::make_unique<ExecutiveProcess>(path, sender_host_.url());
     REQUIRE(receiver_->wait_ready());
@@ -324,10 +327,13 @@ TEST_CASE("a peer killed mid-run frees its buffers on the survivor, and the conn
           "[transport][process][faults]") {
   const TransportProfile& transport = suite_transport();
   Host a, b;
-  const std::string path = write_file("restart.xml", partition_xml("restart", {
-      nton_context(transport, a, Traffic::throughput, application_xml("nton::Receiver", kReceiver, 0)),
-      nton_context(transport, b, Traffic::throughput, application_xml("nton::Sender", kSender, 0,
-          "<frameSize>65536</frameSize><receivers>21</receivers>"))}));
+  PartitionBuilder partition("restart");
+  add_nton_context(partition, transport, a, Traffic::throughput)
+      .context.application("nton::Receiver", kReceiver, 0, "data");
+  add_nton_context(partition, transport, b, Traffic::throughput)
+      .context.application("nton::Sender", kSender, 0, "data")
+      .properties({{"frameSize", "65536", ""}, {"receivers", "21", ""}});
+  const std::string path = write_file("restart.xml", partition.xml());
   auto receiver = std::make_unique<ExecutiveProcess>(path, a.url());
   ExecutiveProcess sender(path, b.url());
   REQUIRE(receiver->wait_ready());

@@ -22,14 +22,8 @@ struct Host {
   std::string url() const { return "http://127.0.0.1:" + std::to_string(control); }
 };
 
-std::string application_xml(const std::string& cls, std::uint32_t tid, int instance, const std::string& properties = "");
-// A context with one endpoint of the profile's transport, its module, the nton module and the applications.
-std::string nton_context(const TransportProfile& transport, const Host& host, Traffic traffic,
-                         const std::string& applications);
-std::string partition_xml(const std::string& name, const std::vector<std::string>& contexts);
-
-// The same context added to a partition being built: the caller adds the applications, and may add endpoint
-// properties.
+// A context added to a partition being built, with one endpoint of the profile's transport, its module and the
+// nton module: the caller adds the applications, and may add endpoint properties.
 struct NtonContext {
   ContextBuilder context;
   PropertiesBuilder endpoint;

@@ -1,6 +1,9 @@
 // The tests' partition builder writes what the executive's own parser reads back: contexts, endpoints,
-// applications with typed properties, policy, control and launch rules, with markup in values escaped.
+// applications with typed properties, policy, control and launch rules, with markup in values escaped; and it adds
+// to a partition written elsewhere.
 #include <catch2/catch.hpp>
+
+#include <stdexcept>
 
 #include "../../support/partition_builder.hpp"
 #include "daqx/executive/partition.hpp"
@@ -64,4 +67,21 @@ TEST_CASE("partition builder: what it writes the executive reads back, property 
   CHECK(partition.launch.hosts[0].environment[0].second == "/x y");
   REQUIRE(partition.launch.restarts.size() == 1);
   CHECK(partition.launch.restarts[0].max_restarts == 2);
+}
+
+TEST_CASE("partition builder: a partition written elsewhere keeps what it holds, and what is added comes after it") {
+  PartitionBuilder builder = PartitionBuilder::extending(
+      "<?xml version=\"1.0\"?>\n<Partition name=\"generated\">\n"
+      "  <Context url=\"http://127.0.0.1:31000\"><Application class=\"evb::EvM\" id=\"10\"/></Context>\n"
+      "</Partition>\n");
+  builder.launch_engine("ssh").launch_host({"*", "", "", "", "", {{"DAQX_MODULE_PATH", "/x"}}});
+
+  const daqx::config::Partition partition = daqx::config::parse_partition(builder.xml(), "extended.xml");
+  CHECK(partition.name == "generated");
+  REQUIRE(partition.contexts.size() == 1);
+  REQUIRE(partition.application(10) != nullptr);
+  CHECK(partition.launch.engine == "ssh");
+  REQUIRE(partition.launch.hosts.size() == 1);
+  CHECK(partition.launch.hosts[0].environment[0].second == "/x");
+  CHECK_THROWS_AS(PartitionBuilder::extending("<Context/>"), std::runtime_error);
 }
