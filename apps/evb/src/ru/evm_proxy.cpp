@@ -1,17 +1,17 @@
-// evb::EvmProxy: the RU's messaging with the EvM; everything on the dispatch thread.
+// evb::ru::EvmProxy: the RU's messaging with the EvM; everything on the dispatch thread.
 #include "ru/evm_proxy.hpp"
 
 #include <utility>
 
 #include "daqx/apps/text.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::ru {
 using apps::concatenate;
 using apps::to_text;
 
-EvmProxy::EvmProxy(ApplicationContext& context, const RuConfiguration& config, Outbox& outbox,
-                   FragmentSender& sender, Unit unit)
-    : context_(context), config_(config), outbox_(outbox), sender_(sender), unit_(std::move(unit)) {
+EvmProxy::EvmProxy(ApplicationContext& context, const RuConfiguration& config, Outbox& outbox, BuProxy& builders,
+                   Unit unit)
+    : context_(context), config_(config), outbox_(outbox), builders_(builders), unit_(std::move(unit)) {
   context.bind(function::allocate, [this](Frame&& f) { on_allocate(std::move(f)); });
   context.bind(function::control, [this](Frame&& f) { on_control(std::move(f)); });
 }
@@ -21,8 +21,7 @@ void EvmProxy::start() {
   run_ = 0;
   incarnation_ = new_incarnation();
   last_status_ = {};
-  for (Counter* c : {&counters_.allocations, &counters_.events_dropped, &counters_.bu_downs,
-                     &counters_.lost_connections, &counters_.stale_frames, &counters_.malformed,
+  for (Counter* c : {&counters_.allocations, &counters_.bu_downs, &counters_.stale_frames, &counters_.malformed,
                      &counters_.status_reports, &counters_.status_retries})
     put(*c, 0);
   counters_.last_status_sent.store(0, std::memory_order_relaxed);
@@ -41,8 +40,8 @@ void EvmProxy::on_allocate(Frame&& frame) {
     return;
   }
   bump(counters_.allocations);
-  for (const Assignment& a : message->assignments) sender_.add(a);
-  unit_.pump();
+  for (const Assignment& a : message->assignments) builders_.add(a);
+  builders_.pump();
 }
 
 void EvmProxy::on_control(Frame&& frame) {
@@ -57,8 +56,7 @@ void EvmProxy::on_control(Frame&& frame) {
     if (c->kind == ControlKind::end_of_run) return;  // the end of an earlier run
     run_ = c->run;  // a new run: whatever was queued belongs to the old one
     evm_loss_.set_run_ended(false);
-    sender_.start_run(run_);
-    outbox_.clear();
+    builders_.start_run(run_);
     put(counters_.run, run_);
     send_status();
   }
@@ -68,9 +66,8 @@ void EvmProxy::on_control(Frame&& frame) {
       break;
     case ControlKind::bu_down:
       bump(counters_.bu_downs);
-      bump(counters_.events_dropped, sender_.drop_bu(c->subject, c->generation));
-      outbox_.drop(c->subject);
-      unit_.pump();
+      builders_.drop(c->subject, c->generation);
+      builders_.pump();
       break;
     case ControlKind::ru_down:
       if (c->subject == context_.tid()) {
@@ -88,23 +85,13 @@ void EvmProxy::on_control(Frame&& frame) {
   }
 }
 
-// Blocks to a BU were lost with the connection: the events they carried can never be built there. The EvM
-// decides (it drops the BU if that generation is still current, and the BU is reset when it asks again);
-// meanwhile this RU stops sending it that generation's work.
-void EvmProxy::report_lost_builders() {
-  for (Tid bu : outbox_.take_failed()) {
-    if (bu == config_.evm) continue;  // status reports: the EvM's own silence handling covers it
-    const std::uint32_t generation = sender_.generation_of(bu);
-    if (generation == 0) continue;
-    bump(counters_.events_dropped, sender_.drop_bu(bu, generation + 1));
-    outbox_.drop(bu);
-    bump(counters_.lost_connections);
-    const Control c{ControlKind::bu_down, run_, generation, bu,
-                    concatenate({"RU ", to_text(std::uint64_t{context_.tid()}), " lost its connection to it"})};
-    mem::Ref frame = control_frame(context_, c);
-    if (!frame) continue;
-    outbox_.send(config_.evm, function::control, run_, std::move(frame), frame_flags::send_now);
-  }
+// BuProxy dropped the work of a BU whose connection was lost; the EvM decides whether the BU is dropped.
+void EvmProxy::report_lost_builder(Tid bu, std::uint32_t generation) {
+  const Control c{ControlKind::bu_down, run_, generation, bu,
+                  concatenate({"RU ", to_text(std::uint64_t{context_.tid()}), " lost its connection to it"})};
+  mem::Ref frame = control_frame(context_, c);
+  if (!frame) return;
+  outbox_.send(config_.evm, function::control, run_, std::move(frame), frame_flags::send_now);
 }
 
 // A status that cannot go now (no block, or the connection to the EvM is busy) is tried again at the next
@@ -112,7 +99,7 @@ void EvmProxy::report_lost_builders() {
 // RU busy sending fragments must not look dead.
 void EvmProxy::send_status() {
   mem::Ref frame = context_.allocate_frame(64);
-  const RuStatus status{run_, incarnation_, sender_.fragments_sent(), sender_.bytes_sent()};
+  const RuStatus status{run_, incarnation_, builders_.fragments_sent(), builders_.bytes_sent()};
   const std::optional<std::size_t> used = frame ? encode(status, frame.data() + kFrameHeaderSize, 64) : std::nullopt;
   if (used) frame.resize(kFrameHeaderSize + *used);
   if (!used || !outbox_.send_if_idle(config_.evm, function::ru_status, std::move(frame), frame_flags::send_now)) {
@@ -136,4 +123,4 @@ bool EvmProxy::check_evm_alive(Clock::time_point now) {
   return false;
 }
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::ru

@@ -13,26 +13,23 @@
 #include "daqx/evb/protocol.hpp"
 #include "common/evm_loss_policy.hpp"
 #include "dispatch.hpp"
-#include "fragment_sender.hpp"
 #include "outbox.hpp"
+#include "ru/bu_proxy.hpp"
 #include "ru/ru_configuration.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::ru {
 
 class EvmProxy {
  public:
   // What the RU does when the EvM's messages ask for it.
   struct Unit {
     std::function<bool()> running;   // frames are ignored between runs
-    std::function<void()> pump;      // new work was queued, or a BU's work was dropped
     std::function<void()> end_run;   // the EvM failed the run or this RU: stop sending
   };
   // Published; read by RU::report.
   struct Counters {
     Counter allocations{0};
-    Counter events_dropped{0};
     Counter bu_downs{0};
-    Counter lost_connections{0};
     Counter stale_frames{0};
     Counter malformed{0};
     Counter status_reports{0};
@@ -41,7 +38,7 @@ class EvmProxy {
     Counter run{0};
   };
 
-  EvmProxy(ApplicationContext& context, const RuConfiguration& config, Outbox& outbox, FragmentSender& sender,
+  EvmProxy(ApplicationContext& context, const RuConfiguration& config, Outbox& outbox, BuProxy& builders,
            Unit unit);
 
   // A new run of this RU: nothing heard, a new incarnation, counters zeroed.
@@ -51,7 +48,8 @@ class EvmProxy {
   // Sends a status report if heartbeatInterval has passed since the last one went out.
   void send_status_if_due(Clock::time_point now);
   void send_status();
-  void report_lost_builders();
+  // Tells the EvM this RU lost its connection to bu (of that generation) and dropped its work.
+  void report_lost_builder(Tid bu, std::uint32_t generation);
 
   const Counters& counters() const noexcept { return counters_; }
 
@@ -62,7 +60,7 @@ class EvmProxy {
   ApplicationContext& context_;
   const RuConfiguration& config_;
   Outbox& outbox_;
-  FragmentSender& sender_;
+  BuProxy& builders_;
   Unit unit_;
 
   EvmLossPolicy evm_loss_;
@@ -72,4 +70,4 @@ class EvmProxy {
   Counters counters_;
 };
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::ru

@@ -13,8 +13,8 @@
 #include "daqx/api/application.hpp"
 #include "dispatch.hpp"
 #include "fragment_logic.hpp"
-#include "fragment_sender.hpp"
 #include "outbox.hpp"
+#include "ru/bu_proxy.hpp"
 #include "ru/evm_proxy.hpp"
 #include "ru/ru_configuration.hpp"
 
@@ -34,29 +34,13 @@ class RU final : public Application {
 
  private:
   void tick();
-  void schedule_pump();
-  void pump();
   void end_run();
 
   RuConfiguration config_;
-  Outbox outbox_;
-  FragmentSender sender_;
-  EvmProxy evm_;
+  Outbox outbox_;  // to the EvM and the BUs alike
+  ru::BuProxy builders_;
+  ru::EvmProxy evm_;
   Ticker ticker_;
-
-  // Dispatch thread only.
-  bool running_ = false;
-  bool pump_posted_ = false;
-
-  // Published.
-  Counter fragments_sent_{0};
-  Counter bytes_sent_{0};
-  Counter blocks_sent_{0};
-  Counter events_queued_{0};
-  Counter frames_waiting_{0};
-  Counter pool_waits_{0};
-  Counter would_blocks_{0};
-  Counter send_errors_{0};
   apps::RateMeter rate_;
 };
 
