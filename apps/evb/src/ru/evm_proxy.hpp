@@ -1,0 +1,73 @@
+// The RU's proxy of the EvM (CMS's readout unit side of the EvM): it owns all messaging to and from the EvM,
+// turning Allocate and Control frames into work for the RU, sending RuStatus, reporting lost builders and
+// watching the EvM's liveness. Dispatch thread only.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "daqx/api/application.hpp"
+#include "daqx/evb/protocol.hpp"
+#include "common/evm_loss_policy.hpp"
+#include "dispatch.hpp"
+#include "outbox.hpp"
+#include "ru/bu_proxy.hpp"
+#include "ru/ru_configuration.hpp"
+
+namespace daqx::evb::ru {
+
+class EvmProxy {
+ public:
+  // What the RU does when the EvM's messages ask for it.
+  struct Unit {
+    std::function<bool()> running;   // frames are ignored between runs
+    std::function<void()> end_run;   // the EvM failed the run or this RU: stop sending
+  };
+  // Published; read by RU::report.
+  struct Counters {
+    Counter allocations{0};
+    Counter bu_downs{0};
+    Counter stale_frames{0};
+    Counter malformed{0};
+    Counter status_reports{0};
+    Counter status_retries{0};
+    std::atomic<Clock::rep> last_status_sent{0};  // steady clock ticks of the last status report that went out
+    Counter run{0};
+  };
+
+  EvmProxy(ApplicationContext& context, const RuConfiguration& config, Outbox& outbox, BuProxy& builders,
+           Unit unit);
+
+  // A new run of this RU: nothing heard, a new incarnation, counters zeroed.
+  void start();
+  // Fails the run's part this RU plays if the EvM fell silent; false then.
+  bool check_evm_alive(Clock::time_point now);
+  // Sends a status report if heartbeatInterval has passed since the last one went out.
+  void send_status_if_due(Clock::time_point now);
+  void send_status();
+  // Tells the EvM this RU lost its connection to bu (of that generation) and dropped its work.
+  void report_lost_builder(Tid bu, std::uint32_t generation);
+
+  const Counters& counters() const noexcept { return counters_; }
+
+ private:
+  void on_allocate(Frame&& frame);
+  void on_control(Frame&& frame);
+
+  ApplicationContext& context_;
+  const RuConfiguration& config_;
+  Outbox& outbox_;
+  BuProxy& builders_;
+  Unit unit_;
+
+  EvmLossPolicy evm_loss_;
+  std::uint32_t run_ = 0;  // the EvM's run, from its frames
+  std::uint64_t incarnation_ = 0;
+  Clock::time_point last_status_{};
+  Counters counters_;
+};
+
+}  // namespace daqx::evb::ru
