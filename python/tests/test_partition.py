@@ -57,8 +57,8 @@ class AgainstTheExecutivesListing(unittest.TestCase):
             evb_1x1({"eventsPerRequest": "many"}).check(self.catalog)
 
     def test_a_value_out_of_bounds_is_refused_with_the_bounds(self):
-        with self.assertRaisesRegex(PartitionError, r"eventsPerRequest = 0 is out of bounds \(1 to 4096\)"):
-            evb_1x1({"eventsPerRequest": 0}).check(self.catalog)
+        with self.assertRaisesRegex(PartitionError, r"eventsPerRequest = 5000 is out of bounds \(0 to 4096\)"):
+            evb_1x1({"eventsPerRequest": 5000}).check(self.catalog)
 
     def test_a_value_outside_the_allowed_ones_is_refused(self):
         with self.assertRaisesRegex(PartitionError, "ruFailurePolicy is one of fail, incomplete, not 'ignore'"):
@@ -77,10 +77,10 @@ class AgainstTheExecutivesListing(unittest.TestCase):
         self.assertExecutiveAccepts(written.stdout)
 
     def test_evb_partition_py_refuses_a_value_the_executive_would_refuse(self):
-        refused = subprocess.run([sys.executable, EVB_PARTITION, "--events-per-request", "0", "--executive",
+        refused = subprocess.run([sys.executable, EVB_PARTITION, "--events-per-request", "5000", "--executive",
                                   EXECUTIVE], capture_output=True, text=True)
         self.assertEqual(refused.returncode, 2)
-        self.assertIn("eventsPerRequest = 0 is out of bounds", refused.stderr)
+        self.assertIn("eventsPerRequest = 5000 is out of bounds", refused.stderr)
 
     def assertExecutiveAccepts(self, text):
         with tempfile.NamedTemporaryFile("w", suffix=".xml") as f:
