@@ -6,9 +6,6 @@
 #include "daqx/apps/text.hpp"
 
 namespace daqx::evb {
-namespace {
-constexpr double kStartGrace = 10;  // s an RU may take to report after the run starts, on top of ruTimeout
-}
 using apps::concatenate;
 using apps::to_text;
 
@@ -31,6 +28,7 @@ void EvM::configure() {
   const EvmConfiguration c = read_evm_configuration(context().params(), context().tid());
   run_on_dispatch(context(), [this, c] {
     config_ = c;
+    bu_drop_policy_ = BuDropPolicy(config_.bu_timeout);
     trigger_sender_.configure(config_.trigger, config_.block_size);
     bus_.clear();
     for (Tid t : config_.bus) bus_.emplace_back().tid = t;
@@ -143,22 +141,20 @@ void EvM::on_request(Frame&& frame) {
   bump(requests_);
   // A BU of another generation or incarnation (new, dropped, or restarted): reset it and take nothing from it
   // until it answers with the generation the reset gave.
-  const bool current = request->generation == bu->generation && request->incarnation == bu->incarnation;
-  if (!(current && bu->state == BuProxy::State::alive)) {
-    if (current && bu->state == BuProxy::State::unknown) {
-      bu->state = BuProxy::State::alive;  // it took the reset
-      if (*bu->drops != 0) {
-        bump(bu_readmissions_);
-        context().log(LogLevel::info, concatenate({"BU ", to_text(std::uint64_t{bu->tid}), " taken in again (generation ",
-                                                   to_text(std::uint64_t{bu->generation}), ")"}));
-      }
-    } else {
-      if (bu->state == BuProxy::State::alive) drop_builder(*bu, "it asked with another generation or restarted");
+  const bool was_alive = bu->state == BuProxy::State::alive;
+  switch (bu_drop_policy_.admit(*bu, *request)) {
+    case BuDropPolicy::Admission::current:
+    case BuDropPolicy::Admission::taken_in:
+      break;
+    case BuDropPolicy::Admission::taken_in_again:
+      bump(bu_readmissions_);
+      context().log(LogLevel::info, concatenate({"BU ", to_text(std::uint64_t{bu->tid}), " taken in again (generation ",
+                                                 to_text(std::uint64_t{bu->generation}), ")"}));
+      break;
+    case BuDropPolicy::Admission::refused:
+      if (was_alive) drop_builder(*bu, "it asked with another generation or restarted");
       bump(stale_requests_);
-      if (request->incarnation != bu->incarnation || now - bu->last_reset > seconds(0.05)) {
-        bu->incarnation = request->incarnation;
-        bu->state = BuProxy::State::unknown;
-        bu->last_reset = now;
+      if (bu_drop_policy_.readmit(*bu, *request, now)) {
         send_control(bu->tid, Control{ControlKind::reset, run_, bu->generation, bu->tid, {}}, true);
         // A BU taken in (again, or restarted) must know which RUs are gone, or it waits for them forever.
         for (const RuProxy& ru : rus_)
@@ -166,7 +162,6 @@ void EvM::on_request(Frame&& frame) {
             send_control(bu->tid, Control{ControlKind::ru_down, run_, 0, ru.tid, "down before this BU came in"}, true);
       }
       return;
-    }
   }
   bu->last_heard = now;
   bu->priority = request->priority;
@@ -371,19 +366,10 @@ void EvM::broadcast(const Control& control) {
 }
 
 void EvM::drop_builder(BuProxy& bu, const std::string& why) {
-  const std::uint64_t lost = bu.events_in_flight;
-  bump(*bu.lost, lost);
+  const std::uint64_t lost = bu_drop_policy_.drop(bu, why);
   bump(events_lost_, lost);
-  bump(*bu.drops);
   bump(bu_drops_);
-  bu.outstanding.clear();
-  bu.events_in_flight = 0;
-  bu.credits.clear();
-  bu.state = BuProxy::State::dropped;
-  bu.dropped_because = why;
-  ++bu.generation;
-  context().log(LogLevel::warning, concatenate({"BU ", to_text(std::uint64_t{bu.tid}), " dropped: ", why, "; ",
-                                                to_text(lost), " events lost"}));
+  context().log(LogLevel::warning, BuDropPolicy::drop_message(bu, why, lost));
   // The RUs and the EvM's own sender forget its work; what waits in the outbox for it goes too.
   trigger_sender_.drop_bu(bu.tid, bu.generation);
   outbox_.drop(bu.tid);
@@ -400,17 +386,17 @@ void EvM::ru_down(RuProxy& ru, const std::string& why) {
   ru.pending.clear();
   outbox_.drop(ru.tid);
   bump(ru_downs_);
-  const std::string reason = concatenate({"RU ", to_text(std::uint64_t{ru.tid}), " is down: ", why});
+  const RuDownVerdict verdict = ru_down_verdict(config_.ru_failure, ru, why);
   // Before Failed is visible: a failed EvM publishes no more, and must not go on counting this RU alive.
   publish();
-  if (config_.ru_failure == RuFailurePolicy::fail) {
+  if (verdict.fail_run) {
     failed_ = true;
-    broadcast(Control{ControlKind::run_failed, run_, 0, ru.tid, reason});
-    context().fail(reason);
+    broadcast(Control{ControlKind::run_failed, run_, 0, ru.tid, verdict.reason});
+    context().fail(verdict.reason);
     return;
   }
-  context().log(LogLevel::warning, concatenate({reason, "; events are built without it, flagged incomplete"}));
-  broadcast(Control{ControlKind::ru_down, run_, 0, ru.tid, reason});
+  context().log(LogLevel::warning, verdict.log_line);
+  broadcast(Control{ControlKind::ru_down, run_, 0, ru.tid, verdict.reason});
 }
 
 void EvM::tick() {
@@ -423,14 +409,9 @@ void EvM::tick() {
   }
   last_tick_ = now;
   for (BuProxy& bu : bus_)
-    if (bu.state == BuProxy::State::alive && now - bu.last_heard > seconds(config_.bu_timeout))
-      drop_builder(bu, concatenate({"no request for ", to_text(seconds_between(bu.last_heard, now)), " s"}));
+    if (const std::optional<std::string> why = bu_drop_policy_.check_liveness(bu, now)) drop_builder(bu, *why);
   for (RuProxy& ru : rus_) {
-    if (ru.state == RuProxy::State::alive && now - ru.last_heard > seconds(config_.ru_timeout))
-      ru_down(ru, concatenate({"no status for ", to_text(seconds_between(ru.last_heard, now)), " s"}));
-    // One that never reported holds up every assignment: after a grace for slow starts it counts as down.
-    else if (ru.state == RuProxy::State::unknown && now - run_start_ > seconds(config_.ru_timeout + kStartGrace))
-      ru_down(ru, concatenate({"no status since the run started ", to_text(seconds_between(run_start_, now)), " s ago"}));
+    if (const std::optional<std::string> why = ru_silence(ru, now, run_start_, config_.ru_timeout)) ru_down(ru, *why);
     if (failed_) return;
   }
   if (now - last_heartbeat_ >= seconds(config_.heartbeat_interval)) {
@@ -469,19 +450,11 @@ void EvM::publish() {
   put(rus_alive_, rus_alive);
   // No builder left: nothing can be assigned until one is taken in again. Said in the status reason (the run
   // is not over: a BU that returns is taken back), named with each BU's drop.
-  const bool none_left = running_ && !failed_ && alive == 0 &&
-                         std::any_of(bus_.begin(), bus_.end(), [](const BuProxy& bu) { return *bu.drops != 0; });
-  if (none_left != (no_builder_left_.load() != 0)) {
+  const std::optional<std::string> none_left =
+      running_ && !failed_ ? BuDropPolicy::no_builder_left(bus_) : std::nullopt;
+  if (none_left.has_value() != (no_builder_left_.load() != 0)) {
     put(no_builder_left_, none_left ? 1 : 0);
-    std::string condition;
-    if (none_left) {
-      condition = "no builder unit left, nothing is assigned until one is taken in again:";
-      for (const BuProxy& bu : bus_)
-        condition.append(concatenate({bu.tid == bus_.front().tid ? " BU " : "; BU ", to_text(std::uint64_t{bu.tid}),
-                                      *bu.drops != 0 ? concatenate({" dropped: ", bu.dropped_because})
-                                                     : std::string(" never heard")}));
-    }
-    context().set_condition(condition);
+    context().set_condition(none_left.value_or(std::string()));
   }
   // Drained: stopping and nothing out (dropped BUs' events are already counted lost).
   put(drained_, draining_ && in_flight == 0 ? 1 : 0);

@@ -14,6 +14,7 @@
 #include "daqx/evb/protocol.hpp"
 #include "daqx/api/application.hpp"
 #include "dispatch.hpp"
+#include "evm/bu_drop_policy.hpp"
 #include "evm/bu_proxy.hpp"
 #include "evm/batch_sizer.hpp"
 #include "evm/event_assigner.hpp"
@@ -73,6 +74,7 @@ class EvM final : public Application {
   Clock::time_point run_start_{};
   Clock::time_point last_heartbeat_{};
   Clock::time_point last_tick_{};
+  BuDropPolicy bu_drop_policy_;
   EventAssigner assigner_;
   BatchSizer batch_sizer_;
   bool pump_posted_ = false;

@@ -7,6 +7,7 @@
 
 #include "daqx/api/application.hpp"
 #include "daqx/evb/protocol.hpp"
+#include "dispatch.hpp"
 
 namespace daqx::evb {
 
