@@ -51,7 +51,9 @@ class EvM final : public Application {
   void flush_allocations();
   void drop_builder(BuProxy& bu, const std::string& why);
   void ru_down(RuProxy& ru, const std::string& why);
-  void send_control(Tid target, const Control& control, bool queue);
+  template <class Unit>
+  void send_to(const Unit& unit, const Control& control, bool queue);
+  void resend_unsent_controls();
   void broadcast(const Control& control);
   void pump_fragments();
   void publish();

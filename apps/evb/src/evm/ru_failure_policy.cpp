@@ -21,15 +21,15 @@ RuFailurePolicy parse_ru_failure_policy(const std::string& text) {
 
 std::optional<std::string> ru_silence(const RuProxy& ru, Clock::time_point now, Clock::time_point run_start,
                                       double ru_timeout) {
-  if (ru.state == RuProxy::State::alive && now - ru.last_heard > seconds(ru_timeout))
-    return concatenate({"no status for ", to_text(seconds_between(ru.last_heard, now)), " s"});
-  if (ru.state == RuProxy::State::unknown && now - run_start > seconds(ru_timeout + kStartGrace))
+  if (ru.state() == RuProxy::State::alive && now - ru.last_heard() > seconds(ru_timeout))
+    return concatenate({"no status for ", to_text(seconds_between(ru.last_heard(), now)), " s"});
+  if (ru.state() == RuProxy::State::unknown && now - run_start > seconds(ru_timeout + kStartGrace))
     return concatenate({"no status since the run started ", to_text(seconds_between(run_start, now)), " s ago"});
   return std::nullopt;
 }
 
 RuDownVerdict ru_down_verdict(RuFailurePolicy policy, const RuProxy& ru, const std::string& why) {
-  RuDownVerdict verdict{concatenate({"RU ", to_text(std::uint64_t{ru.tid}), " is down: ", why}),
+  RuDownVerdict verdict{concatenate({"RU ", to_text(std::uint64_t{ru.tid()}), " is down: ", why}),
                         policy == RuFailurePolicy::fail, {}};
   if (!verdict.fail_run) verdict.log_line = concatenate({verdict.reason, "; events are built without it, flagged incomplete"});
   return verdict;
