@@ -1,7 +1,9 @@
-// A builder unit as the EvM sees it (CMS's BUproxy): its state, generation, credits (free slots), priority,
-// the batches out to it, and the counters published for it.
+// A builder unit as the EvM sees it, and the EvM's messaging to it (CMS's BUproxy): its state, generation,
+// credits (free slots) and their priority, the batches out to it, the counters published for it, and the
+// control frames sent to it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -10,38 +12,99 @@
 
 #include "daqx/api/application.hpp"
 #include "daqx/evb/protocol.hpp"
+#include "dispatch.hpp"
+#include "evm/unit_link.hpp"
 
 namespace daqx::evb {
 
-struct BuProxy {
-  Tid tid = kNoTid;
-  enum class State { unknown, alive, dropped } state = State::unknown;
-  std::uint32_t generation = 0;  // the BU's current generation; credits of others are refused
-  std::uint64_t incarnation = 0;
-  Clock::time_point last_heard{};
-  Clock::time_point last_reset{};
+class BuProxy {
+ public:
+  enum class State { unknown, alive, dropped };
+
+  BuProxy(Tid tid, ApplicationContext& context, Outbox& outbox) : link_(tid, context, outbox) {}
+
+  Tid tid() const { return link_.tid(); }
+  State state() const { return state_; }
+  std::uint32_t generation() const { return generation_; }
+  std::uint64_t incarnation() const { return incarnation_; }
+  std::uint64_t drops() const { return *drops_; }
+  const std::string& dropped_because() const { return dropped_because_; }
+  std::uint64_t events_in_flight() const { return events_in_flight_; }
+  std::size_t credits() const { return credits_.size(); }
+  bool has_credit() const { return state_ == State::alive && !credits_.empty(); }
+  std::uint16_t priority() const { return priority_; }
+  Clock::time_point last_heard() const { return last_heard_; }
+  Clock::time_point last_reset() const { return last_reset_; }
+
+  // A new run: not yet heard, with a generation unique to the run, nothing out, counters at zero.
+  void start_run(std::uint32_t run);
+  // After a gap in the EvM's own running: its silence meanwhile is not the BU's.
+  void excuse_silence(Clock::time_point now) { last_heard_ = std::max(last_heard_, now); }
+
+  // The BU answered the reset: it takes part.
+  void take_in() { state_ = State::alive; }
+  // A reset goes to this incarnation: unknown until it answers with the generation the reset gives.
+  void begin_readmission(std::uint64_t incarnation, Clock::time_point now);
+  // Forgets its batches and credits; returns the events that were out to it, counted lost for it.
+  std::uint64_t abandon_work();
+  // Dropped for why: nothing of its current generation is taken any more.
+  void mark_dropped(const std::string& why);
+
+  // What a request of the current generation gave back.
+  struct Returned {
+    std::uint64_t completed = 0, incomplete = 0, corrupt = 0;
+    std::uint64_t unexpected = 0;  // discards of batches not out to it, slots offered while their batch is out
+  };
+  // Takes a request: its priority and output state, the batches it completed (discards) and its free slots
+  // (credits, each since now).
+  Returned take_request(const Request& request, Clock::time_point now);
+
+  // Since when its front credit waits (has_credit() only).
+  Clock::time_point front_credit_since() const { return credits_.front().since; }
+  // Gives count events from first_event to its front credit (has_credit() only).
+  Assignment assign_front_credit(std::uint32_t count, std::uint64_t first_event);
+
+  // Control frames to this BU; false when out of blocks and not sent.
+  bool send_control(std::uint32_t run, const Control& control, bool queue) const {
+    return link_.send_control(run, control, queue);
+  }
+  // The reset that takes it in: it takes part once it asks with the generation this names.
+  Control reset(std::uint32_t run) const { return Control{ControlKind::reset, run, generation_, tid(), {}}; }
+
+  // The gauges for report(), from the dispatch thread.
+  void publish();
+  void report(MetricSink& sink) const;
+
+ private:
   struct Credit {
     std::uint32_t slot;
     Clock::time_point since;
   };
-  std::deque<Credit> credits;
-  std::uint16_t priority = 0;
-  std::uint16_t output_state = 0;
   struct Batch {
     std::uint64_t first_event;
     std::uint32_t count;
   };
-  std::map<std::uint32_t, Batch> outstanding;  // slot -> batch assigned to it
-  std::uint64_t events_in_flight = 0;
-  std::string dropped_because;  // the last drop's reason, for the status when no BU is left
+
+  UnitLink link_;
+  State state_ = State::unknown;
+  std::uint32_t generation_ = 0;  // the BU's current generation; credits of others are refused
+  std::uint64_t incarnation_ = 0;
+  Clock::time_point last_heard_{};
+  Clock::time_point last_reset_{};
+  std::deque<Credit> credits_;
+  std::uint16_t priority_ = 0;
+  std::uint16_t output_state_ = 0;
+  std::map<std::uint32_t, Batch> outstanding_;  // slot -> batch assigned to it
+  std::uint64_t events_in_flight_ = 0;
+  std::string dropped_because_;  // the last drop's reason, for the status when no BU is left
   // Published for report().
-  std::unique_ptr<Counter> assigned = std::make_unique<Counter>(0);
-  std::unique_ptr<Counter> completed = std::make_unique<Counter>(0);
-  std::unique_ptr<Counter> lost = std::make_unique<Counter>(0);
-  std::unique_ptr<Counter> drops = std::make_unique<Counter>(0);
-  std::unique_ptr<Counter> published_state = std::make_unique<Counter>(0);  // 0 unknown, 1 alive, 2 dropped
-  std::unique_ptr<Counter> published_credits = std::make_unique<Counter>(0);
-  std::unique_ptr<Counter> published_output_state = std::make_unique<Counter>(0);
+  std::unique_ptr<Counter> assigned_ = std::make_unique<Counter>(0);
+  std::unique_ptr<Counter> completed_ = std::make_unique<Counter>(0);
+  std::unique_ptr<Counter> lost_ = std::make_unique<Counter>(0);
+  std::unique_ptr<Counter> drops_ = std::make_unique<Counter>(0);
+  std::unique_ptr<Counter> published_state_ = std::make_unique<Counter>(0);  // 0 unknown, 1 alive, 2 dropped
+  std::unique_ptr<Counter> published_credits_ = std::make_unique<Counter>(0);
+  std::unique_ptr<Counter> published_output_state_ = std::make_unique<Counter>(0);
 };
 
 }  // namespace daqx::evb

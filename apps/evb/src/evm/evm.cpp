@@ -6,9 +6,6 @@
 #include "daqx/apps/text.hpp"
 
 namespace daqx::evb {
-namespace {
-constexpr double kStartGrace = 10;  // s an RU may take to report after the run starts, on top of ruTimeout
-}
 using apps::concatenate;
 using apps::to_text;
 
@@ -31,11 +28,12 @@ void EvM::configure() {
   const EvmConfiguration c = read_evm_configuration(context().params(), context().tid());
   run_on_dispatch(context(), [this, c] {
     config_ = c;
+    bu_drop_policy_ = BuDropPolicy(config_.bu_timeout);
     trigger_sender_.configure(config_.trigger, config_.block_size);
     bus_.clear();
-    for (Tid t : config_.bus) bus_.emplace_back().tid = t;
+    for (Tid t : config_.bus) bus_.emplace_back(t, context(), outbox_);
     rus_.clear();
-    for (Tid t : config_.rus) rus_.emplace_back().tid = t;
+    for (Tid t : config_.rus) rus_.emplace_back(t, context(), outbox_);
   });
 }
 
@@ -61,20 +59,8 @@ void EvM::start_run(std::uint32_t run) {
   outbox_.clear();
   unsent_controls_.clear();
   trigger_sender_.start_run(run);
-  for (BuProxy& bu : bus_) {
-    bu.state = BuProxy::State::unknown;
-    bu.generation = (run << 16) | 1;  // unique per run: a request from an earlier run is always refused
-    bu.incarnation = 0;
-    bu.credits.clear();
-    bu.outstanding.clear();
-    bu.events_in_flight = 0;
-    for (Counter* c : {bu.assigned.get(), bu.completed.get(), bu.lost.get(), bu.drops.get()}) put(*c, 0);
-  }
-  for (RuProxy& ru : rus_) {
-    ru.state = RuProxy::State::unknown;
-    ru.incarnation = 0;
-    ru.pending.clear();
-  }
+  for (BuProxy& bu : bus_) bu.start_run(run);
+  for (RuProxy& ru : rus_) ru.start_run();
   for (Counter* c : {&events_assigned_, &events_completed_, &events_lost_, &events_incomplete_, &events_corrupt_,
                      &events_in_flight_, &requests_, &stale_requests_, &unexpected_discards_, &bu_drops_,
                      &bu_readmissions_, &ru_downs_, &trigger_bytes_})
@@ -95,9 +81,9 @@ void EvM::stop() {
   run_on_dispatch(context(), [this] {
     std::uint64_t abandoned = 0;
     for (BuProxy& bu : bus_) {
-      if (bu.events_in_flight != 0)
-        drop_builder(bu, concatenate({"still held ", to_text(bu.events_in_flight), " events when the drain timed out"}));
-      abandoned += bu.events_in_flight;
+      if (bu.events_in_flight() != 0)
+        drop_builder(bu, concatenate({"still held ", to_text(bu.events_in_flight()), " events when the drain timed out"}));
+      abandoned += bu.events_in_flight();
     }
     if (abandoned != 0)
       context().log(LogLevel::warning, concatenate({"stop: drain timed out, ", to_text(abandoned), " events lost"}));
@@ -120,13 +106,13 @@ void EvM::halt() {
 
 BuProxy* EvM::find_bu(Tid tid) {
   for (BuProxy& bu : bus_)
-    if (bu.tid == tid) return &bu;
+    if (bu.tid() == tid) return &bu;
   return nullptr;
 }
 
 RuProxy* EvM::find_ru(Tid tid) {
   for (RuProxy& ru : rus_)
-    if (ru.tid == tid) return &ru;
+    if (ru.tid() == tid) return &ru;
   return nullptr;
 }
 
@@ -143,56 +129,33 @@ void EvM::on_request(Frame&& frame) {
   bump(requests_);
   // A BU of another generation or incarnation (new, dropped, or restarted): reset it and take nothing from it
   // until it answers with the generation the reset gave.
-  const bool current = request->generation == bu->generation && request->incarnation == bu->incarnation;
-  if (!(current && bu->state == BuProxy::State::alive)) {
-    if (current && bu->state == BuProxy::State::unknown) {
-      bu->state = BuProxy::State::alive;  // it took the reset
-      if (*bu->drops != 0) {
-        bump(bu_readmissions_);
-        context().log(LogLevel::info, concatenate({"BU ", to_text(std::uint64_t{bu->tid}), " taken in again (generation ",
-                                                   to_text(std::uint64_t{bu->generation}), ")"}));
-      }
-    } else {
-      if (bu->state == BuProxy::State::alive) drop_builder(*bu, "it asked with another generation or restarted");
+  const bool was_alive = bu->state() == BuProxy::State::alive;
+  switch (bu_drop_policy_.admit(*bu, *request)) {
+    case BuDropPolicy::Admission::current:
+    case BuDropPolicy::Admission::taken_in:
+      break;
+    case BuDropPolicy::Admission::taken_in_again:
+      bump(bu_readmissions_);
+      context().log(LogLevel::info, concatenate({"BU ", to_text(std::uint64_t{bu->tid()}), " taken in again (generation ",
+                                                 to_text(std::uint64_t{bu->generation()}), ")"}));
+      break;
+    case BuDropPolicy::Admission::refused:
+      if (was_alive) drop_builder(*bu, "it asked with another generation or restarted");
       bump(stale_requests_);
-      if (request->incarnation != bu->incarnation || now - bu->last_reset > seconds(0.05)) {
-        bu->incarnation = request->incarnation;
-        bu->state = BuProxy::State::unknown;
-        bu->last_reset = now;
-        send_control(bu->tid, Control{ControlKind::reset, run_, bu->generation, bu->tid, {}}, true);
+      if (bu_drop_policy_.readmit(*bu, *request, now)) {
+        send_to(*bu, bu->reset(run_), true);
         // A BU taken in (again, or restarted) must know which RUs are gone, or it waits for them forever.
         for (const RuProxy& ru : rus_)
-          if (ru.state == RuProxy::State::down)
-            send_control(bu->tid, Control{ControlKind::ru_down, run_, 0, ru.tid, "down before this BU came in"}, true);
+          if (ru.state() == RuProxy::State::down)
+            send_to(*bu, Control{ControlKind::ru_down, run_, 0, ru.tid(), "down before this BU came in"}, true);
       }
       return;
-    }
   }
-  bu->last_heard = now;
-  bu->priority = request->priority;
-  bu->output_state = request->state;
-  for (const Discard& d : request->discards) {
-    auto it = bu->outstanding.find(d.slot);
-    if (it == bu->outstanding.end() || it->second.first_event != d.first_event || it->second.count != d.count) {
-      bump(unexpected_discards_);  // never assigned to this BU, or given back twice: a double build
-      continue;
-    }
-    bu->outstanding.erase(it);
-    bu->events_in_flight -= d.count;
-    bump(*bu->completed, d.count);
-    bump(events_completed_, d.count);
-    bump(events_incomplete_, d.incomplete);
-    bump(events_corrupt_, d.corrupt);
-  }
-  for (std::uint32_t slot : request->free_slots) {
-    const bool held = std::any_of(bu->credits.begin(), bu->credits.end(),
-                                  [slot](const BuProxy::Credit& c) { return c.slot == slot; });
-    if (held || bu->outstanding.count(slot) != 0) {
-      bump(unexpected_discards_);  // a slot offered while its batch is out: the BU lost track
-      continue;
-    }
-    bu->credits.push_back({slot, now});
-  }
+  const BuProxy::Returned returned = bu->take_request(*request, now);
+  bump(events_completed_, returned.completed);
+  bump(events_incomplete_, returned.incomplete);
+  bump(events_corrupt_, returned.corrupt);
+  bump(unexpected_discards_, returned.unexpected);
   schedule_assign();  // after the other frames of this round: one Allocate for their requests
   publish();
 }
@@ -206,21 +169,20 @@ void EvM::on_ru_status(Frame&& frame) {
     return;
   }
   const Clock::time_point now = Clock::now();
-  if (ru->state == RuProxy::State::down) return;  // gone for this run: its events are built without it
-  if (ru->state == RuProxy::State::alive && status->incarnation != ru->incarnation) {
+  if (ru->state() == RuProxy::State::down) return;  // gone for this run: its events are built without it
+  if (ru->state() == RuProxy::State::alive && status->incarnation != ru->incarnation()) {
     ru_down(*ru, "it restarted during the run (its buffered data is gone)");
     return;
   }
-  if (ru->state == RuProxy::State::unknown) {
+  if (ru->state() == RuProxy::State::unknown) {
     if (status->run != run_) {
       // It has not heard this run yet: the heartbeat we send tells it; wait for a status that names the run.
-      send_control(ru->tid, Control{ControlKind::heartbeat, run_, 0, kNoTid, {}}, false);
+      send_to(*ru, Control{ControlKind::heartbeat, run_, 0, kNoTid, {}}, false);
       return;
     }
-    ru->state = RuProxy::State::alive;
-    ru->incarnation = status->incarnation;
+    ru->take_in(status->incarnation);
   }
-  ru->last_heard = now;
+  ru->heard(now);
   batch_sizer_.observe(static_cast<std::size_t>(ru - rus_.data()), status->fragments_sent, status->bytes_sent);
   put(events_per_request_, batch_sizer_.events_per_batch());
   assign();
@@ -235,7 +197,7 @@ void EvM::on_unit_report(Frame&& frame) {
     return;
   }
   BuProxy* bu = find_bu(c->subject);
-  if (bu != nullptr && bu->state == BuProxy::State::alive && bu->generation == c->generation)
+  if (bu != nullptr && bu->state() == BuProxy::State::alive && bu->generation() == c->generation)
     drop_builder(*bu, c->text);
 }
 
@@ -243,9 +205,9 @@ void EvM::on_unit_report(Frame&& frame) {
 // a BU that misses trigger fragments cannot build its events, so it is dropped.
 void EvM::handle_failed_sends() {
   for (Tid target : outbox_.take_failed()) {
-    if (BuProxy* bu = find_bu(target); bu != nullptr && bu->state == BuProxy::State::alive) {
+    if (BuProxy* bu = find_bu(target); bu != nullptr && bu->state() == BuProxy::State::alive) {
       drop_builder(*bu, "the EvM lost its connection to it");
-    } else if (RuProxy* ru = find_ru(target); ru != nullptr && ru->state == RuProxy::State::alive) {
+    } else if (RuProxy* ru = find_ru(target); ru != nullptr && ru->state() == RuProxy::State::alive) {
       ru_down(*ru, "the EvM lost its connection to it (allocations could not be sent)");
       if (failed_) return;
     }
@@ -253,7 +215,7 @@ void EvM::handle_failed_sends() {
 }
 
 bool EvM::rus_ready() const {
-  return std::all_of(rus_.begin(), rus_.end(), [](const RuProxy& r) { return r.state != RuProxy::State::unknown; });
+  return std::all_of(rus_.begin(), rus_.end(), [](const RuProxy& r) { return r.state() != RuProxy::State::unknown; });
 }
 
 // The highest priority among the BUs holding credits, round-robin among equals.
@@ -261,8 +223,8 @@ BuProxy* EvM::pick_builder() {
   const std::optional<std::size_t> chosen =
       assigner_.choose_builder(bus_.size(), [this](std::size_t i) -> std::optional<std::uint16_t> {
         const BuProxy& bu = bus_[i];
-        if (bu.state != BuProxy::State::alive || bu.credits.empty()) return std::nullopt;
-        return bu.priority;
+        if (!bu.has_credit()) return std::nullopt;
+        return bu.priority();
       });
   return chosen ? &bus_[*chosen] : nullptr;
 }
@@ -296,19 +258,13 @@ void EvM::assign() {
     // A short batch because the trigger is slow waits up to batchWait for more; one cut by maxEvents goes now.
     const bool last_events = config_.max_events != 0 && assigner_.next_event() + count > config_.max_events;
     if (count < batch && !last_events &&
-        now - bu->credits.front().since < seconds(config_.batch_wait)) {
+        now - bu->front_credit_since() < seconds(config_.batch_wait)) {
       assigner_.turn_again(static_cast<std::size_t>(bu - bus_.data()));
       break;
     }
-    const std::uint32_t slot = bu->credits.front().slot;
-    bu->credits.pop_front();
-    const Assignment a{bu->tid, bu->generation, slot, count, assigner_.take(count)};
-    bu->outstanding[slot] = {a.first_event, count};
-    bu->events_in_flight += count;
-    bump(*bu->assigned, count);
+    const Assignment a = bu->assign_front_credit(count, assigner_.take(count));
     bump(events_assigned_, count);
-    for (RuProxy& ru : rus_)
-      if (ru.state == RuProxy::State::alive) ru.pending.push_back(a);
+    for (RuProxy& ru : rus_) ru.queue(a);
     trigger_sender_.add(a);
     assigned = true;
   }
@@ -320,23 +276,7 @@ void EvM::assign() {
 }
 
 void EvM::flush_allocations() {
-  for (RuProxy& ru : rus_) {
-    std::size_t done = 0;
-    while (done < ru.pending.size()) {
-      const std::size_t per_frame = assignments_that_fit(4096 - kFrameHeaderSize);
-      const std::size_t n = std::min(per_frame, ru.pending.size() - done);
-      Allocate message{run_, {ru.pending.begin() + static_cast<std::ptrdiff_t>(done),
-                              ru.pending.begin() + static_cast<std::ptrdiff_t>(done + n)}};
-      mem::Ref frame = context().allocate_frame(4096 - kFrameHeaderSize);
-      if (!frame) break;  // pool exhausted: the rest go with the next flush (tick)
-      const std::optional<std::size_t> used = encode(message, frame.data() + kFrameHeaderSize, 4096 - kFrameHeaderSize);
-      if (!used) break;
-      frame.resize(kFrameHeaderSize + *used);
-      outbox_.send(ru.tid, function::allocate, run_, std::move(frame), frame_flags::send_now);
-      done += n;
-    }
-    ru.pending.erase(ru.pending.begin(), ru.pending.begin() + static_cast<std::ptrdiff_t>(done));
-  }
+  for (RuProxy& ru : rus_) ru.flush_allocations(run_);
 }
 
 void EvM::pump_fragments() {
@@ -352,65 +292,58 @@ void EvM::pump_fragments() {
   }
 }
 
-void EvM::send_control(Tid target, const Control& control, bool queue) {
-  mem::Ref frame = control_frame(context(), control);
-  if (!frame) {
-    // Out of blocks (trigger fragments hold them): a heartbeat can be skipped, news of a unit cannot.
-    if (queue) unsent_controls_.emplace_back(target, control);
-    return;
+// Out of blocks (trigger fragments hold them): a heartbeat can be skipped, news of a unit cannot.
+template <class Unit>
+void EvM::send_to(const Unit& unit, const Control& control, bool queue) {
+  if (!unit.send_control(run_, control, queue) && queue) unsent_controls_.emplace_back(unit.tid(), control);
+}
+
+void EvM::resend_unsent_controls() {
+  std::vector<std::pair<Tid, Control>> unsent;
+  unsent.swap(unsent_controls_);
+  for (const auto& [target, control] : unsent) {
+    if (const BuProxy* bu = find_bu(target)) send_to(*bu, control, true);
+    else if (const RuProxy* ru = find_ru(target)) send_to(*ru, control, true);
   }
-  if (queue) outbox_.send(target, function::control, run_, std::move(frame), frame_flags::send_now);
-  else outbox_.send_if_idle(target, function::control, std::move(frame), frame_flags::send_now);
 }
 
 void EvM::broadcast(const Control& control) {
   const bool queue = control.kind != ControlKind::heartbeat;  // a heartbeat behind others is pointless
-  for (const BuProxy& bu : bus_) send_control(bu.tid, control, queue);
+  for (const BuProxy& bu : bus_) send_to(bu, control, queue);
   for (const RuProxy& ru : rus_)
-    if (ru.state != RuProxy::State::down || control.kind != ControlKind::heartbeat) send_control(ru.tid, control, queue);
+    if (ru.state() != RuProxy::State::down || control.kind != ControlKind::heartbeat) send_to(ru, control, queue);
 }
 
 void EvM::drop_builder(BuProxy& bu, const std::string& why) {
-  const std::uint64_t lost = bu.events_in_flight;
-  bump(*bu.lost, lost);
+  const std::uint64_t lost = bu_drop_policy_.drop(bu, why);
   bump(events_lost_, lost);
-  bump(*bu.drops);
   bump(bu_drops_);
-  bu.outstanding.clear();
-  bu.events_in_flight = 0;
-  bu.credits.clear();
-  bu.state = BuProxy::State::dropped;
-  bu.dropped_because = why;
-  ++bu.generation;
-  context().log(LogLevel::warning, concatenate({"BU ", to_text(std::uint64_t{bu.tid}), " dropped: ", why, "; ",
-                                                to_text(lost), " events lost"}));
+  context().log(LogLevel::warning, BuDropPolicy::drop_message(bu, why, lost));
   // The RUs and the EvM's own sender forget its work; what waits in the outbox for it goes too.
-  trigger_sender_.drop_bu(bu.tid, bu.generation);
-  outbox_.drop(bu.tid);
+  trigger_sender_.drop_bu(bu.tid(), bu.generation());
+  outbox_.drop(bu.tid());
   for (RuProxy& ru : rus_) {
-    std::erase_if(ru.pending, [&](const Assignment& a) { return a.bu == bu.tid; });
-    if (ru.state == RuProxy::State::alive)
-      send_control(ru.tid, Control{ControlKind::bu_down, run_, bu.generation, bu.tid, why}, true);
+    ru.forget_bu(bu.tid());
+    if (ru.state() == RuProxy::State::alive)
+      send_to(ru, Control{ControlKind::bu_down, run_, bu.generation(), bu.tid(), why}, true);
   }
   publish();  // the gauges and the status agree with the drop from now on, not from the next tick
 }
 
 void EvM::ru_down(RuProxy& ru, const std::string& why) {
-  ru.state = RuProxy::State::down;
-  ru.pending.clear();
-  outbox_.drop(ru.tid);
+  ru.go_down();
   bump(ru_downs_);
-  const std::string reason = concatenate({"RU ", to_text(std::uint64_t{ru.tid}), " is down: ", why});
+  const RuDownVerdict verdict = ru_down_verdict(config_.ru_failure, ru, why);
   // Before Failed is visible: a failed EvM publishes no more, and must not go on counting this RU alive.
   publish();
-  if (config_.ru_failure == RuFailurePolicy::fail) {
+  if (verdict.fail_run) {
     failed_ = true;
-    broadcast(Control{ControlKind::run_failed, run_, 0, ru.tid, reason});
-    context().fail(reason);
+    broadcast(Control{ControlKind::run_failed, run_, 0, ru.tid(), verdict.reason});
+    context().fail(verdict.reason);
     return;
   }
-  context().log(LogLevel::warning, concatenate({reason, "; events are built without it, flagged incomplete"}));
-  broadcast(Control{ControlKind::ru_down, run_, 0, ru.tid, reason});
+  context().log(LogLevel::warning, verdict.log_line);
+  broadcast(Control{ControlKind::ru_down, run_, 0, ru.tid(), verdict.reason});
 }
 
 void EvM::tick() {
@@ -418,28 +351,21 @@ void EvM::tick() {
   const Clock::time_point now = Clock::now();
   // After a long gap between ticks the EvM itself was not running: the units' silence meanwhile is not theirs.
   if (now - last_tick_ > seconds(std::min(config_.bu_timeout, config_.ru_timeout) / 2)) {
-    for (BuProxy& bu : bus_) bu.last_heard = std::max(bu.last_heard, now);
-    for (RuProxy& ru : rus_) ru.last_heard = std::max(ru.last_heard, now);
+    for (BuProxy& bu : bus_) bu.excuse_silence(now);
+    for (RuProxy& ru : rus_) ru.excuse_silence(now);
   }
   last_tick_ = now;
   for (BuProxy& bu : bus_)
-    if (bu.state == BuProxy::State::alive && now - bu.last_heard > seconds(config_.bu_timeout))
-      drop_builder(bu, concatenate({"no request for ", to_text(seconds_between(bu.last_heard, now)), " s"}));
+    if (const std::optional<std::string> why = bu_drop_policy_.check_liveness(bu, now)) drop_builder(bu, *why);
   for (RuProxy& ru : rus_) {
-    if (ru.state == RuProxy::State::alive && now - ru.last_heard > seconds(config_.ru_timeout))
-      ru_down(ru, concatenate({"no status for ", to_text(seconds_between(ru.last_heard, now)), " s"}));
-    // One that never reported holds up every assignment: after a grace for slow starts it counts as down.
-    else if (ru.state == RuProxy::State::unknown && now - run_start_ > seconds(config_.ru_timeout + kStartGrace))
-      ru_down(ru, concatenate({"no status since the run started ", to_text(seconds_between(run_start_, now)), " s ago"}));
+    if (const std::optional<std::string> why = ru_silence(ru, now, run_start_, config_.ru_timeout)) ru_down(ru, *why);
     if (failed_) return;
   }
   if (now - last_heartbeat_ >= seconds(config_.heartbeat_interval)) {
     last_heartbeat_ = now;
     broadcast(Control{ControlKind::heartbeat, run_, 0, kNoTid, {}});
   }
-  std::vector<std::pair<Tid, Control>> unsent;
-  unsent.swap(unsent_controls_);
-  for (const auto& [target, control] : unsent) send_control(target, control, true);
+  resend_unsent_controls();
   outbox_.flush();
   assign();
   flush_allocations();
@@ -451,17 +377,15 @@ void EvM::tick() {
 void EvM::publish() {
   std::uint64_t credits = 0, in_flight = 0, alive = 0;
   for (BuProxy& bu : bus_) {
-    credits += bu.credits.size();
-    in_flight += bu.events_in_flight;
-    if (bu.state == BuProxy::State::alive) ++alive;
-    put(*bu.published_state, bu.state == BuProxy::State::alive ? 1 : bu.state == BuProxy::State::dropped ? 2 : 0);
-    put(*bu.published_credits, bu.credits.size());
-    put(*bu.published_output_state, bu.output_state);
+    credits += bu.credits();
+    in_flight += bu.events_in_flight();
+    if (bu.state() == BuProxy::State::alive) ++alive;
+    bu.publish();
   }
   std::uint64_t rus_alive = 0;
   for (RuProxy& ru : rus_) {
-    if (ru.state == RuProxy::State::alive) ++rus_alive;
-    put(*ru.published_state, ru.state == RuProxy::State::alive ? 1 : ru.state == RuProxy::State::down ? 2 : 0);
+    if (ru.state() == RuProxy::State::alive) ++rus_alive;
+    ru.publish();
   }
   put(credits_queued_, credits);
   put(events_in_flight_, in_flight);
@@ -469,19 +393,11 @@ void EvM::publish() {
   put(rus_alive_, rus_alive);
   // No builder left: nothing can be assigned until one is taken in again. Said in the status reason (the run
   // is not over: a BU that returns is taken back), named with each BU's drop.
-  const bool none_left = running_ && !failed_ && alive == 0 &&
-                         std::any_of(bus_.begin(), bus_.end(), [](const BuProxy& bu) { return *bu.drops != 0; });
-  if (none_left != (no_builder_left_.load() != 0)) {
+  const std::optional<std::string> none_left =
+      running_ && !failed_ ? BuDropPolicy::no_builder_left(bus_) : std::nullopt;
+  if (none_left.has_value() != (no_builder_left_.load() != 0)) {
     put(no_builder_left_, none_left ? 1 : 0);
-    std::string condition;
-    if (none_left) {
-      condition = "no builder unit left, nothing is assigned until one is taken in again:";
-      for (const BuProxy& bu : bus_)
-        condition.append(concatenate({bu.tid == bus_.front().tid ? " BU " : "; BU ", to_text(std::uint64_t{bu.tid}),
-                                      *bu.drops != 0 ? concatenate({" dropped: ", bu.dropped_because})
-                                                     : std::string(" never heard")}));
-    }
-    context().set_condition(condition);
+    context().set_condition(none_left.value_or(std::string()));
   }
   // Drained: stopping and nothing out (dropped BUs' events are already counted lost).
   put(drained_, draining_ && in_flight == 0 ? 1 : 0);
@@ -515,20 +431,8 @@ void EvM::report(MetricSink& sink) const {
   sink.counter("trigger_bytes", read(trigger_bytes_), "trigger fragment bytes sent");
   sink.counter("malformed_frames", read(malformed_), "frames that did not decode or came from an unknown unit");
   sink.counter("sends_deferred", static_cast<double>(outbox_.would_blocks()), "sends refused for lack of room, queued and sent later");
-  for (const BuProxy& bu : bus_) {
-    std::vector<std::pair<std::string, std::string>> l{{"bu", to_text(std::uint64_t{bu.tid})}};
-    sink.counter("bu_events_assigned", read(*bu.assigned), "events assigned to this BU", l);
-    sink.counter("bu_events_completed", read(*bu.completed), "events this BU built and gave back", l);
-    sink.counter("bu_events_lost", read(*bu.lost), "events lost when this BU was dropped", l);
-    sink.state("bu_state", static_cast<std::size_t>(read(*bu.published_state)), {"not_heard", "taking_part", "dropped"},
-               "this BU as the EvM sees it: not yet heard, taking part, dropped", l);
-    sink.gauge("bu_credits", read(*bu.published_credits), "free slots of this BU waiting for events", l);
-    sink.state("bu_output_state", static_cast<std::size_t>(read(*bu.published_output_state)),
-               {"running", "throttled", "blocked"}, "this BU's output as it last said: running, throttled, blocked", l);
-  }
-  for (const RuProxy& ru : rus_)
-    sink.state("ru_state", static_cast<std::size_t>(read(*ru.published_state)), {"not_heard", "taking_part", "down"},
-               "this RU as the EvM sees it: not yet heard, taking part, down", {{"ru", to_text(std::uint64_t{ru.tid})}});
+  for (const BuProxy& bu : bus_) bu.report(sink);
+  for (const RuProxy& ru : rus_) ru.report(sink);
 }
 
 }  // namespace daqx::evb

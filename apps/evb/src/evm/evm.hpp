@@ -14,6 +14,7 @@
 #include "daqx/evb/protocol.hpp"
 #include "daqx/api/application.hpp"
 #include "dispatch.hpp"
+#include "evm/bu_drop_policy.hpp"
 #include "evm/bu_proxy.hpp"
 #include "evm/batch_sizer.hpp"
 #include "evm/event_assigner.hpp"
@@ -50,7 +51,9 @@ class EvM final : public Application {
   void flush_allocations();
   void drop_builder(BuProxy& bu, const std::string& why);
   void ru_down(RuProxy& ru, const std::string& why);
-  void send_control(Tid target, const Control& control, bool queue);
+  template <class Unit>
+  void send_to(const Unit& unit, const Control& control, bool queue);
+  void resend_unsent_controls();
   void broadcast(const Control& control);
   void pump_fragments();
   void publish();
@@ -73,6 +76,7 @@ class EvM final : public Application {
   Clock::time_point run_start_{};
   Clock::time_point last_heartbeat_{};
   Clock::time_point last_tick_{};
+  BuDropPolicy bu_drop_policy_;
   EventAssigner assigner_;
   BatchSizer batch_sizer_;
   bool pump_posted_ = false;
