@@ -49,14 +49,27 @@ TEST_CASE("sized in bytes: large fragments get the minimum, tiny ones the maximu
   CHECK(tiny.events_per_batch() == 4096);
 }
 
-TEST_CASE("sized in bytes: the trigger fragment is the floor of the bytes per event") {
+TEST_CASE("sized in bytes: the trigger fragment is the floor of the bytes per event, once an RU has reported") {
   BatchSizer sizer;
   BatchSizing s = sized();
   s.trigger_bytes = 64u << 10;
   sizer.start(s, 1);
+  CHECK(sizer.events_per_batch() == 8);  // the RU's sizes are not known yet: the minimum, not 1 MiB / 64 KiB
+  sizer.observe(0, 1000, 1000 * 1024);   // RUs smaller than the trigger: the trigger decides
   CHECK(sizer.events_per_batch() == 16);
-  sizer.observe(0, 1000, 1000 * 1024);  // RUs smaller than the trigger: the trigger still decides
-  CHECK(sizer.events_per_batch() == 16);
+  BatchSizer alone;  // an EvM without RUs knows its only contributor's size from the start
+  alone.start(s, 0);
+  CHECK(alone.events_per_batch() == 16);
+}
+
+TEST_CASE("sized in bytes: a small trigger fragment does not size the first batches of large RU fragments") {
+  BatchSizer sizer;
+  BatchSizing s = sized();
+  s.trigger_bytes = 1056;  // the EvM's default trigger fragment
+  sizer.start(s, 2);
+  CHECK(sizer.events_per_batch() == 8);
+  sizer.observe(0, 100, 100 * (256u << 10));
+  CHECK(sizer.events_per_batch() == 8);
 }
 
 TEST_CASE("sized in bytes: reports differ from the last by their differences, a change under a quarter is kept out") {

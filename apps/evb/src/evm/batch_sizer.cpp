@@ -13,7 +13,10 @@ void BatchSizer::start(const BatchSizing& sizing, std::size_t contributors) {
   seen_.assign(contributors, Seen{});
   largest_ = 0;
   events_ = sizing_.fixed_events != 0 ? sizing_.fixed_events : sizing_.min_events;
-  if (sizing_.fixed_events == 0 && sizing_.trigger_bytes != 0) {
+  // Until an RU has reported, its sizes are unknown and may be far larger than the trigger fragment: batches
+  // sized from the trigger alone would make a BU hold thousands of large events per slot, more than its
+  // transport's receive pool, and stall. Only an EvM with no RUs sizes from its trigger fragment at once.
+  if (sizing_.fixed_events == 0 && contributors == 0 && sizing_.trigger_bytes != 0) {
     largest_ = static_cast<double>(sizing_.trigger_bytes);
     resize();
   }

@@ -21,7 +21,7 @@ struct BatchSizing {
 class BatchSizer {
  public:
   // A new run with `contributors` RUs reporting: sizes start unknown (the batch is min_events until one report
-  // shows data).
+  // shows data; with no RUs, the trigger fragment's size decides at once).
   void start(const BatchSizing& sizing, std::size_t contributors);
 
   // An RU's status: its counters since its enable (super-fragments and their bytes). Differences between
