@@ -72,8 +72,9 @@ TEST_CASE("2x2 builds every assigned event exactly once and every event passes i
     CHECK(run.metric(b, "fragments_received") == run.metric(b, "events_built") * 3);  // EvM + 2 RUs
   }
   for (std::uint32_t r : {ru(0), ru(1)}) CHECK(run.metric(r, "fragments_sent") == 20000);
-  // Batches sized in bytes by default: about 1 MiB of each RU's super-fragments of 8 sources x ~3 KB (~24 KB), so
-  // about 43 events, well above the minimum of 8 (the spread of the sizes makes it move a little).
+  // Batches sized in bytes by default: about 2 MiB of whole events, each of two RUs' super-fragments of 8 sources
+  // x ~3 KB (~24 KB) and the ~1 KB trigger fragment, so about 42 events, well above the minimum of 8 (the spread
+  // of the sizes makes it move a little).
   CHECK(run.metric(kEvm, "events_per_request") >= 30);
   CHECK(run.metric(kEvm, "events_per_request") <= 60);
   // Every block is back in its pool once the run is stopped.

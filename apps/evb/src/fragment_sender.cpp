@@ -24,6 +24,7 @@ FragmentSender::BuQueue& FragmentSender::queue_for(Tid bu) {
     if (q.bu == bu) return q;
   queues_.emplace_back();
   queues_.back().bu = bu;
+  queues_.back().cursor = source_->cursor();
   return queues_.back();
 }
 
@@ -64,12 +65,12 @@ std::size_t FragmentSender::bytes_left_in_batch(const BuQueue& q) const noexcept
   std::size_t bytes = 0;
   std::uint32_t i = q.next_event;
   if (q.event_started) {
-    bytes += q.writer.remaining() + piece_overhead;
+    bytes += q.cursor->remaining() + piece_overhead;
     ++i;
   }
   // Enough to know the block will be full: stop counting there.
   for (; i < batch.count && bytes < block_size_; ++i)
-    bytes += superfragment_size(shape_, batch.first_event + i) + piece_overhead;
+    bytes += source_->size_of(batch.first_event + i) + piece_overhead;
   return bytes;
 }
 
@@ -89,30 +90,30 @@ bool FragmentSender::send_block(BuQueue& q) {
         flags |= block_flags::last_of_batch;
         break;
       }
-      q.writer.begin(shape_, batch.first_event + q.next_event, context_.tid());
+      q.cursor->begin(batch.first_event + q.next_event);
       q.event_started = true;
       q.written = 0;
     }
     if (out.room() < kPieceHeaderBytes + kPieceAlignment) break;
     // Whole multiples of the alignment, so the padding after the piece always fits.
     const std::size_t fits = (out.room() - kPieceHeaderBytes) & ~(kPieceAlignment - 1);
-    const std::size_t piece = std::min(q.writer.remaining(), fits);
+    const std::size_t piece = std::min(q.cursor->remaining(), fits);
     PieceHeader header;
     header.event = batch.first_event + q.next_event;
-    header.superfragment_size = static_cast<std::uint32_t>(q.writer.total());
+    header.superfragment_size = static_cast<std::uint32_t>(q.cursor->total());
     header.offset = q.written;
     header.size = static_cast<std::uint32_t>(piece);
     encode(header, out);
-    const std::size_t n = q.writer.write(out.cursor(), piece);
+    const std::size_t n = q.cursor->write(out.cursor(), piece);
     out.skip(n);
     out.pad_to(kPieceAlignment);
     q.written += static_cast<std::uint32_t>(n);
     ++pieces;
-    if (q.writer.remaining() != 0) break;  // the block is full; the super-fragment continues in the next
+    if (q.cursor->remaining() != 0) break;  // the block is full; the super-fragment continues in the next
     q.event_started = false;
     ++q.next_event;
     ++fragments_sent_;
-    bytes_sent_ += q.writer.total();
+    bytes_sent_ += q.cursor->total();
     --events_queued_;
   }
   ByteWriter head(base, kBlockHeaderBytes);

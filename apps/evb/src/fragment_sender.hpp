@@ -1,5 +1,5 @@
 // The sending side of a readout unit (an RU, or the EvM for its trigger fragments): turns assignments into
-// blocks of super-fragment pieces for their BUs. One queue per BU (CMS's BUproxy), served round-robin one
+// blocks of super-fragment pieces, read from the unit's data source (ru/data_source.hpp), for their BUs. One queue per BU (CMS's BUproxy), served round-robin one
 // block at a time, so a BU that cannot take data does not hold up the others; blocks are filled straight from
 // the application's pool and handed to the transport (no copy after the generator writes them).
 // Dispatch thread only.
@@ -7,12 +7,13 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <vector>
 
 #include "daqx/evb/protocol.hpp"
 #include "daqx/api/application.hpp"
-#include "superfragment_writer.hpp"
 #include "outbox.hpp"
+#include "ru/data_source.hpp"
 
 namespace daqx::evb {
 
@@ -20,8 +21,10 @@ class FragmentSender {
  public:
   FragmentSender(ApplicationContext& context, Outbox& outbox) : context_(context), outbox_(outbox) {}
 
-  void configure(const FragmentShape& shape, std::size_t block_size) {
-    shape_ = shape;
+  // source must outlive the sender's queues (start_run and clear forget them).
+  void configure(const DataSource& source, std::size_t block_size) {
+    clear();
+    source_ = &source;
     block_size_ = block_size;
   }
   void start_run(std::uint32_t run);  // forgets every queue
@@ -61,9 +64,9 @@ class FragmentSender {
     std::uint32_t latest_generation = 0;
     std::deque<Assignment> batches;     // front: being sent
     std::uint32_t next_event = 0;       // index in the front batch of the event being written
-    bool event_started = false;         // writer holds that event's super-fragment, partly written
+    bool event_started = false;         // cursor holds that event's super-fragment, partly written
     std::uint32_t written = 0;          // of that super-fragment
-    SuperFragmentWriter writer;
+    std::unique_ptr<SuperFragmentCursor> cursor;
   };
   BuQueue& queue_for(Tid bu);
   // Fills and sends one block for q; false when the pool is empty.
@@ -72,7 +75,7 @@ class FragmentSender {
 
   ApplicationContext& context_;
   Outbox& outbox_;
-  FragmentShape shape_;
+  const DataSource* source_ = nullptr;  // set by configure, before any add
   std::size_t block_size_ = 65536;
   std::uint32_t run_ = 0;
   std::vector<BuQueue> queues_;  // few BUs: a vector searched linearly beats a map

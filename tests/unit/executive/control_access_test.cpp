@@ -13,6 +13,7 @@
 #include "daqx/executive/control_client.hpp"
 #include "daqx/executive/partition.hpp"
 #include "daqx/executive/token_file.hpp"
+#include "../../support/partition_builder.hpp"
 
 namespace {
 
@@ -86,6 +87,7 @@ TEST_CASE("a missing, empty or multi-line token file is refused with the reason"
 }
 
 TEST_CASE("<Control> is read with its paths taken from the partition file's folder", "[access][partition]") {
+  // Written out, not built: this reads the format itself, down to the line <Control> is on.
   const daqx::config::Partition partition = daqx::config::parse_partition(R"(<Partition name="guarded">
   <Control tokenFile="secrets/token" reads="token" tls="true" certificate="tls/server.pem" key="/etc/daqx/server.key"
            ca="tls/ca.pem" bind="any"/>
@@ -108,8 +110,9 @@ TEST_CASE("<Control> is read with its paths taken from the partition file's fold
 }
 
 TEST_CASE("without <Control> the control port is open, plain and bound to the context's address", "[access][partition]") {
-  const daqx::config::Partition partition =
-      daqx::config::parse_partition(R"(<Partition name="open"><Context url="http://localhost:9001"/></Partition>)", "open.xml");
+  daqx::test::PartitionBuilder built("open");
+  built.context("http://localhost:9001");
+  const daqx::config::Partition partition = daqx::config::parse_partition(built.xml(), "open.xml");
   CHECK_FALSE(partition.control.present);
   CHECK(partition.control.token_file.empty());
   CHECK(partition.control.reads == daqx::config::ControlConfig::Reads::open);
@@ -123,10 +126,16 @@ TEST_CASE("a client's token and CA come from the command line, else the environm
   const std::string partition_token = write("partition-token", "from-partition\n");
   const std::string environment_token = write("environment-token", "from-environment\n");
   const std::string command_line_token = write("command-line-token", "from-command-line\n");
-  const daqx::config::Partition partition = daqx::config::parse_partition(
-      R"(<Partition name="p"><Control tokenFile="partition-token" tls="true" certificate="s.pem" key="s.key" ca="ca.pem"/>)"
-      R"(<Context url="https://localhost:9001"/></Partition>)",
-      scratch() + "/p.xml");
+  daqx::test::PartitionBuilder built("p");
+  daqx::test::ControlSettings control;
+  control.token_file = "partition-token";
+  control.tls = "true";
+  control.certificate = "s.pem";
+  control.key = "s.key";
+  control.ca = "ca.pem";
+  built.control(control);
+  built.context("https://localhost:9001");
+  const daqx::config::Partition partition = daqx::config::parse_partition(built.xml(), scratch() + "/p.xml");
 
   daqx::ControlAccess access = daqx::ControlAccess::from(&partition);
   CHECK(access.token == "from-partition");

@@ -13,6 +13,7 @@
 
 #include "daqx/executive/control_client.hpp"
 #include "daqx/executive/control_server.hpp"
+#include "../../support/partition_builder.hpp"
 #include "daqx/executive/partition.hpp"
 #include "daqx/executive/partition_view.hpp"
 
@@ -102,12 +103,11 @@ struct ThreeContexts {
     server->start();
     dead_url = "http://127.0.0.1:" + std::to_string(dead_port);
     hung_url = "http://127.0.0.1:" + std::to_string(hung.address().port());
-    const std::string xml = "<Partition name=\"view-test\">\n"
-                            "  <Context url=\"" + served_url + "\"><Application class=\"test::Unit\" id=\"1\"/></Context>\n"
-                            "  <Context url=\"" + dead_url + "\"><Application class=\"test::Dead\" id=\"2\"/></Context>\n"
-                            "  <Context url=\"" + hung_url + "\"><Application class=\"test::Hung\" id=\"3\"/></Context>\n"
-                            "</Partition>\n";
-    partition = daqx::config::parse_partition(xml, "view-test.xml");
+    daqx::test::PartitionBuilder built("view-test");
+    built.context(served_url).application("test::Unit", 1);
+    built.context(dead_url).application("test::Dead", 2);
+    built.context(hung_url).application("test::Hung", 3);
+    partition = daqx::config::parse_partition(built.xml(), "view-test.xml");
   }
 };
 

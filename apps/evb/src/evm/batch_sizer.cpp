@@ -11,13 +11,13 @@ void BatchSizer::start(const BatchSizing& sizing, std::size_t contributors) {
   sizing_.min_events = std::max<std::uint32_t>(1, sizing_.min_events);
   sizing_.max_events = std::max(sizing_.min_events, sizing_.max_events);
   seen_.assign(contributors, Seen{});
-  largest_ = 0;
+  event_bytes_ = 0;
   events_ = sizing_.fixed_events != 0 ? sizing_.fixed_events : sizing_.min_events;
   // Until an RU has reported, its sizes are unknown and may be far larger than the trigger fragment: batches
   // sized from the trigger alone would make a BU hold thousands of large events per slot, more than its
   // transport's receive pool, and stall. Only an EvM with no RUs sizes from its trigger fragment at once.
   if (sizing_.fixed_events == 0 && contributors == 0 && sizing_.trigger_bytes != 0) {
-    largest_ = static_cast<double>(sizing_.trigger_bytes);
+    event_bytes_ = static_cast<double>(sizing_.trigger_bytes);
     resize();
   }
 }
@@ -34,15 +34,23 @@ void BatchSizer::observe(std::size_t contributor, std::uint64_t fragments_sent, 
   s.bytes_per_event = s.bytes_per_event == 0 ? recent : 0.75 * s.bytes_per_event + 0.25 * recent;
   s.fragments = fragments_sent;
   s.bytes = bytes_sent;
-  double largest = static_cast<double>(sizing_.trigger_bytes);
-  for (const Seen& each : seen_) largest = std::max(largest, each.bytes_per_event);
-  largest_ = largest;
+  double reported = 0;
+  std::size_t reporting = 0;
+  for (const Seen& each : seen_) {
+    if (each.bytes_per_event == 0) continue;
+    reported += each.bytes_per_event;
+    ++reporting;
+  }
+  // An RU not heard from yet is assumed like the mean of the others: RUs of one partition carry similar
+  // shares, and guessing 0 would make the first batches too large by the missing RUs' share.
+  const double unreported = static_cast<double>(seen_.size() - reporting) * (reported / static_cast<double>(reporting));
+  event_bytes_ = static_cast<double>(sizing_.trigger_bytes) + reported + unreported;
   resize();
 }
 
 void BatchSizer::resize() {
-  if (largest_ <= 0) return;
-  const double wanted = std::clamp(std::floor(static_cast<double>(sizing_.batch_bytes) / largest_),
+  if (event_bytes_ <= 0) return;
+  const double wanted = std::clamp(std::floor(static_cast<double>(sizing_.batch_bytes) / event_bytes_),
                                    static_cast<double>(sizing_.min_events), static_cast<double>(sizing_.max_events));
   // Hysteresis: a change under a quarter is noise from the sizes' spread; keeping the count steady keeps the
   // BUs' memory budget (learnt per batch) steady too.

@@ -1,6 +1,9 @@
-// How many events the EvM puts in one batch (one BU resource slot): by default about batchBytes of each RU's
-// data, from the super-fragment sizes the RUs report, so a batch costs the same few frames whatever the
-// fragment size; small fragments get large batches, large fragments small ones (within bounds).
+// How many events the EvM puts in one batch (one BU resource slot): by default about batchBytes of event data
+// in all (the RUs' super-fragments and the trigger fragment), from the sizes the RUs report, so a batch costs the
+// same few frames whatever the fragment size; small fragments get large batches, large fragments small ones
+// (within bounds). The whole batch, not each RU's share, is what is sized: a BU holds all of it until it is
+// built, so with many RUs a per-RU target made slots of many MiB, and the first slots of a run then filled
+// together, interleaved, and built nothing for seconds (8x8 at 16 KiB: 8 MiB per slot).
 // eventsPerRequest, when set, fixes the count instead. Dispatch thread only.
 #pragma once
 
@@ -12,10 +15,10 @@ namespace daqx::evb {
 
 struct BatchSizing {
   std::uint32_t fixed_events = 0;        // eventsPerRequest; 0: sized in bytes
-  std::uint64_t batch_bytes = 1u << 20;  // target bytes per contributor per batch
+  std::uint64_t batch_bytes = 2u << 20;  // target event bytes of a whole batch, every contributor's
   std::uint32_t min_events = 8;          // bounds of a sized batch
   std::uint32_t max_events = 4096;
-  std::uint64_t trigger_bytes = 0;       // the EvM's own fragment per event: the floor of bytes per event
+  std::uint64_t trigger_bytes = 0;       // the EvM's own fragment per event, part of every event
 };
 
 class BatchSizer {
@@ -30,8 +33,9 @@ class BatchSizer {
 
   // Events per batch now.
   std::uint32_t events_per_batch() const noexcept { return events_; }
-  // The largest recent super-fragment bytes per event over the contributors, 0 while unknown.
-  double bytes_per_event() const noexcept { return largest_; }
+  // The recent bytes of one whole event (the trigger fragment and every contributor's super-fragment; an RU
+  // that has not reported yet counts as the mean of those that have), 0 while unknown.
+  double bytes_per_event() const noexcept { return event_bytes_; }
 
  private:
   struct Seen {
@@ -43,7 +47,7 @@ class BatchSizer {
 
   BatchSizing sizing_;
   std::vector<Seen> seen_;
-  double largest_ = 0;
+  double event_bytes_ = 0;
   std::uint32_t events_ = 8;
 };
 

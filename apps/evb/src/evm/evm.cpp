@@ -29,7 +29,8 @@ void EvM::configure() {
   run_on_dispatch(context(), [this, c] {
     config_ = c;
     bu_drop_policy_ = BuDropPolicy(config_.bu_timeout);
-    trigger_sender_.configure(config_.trigger, config_.block_size);
+    trigger_source_ = SyntheticSource(config_.trigger, context().tid());
+    trigger_sender_.configure(trigger_source_, config_.block_size);
     bus_.clear();
     for (Tid t : config_.bus) bus_.emplace_back(t, context(), outbox_);
     rus_.clear();

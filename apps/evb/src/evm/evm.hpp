@@ -22,6 +22,7 @@
 #include "evm/ru_failure_policy.hpp"
 #include "evm/ru_proxy.hpp"
 #include "fragment_sender.hpp"
+#include "ru/synthetic_source.hpp"
 #include "outbox.hpp"
 
 namespace daqx::evb {
@@ -64,6 +65,7 @@ class EvM final : public Application {
 
   EvmConfiguration config_;
   Outbox outbox_;
+  SyntheticSource trigger_source_;  // the trigger fragment's data; read by trigger_sender_
   FragmentSender trigger_sender_;
   Ticker ticker_;
   std::uint32_t runs_ = 0;  // enables so far; the run number

@@ -20,7 +20,8 @@ std::vector<ParamSpec> evm_parameters() {
       param("eventsPerRequest", ParamType::unsigned_integer, to_text(std::uint64_t{d.events_per_request}), "events",
             "events per BU resource slot (a batch); 0: sized in bytes (batchBytes)", 0, 4096),
       param("batchBytes", ParamType::unsigned_integer, to_text(d.batch_bytes), "bytes",
-            "sized batches: about this many bytes of each RU's data per batch, from the sizes the RUs report",
+            "sized batches: about this many bytes of whole events per batch (every RU's and the trigger's share), "
+            "from the sizes the RUs report",
             4096, std::uint64_t{1} << 30),
       param("minEventsPerRequest", ParamType::unsigned_integer, to_text(std::uint64_t{d.min_events_per_request}),
             "events", "the fewest events in a sized batch (also the size before the RUs' first report)", 1, 4096),

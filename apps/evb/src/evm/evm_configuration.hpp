@@ -15,7 +15,7 @@ struct EvmConfiguration {
   std::vector<Tid> bus;                 // builder units, from the "bus" selector
   std::vector<Tid> rus;                 // readout units, from the "rus" selector
   std::uint32_t events_per_request = 0; // events per resource slot (batch); 0: sized in bytes (batch_bytes)
-  std::uint64_t batch_bytes = 1u << 20; // sized batches: about this many bytes of each RU's data per batch
+  std::uint64_t batch_bytes = 2u << 20; // sized batches: about this many event bytes per batch, all RUs'
   std::uint32_t min_events_per_request = 8;     // bounds of a sized batch
   std::uint32_t max_events_per_request = 4096;
   double trigger_rate = 0;              // events per second; 0: as fast as the BUs ask

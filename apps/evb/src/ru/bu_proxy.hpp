@@ -36,7 +36,8 @@ class BuProxy {
 
   BuProxy(ApplicationContext& context, const RuConfiguration& config, Outbox& outbox, LostBuilder lost_builder);
 
-  void configure() { sender_.configure(config_.shape, config_.block_size); }
+  // Reads super-fragments from source (the RU's, outliving this proxy's sending) in blocks of the configured size.
+  void configure(const DataSource& source) { sender_.configure(source, config_.block_size); }
   // A new run of this RU: nothing queued, counters zeroed, sending allowed.
   void start();
   // Nothing more is sent; whatever was queued is forgotten.

@@ -25,7 +25,8 @@ void RU::configure() {
   const RuConfiguration c = read_ru_configuration(context().params(), context().tid());
   run_on_dispatch(context(), [this, c] {
     config_ = c;
-    builders_.configure();
+    source_ = SyntheticSource(config_.shape, context().tid());
+    builders_.configure(source_);
   });
 }
 

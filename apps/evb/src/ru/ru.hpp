@@ -1,5 +1,6 @@
-// evb::RU, a readout unit: in test mode its data sources are synthetic (sizes fixed or log-normal, a pattern
-// and a CRC per source fragment); it sends each event's super-fragment to the BU the EvM names, in blocks
+// evb::RU, a readout unit: it reads each event's super-fragment from its data source (ru/data_source.hpp; in
+// test mode, the only one today, SyntheticSource: sizes fixed or log-normal, a pattern and a CRC per source
+// fragment) and sends it to the BU the EvM names, in blocks
 // filled straight from its pool. It reports to the EvM every heartbeatInterval and fails the run's part it
 // plays if the EvM falls silent.
 #pragma once
@@ -16,6 +17,7 @@
 #include "ru/bu_proxy.hpp"
 #include "ru/evm_proxy.hpp"
 #include "ru/ru_configuration.hpp"
+#include "ru/synthetic_source.hpp"
 
 namespace daqx::evb {
 
@@ -36,6 +38,7 @@ class RU final : public Application {
   void end_run();
 
   RuConfiguration config_;
+  SyntheticSource source_;  // the data source; declared before the proxy that reads it
   Outbox outbox_;  // to the EvM and the BUs alike
   ru::BuProxy builders_;
   ru::EvmProxy evm_;
