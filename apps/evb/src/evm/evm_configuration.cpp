@@ -35,6 +35,9 @@ std::vector<ParamSpec> evm_parameters() {
             "events to assign in a run, then stop assigning; 0: no limit", 0),
       param("triggerSize", ParamType::unsigned_integer, to_text(std::uint64_t{d.trigger.mean_size}), "bytes",
             "payload bytes of the EvM's trigger fragment", 0, 1 << 20),
+      param("pattern", ParamType::boolean, to_text(d.trigger.pattern), "",
+            "fill the trigger fragment's payload with a pattern and a CRC-32C the BU verifies; false: its header and "
+            "trailer only (as an RU's pattern)"),
       param("blockSize", ParamType::unsigned_integer, to_text(std::uint64_t{d.block_size}), "bytes",
             "bytes per fragment block sent to a BU", 4096, 1 << 20),
       param("buTimeout", ParamType::real, to_text(d.bu_timeout), "s",
@@ -69,7 +72,7 @@ EvmConfiguration read_evm_configuration(const ParamSet& p, Tid self) {
   c.trigger.sources = 1;
   c.trigger.mean_size = static_cast<std::uint32_t>(p.unsigned_integer("triggerSize"));
   c.trigger.spread = 0;
-  c.trigger.pattern = true;
+  c.trigger.pattern = p.boolean("pattern");
   c.trigger.seed = self;
   c.block_size = p.unsigned_integer("blockSize");
   c.bu_timeout = p.real("buTimeout");
