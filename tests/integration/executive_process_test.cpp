@@ -7,7 +7,9 @@
 
 #include <Poco/JSON/Parser.h>
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <thread>
@@ -272,23 +274,26 @@ TEST_CASE("mistakes only the modules can reveal are reported as file:line: reaso
 
 TEST_CASE("an application may only select peers it shares a network with", "[executive][process][config]") {
   std::uint16_t a = free_port(), b = free_port(), ea = free_port(), eb = free_port();
-  std::string xml = "<Partition name=\"nets\">\n  <Context url=\"" + url(a) + "\">\n"
-                    "    <Endpoint protocol=\"tcp\" hostname=\"localhost\" port=\"" + std::to_string(ea) +
-                    "\" network=\"alpha\"/>\n"
-                    "    <Module path=\"libdaqx_test_probe.so\"/>\n"
-                    "    <Application class=\"test::Probe\" id=\"1\" network=\"alpha\">\n"
-                    "      <Properties><peer>2</peer></Properties>\n    </Application>\n  </Context>\n"
-                    "  <Context url=\"" + url(b) + "\">\n"
-                    "    <Endpoint protocol=\"tcp\" hostname=\"localhost\" port=\"" + std::to_string(eb) +
-                    "\" network=\"beta\"/>\n"
-                    "    <Module path=\"libdaqx_test_probe.so\"/>\n"
-                    "    <Application class=\"test::Probe\" id=\"2\" instance=\"1\" network=\"beta\"/>\n  </Context>\n</Partition>\n";
+  PartitionBuilder nets("nets");
+  ContextBuilder first = nets.context(url(a));
+  first.endpoint("tcp", "localhost", ea, "alpha");
+  first.module("libdaqx_test_probe.so");
+  first.application("test::Probe", 1, std::nullopt, "alpha").property("peer", "2");
+  ContextBuilder second = nets.context(url(b));
+  second.endpoint("tcp", "localhost", eb, "beta");
+  second.module("libdaqx_test_probe.so");
+  second.application("test::Probe", 2, 1, "beta");
+  const std::string xml = nets.xml();
+  // The error names the line of the parameter that selects a peer on another network.
+  const std::size_t at = xml.find("<peer");
+  REQUIRE(at != std::string::npos);
+  const auto line = 1 + std::count(xml.begin(), xml.begin() + static_cast<std::ptrdiff_t>(at), '\n');
   std::string path = write_file("nets.xml", xml);
   ProcessResult result = run_process({executive_program(), "--config", path, "--context", url(a)},
                                      std::chrono::seconds(30), {"DAQX_MODULE_PATH=" + module_directory()});
   INFO(result.output);
   CHECK(result.exit_code == 2);
-  CHECK_THAT(result.output, Contains(path + ":6: ") && Contains("shares no network"));
+  CHECK_THAT(result.output, Contains(path + ":" + std::to_string(line) + ": ") && Contains("shares no network"));
 }
 
 TEST_CASE("no control request can crash an executive", "[executive][process][http]") {
