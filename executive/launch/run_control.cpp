@@ -133,9 +133,15 @@ bool RunDisplay::sample(double elapsed, const ContextFilter& filter) {
                                  "run " + std::to_string(run_) + "  " + when + "  partition " + partition_.name, prefix));
   bool healthy = true;
   for (const console::ContextSample& context : samples) {
-    if (context.answered || context.down_state == "restarting") continue;
-    std::fprintf(stderr, "daqx-launch: %s does not answer: %s\n", context.url.c_str(), context.error.c_str());
-    healthy = false;
+    int& missed = missed_[context.url];
+    if (context.answered || context.down_state == "restarting") {
+      missed = 0;
+      continue;
+    }
+    ++missed;
+    std::fprintf(stderr, "daqx-launch: %s does not answer (%d of %d samples): %s\n", context.url.c_str(), missed,
+                 kMissedSamples, context.error.c_str());
+    if (missed >= kMissedSamples) healthy = false;
   }
   for (const console::UnitRates& unit : units) {
     if (unit.state != "Failed") continue;

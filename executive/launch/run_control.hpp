@@ -37,7 +37,8 @@ class RunDisplay {
   RunDisplay(const config::Partition& partition, double planned_seconds, std::uint64_t run);
 
   // Reads every context that `filter` lets through (the others show as restarting) and shows the table.
-  // False, with the reason on stderr, when an application is Failed or a context that should answer does not.
+  // False, with the reason on stderr, when an application is Failed or a context that should answer has not
+  // answered kMissedSamples samples in a row.
   bool sample(double elapsed, const ContextFilter& filter = {});
 
   // Takes a table drawn in place off the terminal, so that a message printed next stays readable.
@@ -54,6 +55,11 @@ class RunDisplay {
   std::uint64_t run_;
   console::RateTracker rates_;
   console::LiveView view_;
+  // A context killed (or whose node went down) stops answering before its engine reports its end (srun tells of
+  // a task's death a few seconds late on a loaded node): ending the run at the first silent sample would beat its
+  // restart rule to it. One that stays silent this many samples (each waits up to 3 s) is hung: the run ends.
+  static constexpr int kMissedSamples = 3;
+  std::map<std::string, int> missed_;  // url -> samples in a row it did not answer
 };
 
 }  // namespace daqx::launch
