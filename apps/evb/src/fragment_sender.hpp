@@ -1,7 +1,8 @@
 // The sending side of a readout unit (an RU, or the EvM for its trigger fragments): turns assignments into
-// blocks of super-fragment pieces, read from the unit's data source (ru/data_source.hpp), for their BUs. One queue per BU (CMS's BUproxy), served round-robin one
-// block at a time, so a BU that cannot take data does not hold up the others; blocks are filled straight from
-// the application's pool and handed to the transport (no copy after the generator writes them).
+// blocks of super-fragment pieces, read from the unit's data source (ru/data_source.hpp), for their BUs. One
+// queue per BU (CMS's BUproxy), served round-robin one block at a time, so a BU that cannot take data does not
+// hold up the others; blocks are filled straight from the application's pool and handed to the transport (no
+// copy after the source writes them).
 // Dispatch thread only.
 #pragma once
 

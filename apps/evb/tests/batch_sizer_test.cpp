@@ -116,3 +116,11 @@ TEST_CASE("sized in bytes: counters that went back (a restarted RU) start its si
   CHECK(sizer.bytes_per_event() == 1024);
   CHECK(sizer.events_per_batch() == 2048);
 }
+
+TEST_CASE("sized in bytes: reports of fragments without bytes size nothing, the batch stays at the minimum") {
+  BatchSizer sizer;
+  sizer.start(sized(), 2);
+  sizer.observe(0, 1000, 0);  // an RU with no sources sends empty super-fragments
+  CHECK(sizer.bytes_per_event() == 0);
+  CHECK(sizer.events_per_batch() == 8);
+}

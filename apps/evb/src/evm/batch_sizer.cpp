@@ -43,7 +43,9 @@ void BatchSizer::observe(std::size_t contributor, std::uint64_t fragments_sent, 
   }
   // An RU not heard from yet is assumed like the mean of the others: RUs of one partition carry similar
   // shares, and guessing 0 would make the first batches too large by the missing RUs' share.
-  const double unreported = static_cast<double>(seen_.size() - reporting) * (reported / static_cast<double>(reporting));
+  // (None reporting sizes: every report so far said 0 bytes, e.g. RUs without sources; nothing to size from.)
+  const double unreported =
+      reporting == 0 ? 0 : static_cast<double>(seen_.size() - reporting) * (reported / static_cast<double>(reporting));
   event_bytes_ = static_cast<double>(sizing_.trigger_bytes) + reported + unreported;
   resize();
 }
