@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "daqx/services/log.hpp"
 #include "daqx/mempool/misuse.hpp"
@@ -76,27 +77,57 @@ SizeClass::~SizeClass() {
 }
 
 Block* SizeClass::pop() noexcept {
-  std::uint64_t head = free_head_.load(std::memory_order_acquire);
   for (;;) {
-    auto index_plus_one = static_cast<std::uint32_t>(head & kIndexMask);
-    if (index_plus_one == 0) return nullptr;
-    Block* block = &blocks_[index_plus_one - 1];
-    // A stale read here is harmless: the tag makes the exchange fail if the head moved meanwhile.
-    std::uint32_t next = block->next_free_.load(std::memory_order_relaxed);
-    if (free_head_.compare_exchange_weak(head, pack_head((head >> 32) + 1, next), std::memory_order_acquire,
-                                         std::memory_order_acquire))
-      return block;
+    std::uint64_t head = allocation_head_.load(std::memory_order_acquire);
+    for (;;) {
+      auto index_plus_one = static_cast<std::uint32_t>(head & kIndexMask);
+      if (index_plus_one == 0) break;
+      Block* block = &blocks_[index_plus_one - 1];
+      // A stale read here is harmless: the tag makes the exchange fail if the head moved meanwhile.
+      std::uint32_t next = block->next_free_.load(std::memory_order_relaxed);
+      if (allocation_head_.compare_exchange_weak(head, pack_head((head >> 32) + 1, next), std::memory_order_acquire,
+                                                 std::memory_order_acquire)) {
+        // The next block's first line, for writing: a block that went to another core (a peer process reading
+        // it through ptshm, a transport's thread) is fetched back while this one is filled, not when the next
+        // header is written. A hint only: it never faults, and a block taken meanwhile by another thread loses
+        // nothing.
+        if (next != 0 && !views_) __builtin_prefetch(blocks_[next - 1].memory_, 1, 3);
+        return block;
+      }
+    }
+    if (!take_freed()) return nullptr;
   }
 }
 
+bool SizeClass::take_freed() noexcept {
+  // One taker at a time: a second one would find the allocation list refilled (or the freed list empty) anyway.
+  // Held for one exchange and one store.
+  while (taking_freed_.exchange(true, std::memory_order_acquire)) {
+    while (taking_freed_.load(std::memory_order_relaxed)) std::this_thread::yield();
+  }
+  bool have = true;
+  std::uint64_t head = allocation_head_.load(std::memory_order_acquire);
+  if ((head & kIndexMask) == 0) {
+    // seq_cst pairs with the exhaustion flag, as push() does (Pool::note_freed).
+    const std::uint64_t freed = freed_head_.exchange(0, std::memory_order_seq_cst);
+    const auto first = static_cast<std::uint32_t>(freed & kIndexMask);
+    have = first != 0;
+    // Only take_freed() makes the empty allocation list non-empty, so a plain store cannot lose a block; a pop
+    // that read an older head fails on the tag.
+    if (have) allocation_head_.store(pack_head((head >> 32) + 1, first), std::memory_order_release);
+  }
+  taking_freed_.store(false, std::memory_order_release);
+  return have;
+}
+
 void SizeClass::push(Block* block) noexcept {
-  std::uint64_t head = free_head_.load(std::memory_order_relaxed);
+  std::uint64_t head = freed_head_.load(std::memory_order_relaxed);
   for (;;) {
     block->next_free_.store(static_cast<std::uint32_t>(head & kIndexMask), std::memory_order_relaxed);
     // seq_cst pairs with the exhaustion flag (see Pool::note_freed): either the allocator that failed sees
     // this block on its retry, or this thread sees the flag and notifies.
-    if (free_head_.compare_exchange_weak(head, pack_head((head >> 32) + 1, block->index_ + 1),
-                                         std::memory_order_seq_cst, std::memory_order_relaxed))
+    if (freed_head_.compare_exchange_weak(head, pack_head((head >> 32) + 1, block->index_ + 1),
+                                          std::memory_order_seq_cst, std::memory_order_relaxed))
       return;
   }
 }
@@ -203,8 +234,10 @@ void SizeClass::free(Block* block) noexcept {
 
 bool SizeClass::grow() noexcept {
   std::lock_guard lock(pool_.config_mutex_);
-  // Another thread may have grown this class while we waited for the lock.
-  if ((free_head_.load(std::memory_order_acquire) & kIndexMask) != 0) return true;
+  // Another thread may have grown this class (or released a block) while we waited for the lock.
+  if ((allocation_head_.load(std::memory_order_acquire) & kIndexMask) != 0 ||
+      (freed_head_.load(std::memory_order_acquire) & kIndexMask) != 0)
+    return true;
   std::size_t index = chunk_count_.load(std::memory_order_relaxed);
   if (index >= config_.max_chunks) return false;
   if (views_) {

@@ -66,6 +66,9 @@ struct SegmentLayout {
   }
 };
 
+// Entries ahead of the one written or read that are fetched in advance (four cache lines of frame entries).
+inline constexpr std::uint64_t kPrefetchAhead = 8;
+
 // The producer's side of a ring: tail is ours, head is read (and checked) from the consumer.
 template <typename Entry>
 class RingProducer {
@@ -84,7 +87,12 @@ class RingProducer {
     return capacity_ - (tail_ - head);
   }
   // Writes one entry (room() said there is space); the consumer sees it after publish().
-  void write(const Entry& entry) noexcept { entries_[tail_++ & (capacity_ - 1)] = entry; }
+  void write(const Entry& entry) noexcept {
+    // The entries a few lines ahead, for writing: the consumer read them last, on its core, and the fetch of
+    // each line back overlaps the frames in between instead of stalling this write.
+    __builtin_prefetch(&entries_[(tail_ + kPrefetchAhead) & (capacity_ - 1)], 1, 3);
+    entries_[tail_++ & (capacity_ - 1)] = entry;
+  }
   // Makes what was written visible; true when the consumer said it sleeps (the caller wakes it).
   bool publish() noexcept {
     control_->tail.store(tail_, std::memory_order_release);
@@ -122,6 +130,7 @@ class RingConsumer {
   }
   // A copy of entry i (0: the oldest ready), taken before anything in it is checked.
   Entry read(std::uint64_t i) const noexcept {
+    __builtin_prefetch(entries_ + ((head_ + i + kPrefetchAhead) & (capacity_ - 1)), 0, 3);
     Entry copy;
     std::memcpy(&copy, entries_ + ((head_ + i) & (capacity_ - 1)), sizeof copy);
     return copy;

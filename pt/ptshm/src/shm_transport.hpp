@@ -81,6 +81,8 @@ class ShmTransport final : public pt::ConnectionTransport, private mem::ForeignR
     std::size_t blocks_in_flight = 0;  // on the ring or held by the receiver: at most ring_entries
     std::size_t announced = 0;         // chunk ids below this are known to the receiver
     std::atomic<std::uint64_t> frames_copied{0};
+    std::uint64_t frames_seen_by_reaper = 0;  // send thread: counters.frames at its last look (reap_send)
+    std::size_t pumps_since_returns = 0;      // posting threads, under mutex (pump)
     Tag socket_tag{this, Tag::socket};
     Tag wake_tag{this, Tag::wake};
   };

@@ -3,6 +3,8 @@
 
 #include <atomic>
 #include <cstring>
+#include <set>
+#include <vector>
 
 #include "daqx/mempool/pool.hpp"
 
@@ -93,6 +95,33 @@ TEST_CASE("a pool driven to exhaustion notifies once when blocks come back, and 
   CHECK(stats.classes[0].failed_allocations == 2);
   for (int i = 0; i < 8; ++i) held.push_back(pool.allocate(256));
   for (auto& ref : held) CHECK(ref);
+}
+
+TEST_CASE("blocks released while others are still free come back once those are used up, each exactly once",
+          "[pool]") {
+  // Releases go onto the freed list; allocations pop the allocation list and take the freed list whole when it
+  // runs dry (SizeClass::take_freed). Nothing may be lost or handed out twice on the way.
+  PoolConfig config;
+  config.name = "test/lists";
+  config.classes.push_back({256, 16, 1, 1});
+  Pool pool(config, std::make_shared<HeapAllocator>());
+  std::vector<Ref> held;
+  for (int i = 0; i < 8; ++i) held.push_back(pool.allocate(256));  // 8 still on the allocation list
+  held.erase(held.begin(), held.begin() + 4);                      // 4 onto the freed list
+  std::set<std::byte*> out;
+  for (const Ref& ref : held) out.insert(ref.data());
+  std::vector<Ref> more;
+  for (int i = 0; i < 12; ++i) {
+    Ref ref = pool.allocate(256);
+    REQUIRE(ref);
+    CHECK(out.insert(ref.data()).second);  // not a block that is out already
+    more.push_back(std::move(ref));
+  }
+  CHECK_FALSE(pool.allocate(256));
+  CHECK(pool.stats().classes[0].blocks_used == 16);
+  more.clear();
+  held.clear();
+  CHECK(pool.stats().classes[0].blocks_free == 16);
 }
 
 TEST_CASE("statistics describe every class and the allocator", "[pool]") {

@@ -55,8 +55,14 @@ class ForeignRelease {
   virtual void released(std::uint64_t token) noexcept = 0;
 };
 
-// The blocks of one size: a lock-free free list (index + tag in one word, so no ABA) over descriptors
+// The blocks of one size: lock-free lists of free blocks (index + tag in one word, so no ABA) over descriptors
 // made once for the maximum size, and chunks added by growth under the pool's mutex, off the hot path.
+//
+// Free blocks are on two lists, each on its own cache line: releases push onto the freed list, allocations pop
+// from the allocation list and, when it runs dry, take the whole freed list at once (one exchange) as the new
+// allocation list. Where one thread allocates and another releases (a sender and the thread that gets its
+// blocks back, on two cores), each list's head then stays in its own thread's cache instead of moving between
+// the cores twice per block. Nothing is held by a thread: both lists are the class's.
 class SizeClass {
  public:
   SizeClass(Pool& pool, const SizeClassConfig& config);
@@ -85,6 +91,8 @@ class SizeClass {
   friend class Pool;
   Block* pop() noexcept;
   void push(Block* block) noexcept;
+  // The freed list becomes the allocation list (which is empty); false when there was nothing to take.
+  bool take_freed() noexcept;
   Ref take_view(std::byte* memory, std::size_t size) noexcept;  // a descriptor with window (0, size), counted
   bool grow() noexcept;  // adds one chunk; false at the limit or when the system or a registrar refuses
   void register_chunks(std::size_t slot, Registrar& registrar);
@@ -96,7 +104,9 @@ class SizeClass {
   std::unique_ptr<Block[]> blocks_;  // descriptors for max_chunks * blocks_per_chunk blocks
   std::unique_ptr<Chunk[]> chunks_;
   std::atomic<std::size_t> chunk_count_{0};
-  alignas(64) std::atomic<std::uint64_t> free_head_{0};  // (tag << 32) | (index + 1)
+  alignas(64) std::atomic<std::uint64_t> allocation_head_{0};  // (tag << 32) | (index + 1); popped
+  std::atomic<bool> taking_freed_{false};                        // one thread at a time in take_freed()
+  alignas(64) std::atomic<std::uint64_t> freed_head_{0};          // (tag << 32) | (index + 1); pushed
   alignas(64) std::atomic<std::size_t> used_{0};
   std::atomic<std::size_t> high_water_{0};
   std::atomic<std::uint64_t> failed_{0};
