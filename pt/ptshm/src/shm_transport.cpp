@@ -24,7 +24,8 @@ namespace {
 using pt::errno_text;
 using State = pt::OutgoingConnection::State;
 constexpr std::uint64_t kEntriesPerRound = 256;  // then let other connections have the thread
-constexpr std::size_t kReturnsEvery = 64;         // posts between two looks at the returns ring (pump)
+constexpr std::size_t kReturnsEvery = 64;         // posts between two looks at the returns ring (pump),
+constexpr std::size_t kReturnBytesEvery = 4u << 20;  // or bytes posted, whichever comes first
 
 void close_fd(int& fd) noexcept {
   if (fd >= 0) close(fd);
@@ -323,14 +324,17 @@ void ShmTransport::pump(pt::OutgoingConnection& base) noexcept {
     request_attention();
     return;
   }
-  // Blocks the receiver gave back are taken here, on the posting thread, every kReturnsEvery posts (a look
-  // at the returns ring costs two cache lines the receiver writes) or when the ring or the slots run short:
-  // their descriptors are this thread's own again (it allocates the next frames from them) instead of being
-  // released by the send thread, maybe on the other core, and the send thread leaves the connection alone
-  // while frames are posted (reap_send).
-  if (++c.pumps_since_returns >= kReturnsEvery || c.free_slots.size() < kReturnsEvery ||
-      c.blocks_in_flight + kReturnsEvery > settings_.ring_entries) {
+  // Blocks the receiver gave back are taken here, on the posting thread, every kReturnsEvery posts or
+  // kReturnBytesEvery bytes (a look at the returns ring costs two cache lines the receiver writes; a pool
+  // class of large blocks has few of them: 64 of 1 MiB in an application's pool) or when the ring or the slots
+  // run short: their descriptors are this thread's own again (it allocates the next frames from them) instead
+  // of being released by the send thread, maybe on the other core, and the send thread leaves the connection
+  // alone while frames are posted (reap_send).
+  c.bytes_since_returns += c.queue.front().total_size();
+  if (++c.pumps_since_returns >= kReturnsEvery || c.bytes_since_returns >= kReturnBytesEvery ||
+      c.free_slots.size() < kReturnsEvery || c.blocks_in_flight + kReturnsEvery > settings_.ring_entries) {
     c.pumps_since_returns = 0;
+    c.bytes_since_returns = 0;
     bool returned = false;
     if (!take_returns(c, returned, c.failure)) {
       request_attention();
