@@ -671,9 +671,11 @@ bool ShmTransport::serve(Incoming& c) {
     const FrameEntry entry = c.frames.read(0);
     if (i + 1 < count) {
       // The next block's first line (its header), fetched from the sender's core while this frame is
-      // delivered. Unchecked on purpose: a prefetch never faults, and the entry is checked before any use.
+      // delivered. Only an address inside the chunk is formed (the peer's offset could point anywhere); the
+      // entry is checked in full when its turn comes.
       const FrameEntry next = c.frames.read(1);
-      if (next.chunk < path.chunks.size() && path.chunks[next.chunk].base != nullptr)
+      if (next.chunk < path.chunks.size() && path.chunks[next.chunk].base != nullptr &&
+          next.offset < path.chunks[next.chunk].bytes)
         __builtin_prefetch(path.chunks[next.chunk].base + next.offset, 0, 3);
     }
     // Every field is the peer's word: checked before anything is made of it.
