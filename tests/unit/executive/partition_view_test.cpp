@@ -97,6 +97,9 @@ struct ThreeContexts {
     auto first = std::make_unique<daqx::ControlServer>(probe, "127.0.0.1", 0);
     const std::uint16_t port = first->port();
     first.reset();
+    // dead_port was closed again, so the kernel may hand it to the server just now (the sanitizer CI saw the
+    // "dead" context answer as the served one): the dead context's port must be neither of the others.
+    while (dead_port == port || dead_port == hung.address().port()) dead_port = unused_port();
     served_url = "http://127.0.0.1:" + std::to_string(port);
     model = std::make_unique<MovingModel>(served_url);
     server = std::make_unique<daqx::ControlServer>(*model, "127.0.0.1", port);
