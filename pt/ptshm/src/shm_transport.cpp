@@ -330,7 +330,6 @@ void ShmTransport::pump(pt::OutgoingConnection& base) noexcept {
   // run short: their descriptors are this thread's own again (it allocates the next frames from them) instead
   // of being released by the send thread, maybe on the other core, and the send thread leaves the connection
   // alone while frames are posted (reap_send).
-  c.bytes_since_returns += c.queue.front().total_size();
   if (++c.pumps_since_returns >= kReturnsEvery || c.bytes_since_returns >= kReturnBytesEvery ||
       c.free_slots.size() < kReturnsEvery || c.blocks_in_flight + kReturnsEvery > settings_.ring_entries) {
     c.pumps_since_returns = 0;
@@ -395,6 +394,7 @@ void ShmTransport::pump(pt::OutgoingConnection& base) noexcept {
     *room -= blocks;
     c.blocks_in_flight += blocks;
     const std::size_t bytes = front.total_size();
+    c.bytes_since_returns += bytes;
     c.slots[slot].outstanding = static_cast<std::uint32_t>(blocks);
     c.slots[slot].frame = c.take_front();
     c.counters.frames.fetch_add(1, std::memory_order_relaxed);

@@ -83,7 +83,7 @@ class ShmTransport final : public pt::ConnectionTransport, private mem::ForeignR
     std::atomic<std::uint64_t> frames_copied{0};
     std::uint64_t frames_seen_by_reaper = 0;  // send thread: counters.frames at its last look (reap_send)
     std::size_t pumps_since_returns = 0;      // posting threads, under mutex (pump)
-    std::size_t bytes_since_returns = 0;      // the same
+    std::size_t bytes_since_returns = 0;      // put on the ring since that look; the same
     Tag socket_tag{this, Tag::socket};
     Tag wake_tag{this, Tag::wake};
   };
