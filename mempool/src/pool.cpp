@@ -2,6 +2,7 @@
 #include "daqx/mempool/pool.hpp"
 
 #include <algorithm>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -56,14 +57,14 @@ PoolConfig PoolConfig::geometric(std::string name, std::size_t min_block, std::s
 SizeClass::SizeClass(Pool& pool, const SizeClassConfig& config)
     : pool_(pool),
       config_(config),
-      blocks_(new Block[config.blocks_per_chunk * config.max_chunks]),
+      blocks_(config.blocks_per_chunk * config.max_chunks),
       chunks_(new Chunk[config.max_chunks]) {}
 
 SizeClass::SizeClass(Pool& pool, std::size_t views, Views)
     : pool_(pool),
       config_{0, views, 1, 1},
       views_(true),
-      blocks_(new Block[views]),
+      blocks_(views),
       chunks_(new Chunk[1]) {}
 
 SizeClass::~SizeClass() {
@@ -243,6 +244,7 @@ bool SizeClass::grow() noexcept {
   if (views_) {
     // Descriptors only: they get their memory (a window of another block) when they are handed out.
     for (std::size_t i = 0; i < config_.blocks_per_chunk; ++i) {
+      new (blocks_.slot(i)) Block;
       blocks_[i].owner_ = this;
       blocks_[i].index_ = static_cast<std::uint32_t>(i);
     }
@@ -272,7 +274,7 @@ bool SizeClass::grow() noexcept {
   }
   std::size_t first = index * config_.blocks_per_chunk;
   for (std::size_t i = 0; i < config_.blocks_per_chunk; ++i) {
-    Block& block = blocks_[first + i];
+    Block& block = *new (blocks_.slot(first + i)) Block;
     block.memory_ = chunk.base + i * config_.block_size;
     block.owner_ = this;
     block.chunk_ = &chunk;

@@ -3,8 +3,11 @@
 
 #include <atomic>
 #include <cstring>
+#include <fstream>
 #include <set>
 #include <vector>
+
+#include <unistd.h>
 
 #include "daqx/mempool/pool.hpp"
 
@@ -69,6 +72,30 @@ TEST_CASE("a class grows by whole chunks up to its limit, then exhaustion is sof
   CHECK_FALSE(refused);
   CHECK(pool.stats().classes[1].failed_allocations == 1);
   CHECK(pool.stats().classes[1].high_water == 12);
+}
+
+TEST_CASE("a class's limit costs address space only: the descriptors of chunks never made take no memory",
+          "[pool]") {
+  // 2^26 descriptors, several GB if they were all built when the pool is made (as they were once: hundreds of MB
+  // and most of the start-up time of every executive). Only the first chunk's and the second's may be resident.
+  auto resident_bytes = [] {
+    std::ifstream statm("/proc/self/statm");
+    std::size_t pages = 0, resident = 0;
+    statm >> pages >> resident;
+    return resident * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  };
+  PoolConfig config;
+  config.name = "test/roomy";
+  config.classes.push_back({64, 1024, 1, std::size_t{1} << 16});
+  const std::size_t before = resident_bytes();
+  Pool pool(config, std::make_shared<HeapAllocator>());
+  std::vector<Ref> held;
+  for (int i = 0; i < 1025; ++i) held.push_back(pool.allocate(64));  // the last one needs a second chunk
+  REQUIRE(held.back());
+  CHECK(pool.stats().classes[0].chunks == 2);
+  CHECK(resident_bytes() - before < (std::size_t{16} << 20));
+  held.clear();
+  CHECK(pool.stats().classes[0].blocks_used == 0);
 }
 
 TEST_CASE("a pool driven to exhaustion notifies once when blocks come back, and recovers fully", "[pool]") {

@@ -12,6 +12,7 @@
 
 #include "daqx/mempool/allocator.hpp"
 #include "daqx/mempool/block.hpp"
+#include "daqx/mempool/descriptor_table.hpp"
 #include "daqx/mempool/ref.hpp"
 #include "daqx/mempool/registrar.hpp"
 #include "daqx/mempool/stats.hpp"
@@ -101,7 +102,7 @@ class SizeClass {
   Pool& pool_;
   SizeClassConfig config_;
   bool views_ = false;
-  std::unique_ptr<Block[]> blocks_;  // descriptors for max_chunks * blocks_per_chunk blocks
+  DescriptorTable blocks_;  // room for max_chunks * blocks_per_chunk descriptors; built chunk by chunk in grow()
   std::unique_ptr<Chunk[]> chunks_;
   std::atomic<std::size_t> chunk_count_{0};
   alignas(64) std::atomic<std::uint64_t> allocation_head_{0};  // (tag << 32) | (index + 1); popped
