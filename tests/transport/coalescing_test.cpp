@@ -82,14 +82,14 @@ void run_mixed_sizes(const TransportProfile& transport, const PartitionPropertie
 }  // namespace
 
 TEST_CASE("packed frames of every size arrive one by one, in order, with their patterns, and every block goes back",
-          "[transport][process][coalescing]") {
+          "[transport][process][coalescing][in-process]") {
   const TransportProfile& transport = suite_transport();
   if (!transport.capabilities.coalescing) skip_test("it does not pack frames together");
   run_mixed_sizes(transport, {});
 }
 
 TEST_CASE("a receiver that holds packed frames stalls the sender without errors, and the run completes after",
-          "[transport][process][coalescing][faults]") {
+          "[transport][process][coalescing][faults][in-process]") {
   const TransportProfile& transport = suite_transport();
   if (!transport.capabilities.coalescing) skip_test("it does not pack frames together");
   // It keeps every frame for 3 s (their buffers stay taken), then takes them all, in order.

@@ -24,7 +24,7 @@ PartitionProperties small_receive_pool(const TransportProfile& transport) {
 }  // namespace
 
 TEST_CASE("a receiver that stops releasing blocks stalls its sender without errors, and the run completes when it "
-          "resumes", "[transport][process][faults]") {
+          "resumes", "[transport][process][faults][in-process]") {
   const TransportProfile& transport = suite_transport();
   // Enough frames to fill the receiver's pool while it holds: pttcp's grows to 256 MiB of 64 KiB blocks, the
   // others are given a 2 MiB one.

@@ -35,7 +35,7 @@ TEST_CASE("ping-pong between two executives measures round trips", "[transport][
   CHECK(pong.stop() == 0);
 }
 
-TEST_CASE("N-to-N 2x2 delivers every frame once, in order, with its pattern", "[transport][process]") {
+TEST_CASE("N-to-N 2x2 delivers every frame once, in order, with its pattern", "[transport][process][in-process]") {
   const TransportProfile& transport = suite_transport();
   const std::uint32_t frame_size = GENERATE(256u, 70000u);
   INFO("frames of " << frame_size << " B");
@@ -90,7 +90,7 @@ TEST_CASE("N-to-N 2x2 delivers every frame once, in order, with its pattern", "[
   for (auto* e : all) CHECK(e->stop() == 0);
 }
 
-TEST_CASE("frames larger than the largest block cross as chains", "[transport][process]") {
+TEST_CASE("frames larger than the largest block cross as chains", "[transport][process][in-process]") {
   const TransportProfile& transport = suite_transport();
   struct Shape {
     std::uint32_t frame_size;

@@ -5,20 +5,18 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstring>
 #include <fstream>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "daqx/mempool/allocator.hpp"
 #include "hostile_peer.hpp"
 #include "ring.hpp"
 #include "settings.hpp"
 #include "shm_transport.hpp"
+#include "transport_test_host.hpp"
 #include "wire.hpp"
 
 namespace daqx::ptshm {
@@ -26,106 +24,15 @@ namespace {
 
 using namespace std::chrono_literals;
 
-bool wait_until(const std::function<bool()>& condition, std::chrono::milliseconds limit = 5000ms) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(2ms);
-  }
-  return condition();
-}
+using test::frame_of;
+using test::metric;
+using test::wait_until;
 
-// What the executive gives a transport, reduced to what these tests look at: delivered frames, logs, pools.
-class TestHost final : public TransportHost {
+// The shared test host with ptshm's parameters.
+class TestHost : public test::TransportTestHost {
  public:
-  TestHost() : params_(parameter_specs()) {}
-  ~TestHost() override {
-    std::lock_guard lock(mutex_);
-    delivered_.clear();
-  }
-
-  const ParamSet& params() const noexcept override { return params_; }
-  const std::string& protocol() const noexcept override { return protocol_; }
-  std::uint32_t max_frame_size() const noexcept override { return 1u << 24; }
-  DeliverStatus deliver(Frame&& frame, PeerId) noexcept override {
-    std::lock_guard lock(mutex_);
-    delivered_.push_back(std::move(frame));
-    return DeliverStatus::accepted;
-  }
-  void deliveries_done() noexcept override {}
-  void on_deliver_ready(std::function<void()>) override {}
-  bool handlers_inline() const noexcept override { return false; }
-  void send_ready(PeerId) noexcept override {}
-  void connection_changed(PeerId, bool, const std::string&) override {}
-  mem::Pool& make_pool(const std::string& name, const mem::PoolConfig& config) override {
-    return add_pool("pt/shm/" + name, config, config.shared_memory ? "shm" : "heap");
-  }
-  std::jthread start_thread(const std::string&, std::function<void(std::stop_token)> body) override {
-    return std::jthread(std::move(body));
-  }
-  void log(LogLevel, const std::string& message) override {
-    std::lock_guard lock(mutex_);
-    logs_.append(message).append("\n");
-  }
-  std::size_t register_memory(mem::Registrar& registrar) override {
-    registrar_ = &registrar;
-    for (auto& pool : pools_) pool->add_registrar(registrar, 0);
-    return 0;
-  }
-  void deregister_memory(std::size_t) noexcept override {
-    for (auto& pool : pools_) pool->remove_registrar(0);
-    registrar_ = nullptr;
-  }
-
-  // An application's pool, from the allocator named.
-  mem::Pool& add_pool(const std::string& name, mem::PoolConfig config, const std::string& allocator) {
-    config.name = name;
-    pools_.push_back(std::make_unique<mem::Pool>(config, mem::make_allocator(allocator)));
-    if (registrar_ != nullptr) pools_.back()->add_registrar(*registrar_, 0);
-    return *pools_.back();
-  }
-  std::size_t delivered() {
-    std::lock_guard lock(mutex_);
-    return delivered_.size();
-  }
-  Frame take(std::size_t i) {
-    std::lock_guard lock(mutex_);
-    return std::move(delivered_[i]);
-  }
-  std::string logs() {
-    std::lock_guard lock(mutex_);
-    return logs_;
-  }
-
- private:
-  ParamSet params_;
-  std::string protocol_ = "shm";
-  mem::Registrar* registrar_ = nullptr;
-  std::vector<std::unique_ptr<mem::Pool>> pools_;  // outlive every frame below
-  std::mutex mutex_;
-  std::vector<Frame> delivered_;
-  std::string logs_;
+  TestHost() : TransportTestHost("shm", ParamSet(parameter_specs())) {}
 };
-
-double metric(const Transport& transport, const std::string& name) {
-  MetricSink sink;
-  transport.report(sink);
-  for (const Metric& m : sink.metrics())
-    if (m.name == name) return m.value;
-  return -1;
-}
-
-mem::Ref frame_of(mem::Pool& pool, std::uint32_t bytes, std::byte fill) {
-  mem::Ref frame = pool.allocate(bytes);
-  REQUIRE(frame);
-  std::memset(frame.data(), static_cast<int>(fill), bytes);
-  FrameHeader header;
-  header.total_length = bytes;
-  header.target = 7;
-  header.initiator = 3;
-  encode_header(header, frame.data());
-  return frame;
-}
 
 // The mapping of this process that holds address, as /proc/self/maps names it.
 std::string mapping_of(const void* address) {
