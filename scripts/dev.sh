@@ -49,6 +49,8 @@ packages=(
   libxml2-utils
   # The fuzz targets (tests/fuzz): clang with libFuzzer and the sanitizers' runtimes.
   clang libclang-rt-dev
+  # The compiler cache every build goes through (compiler_cache below).
+  ccache
 )
 
 # What the main job alone needs: the compiler, CMake and Ninja, and the libraries of the executive and the event
@@ -93,6 +95,24 @@ install_packages() {  # install_packages [package ...]: the given list, or the p
   echo "== installed in $((SECONDS - started)) s (apt-get's output in $log)"
 }
 
+# Every build compiles through ccache, whose cache lives outside the checkout: a clean clone on a machine that
+# built the same sources before (CI's machine, a developer's second clone) recompiles only what changed. Paths are
+# rewritten relative to the checkout (base_dir) and the working directory is left out of the hash (nohashdir), so
+# the same file compiled in another clone at the same place in its build tree hits; the few compile commands that
+# carry a path of the checkout (tests/CMakeLists.txt keeps them to single files) miss. DAQX_CCACHE=0 turns it off.
+script_started=$SECONDS
+stage_times=()  # "stage: N s" lines, printed as a table when the test command ends
+label_times=()  # "suite|ctest's label summary line", the same
+compiler_cache=()
+if [[ "${DAQX_CCACHE:-1}" != 0 ]] && command -v ccache >/dev/null 2>&1; then
+  export CCACHE_DIR="${DAQX_CCACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/daqx-ccache}"
+  export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=true CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-8G}"
+  # time_macros: no source uses __DATE__ or __TIME__; include_file_mtime/ctime: a clean clone's headers are all
+  # new, and their contents are hashed anyway.
+  export CCACHE_SLOPPINESS=time_macros,include_file_mtime,include_file_ctime
+  compiler_cache=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+fi
+
 build() {  # build <dir> <cmake args...> [--target TARGET...]: configure, then build everything or the targets
   local dir="$1"; shift
   local args=() targets=()
@@ -102,13 +122,14 @@ build() {  # build <dir> <cmake args...> [--target TARGET...]: configure, then b
   local name="${dir#"$root/"}"
   mkdir -p "$dir"
   echo "== configuring $name (cmake; its output in $dir/configure.log)"
-  if ! cmake -S "$root" -B "$dir" -G Ninja "${args[@]}" >"$dir/configure.log" 2>&1; then
+  if ! cmake -S "$root" -B "$dir" -G Ninja "${compiler_cache[@]}" "${args[@]}" >"$dir/configure.log" 2>&1; then
     cat "$dir/configure.log" >&2
     echo "== cmake failed for $name" >&2
     exit 1
   fi
   echo "== building $name${targets[*]:+ (${targets[*]})} with $jobs jobs"
   local started=$SECONDS
+  ((${#compiler_cache[@]})) && ccache --zero-stats >/dev/null
   local target_args=()
   ((${#targets[@]})) && target_args=(--target "${targets[@]}")
   if [[ -t 1 ]]; then
@@ -119,7 +140,17 @@ build() {  # build <dir> <cmake args...> [--target TARGET...]: configure, then b
     echo "== the build of $name failed (all of its output in $dir/build.log)" >&2
     exit 1
   fi
-  echo "== built $name in $((SECONDS - started)) s"
+  echo "== built $name in $((SECONDS - started)) s$(cache_line)"
+  stage_times+=("build $name: $((SECONDS - started)) s")
+}
+
+cache_line() {  # ", ccache: H of N compiles from the cache" for the build that just ran (stats zeroed before it)
+  ((${#compiler_cache[@]})) || return 0
+  local hits misses
+  hits=$(ccache --print-stats |
+    awk '$1 == "direct_cache_hit" || $1 == "preprocessed_cache_hit" {n += $2} END {print n + 0}')
+  misses=$(ccache --print-stats | awk '$1 == "cache_miss" {print $2 + 0}')
+  echo ", ccache: $hits of $((hits + misses)) compiles from the cache"
 }
 
 # The release build with every part on: also after the main job's configuration, which turned parts off.
@@ -163,19 +194,47 @@ build_main() {
     --target daqx-executive --target daqx-launch --target daqx_pttcp --target daqx_evb
 }
 
-run_tests() {  # run_tests <dir> <name> [ctest options...]
+run_tests() {  # run_tests <dir> <name> [ctest options...]: ctest's output also in <dir>/ctest.log
   local dir=$1 name=$2
   shift 2
   echo "== tests: $name"
-  (cd "$dir" && ctest -j "$jobs" --output-on-failure --timeout 600 "$@")
+  local started=$SECONDS rc=0
+  (cd "$dir" && ctest -j "$jobs" --output-on-failure --timeout 600 "$@") 2>&1 | tee "$dir/ctest.log" || rc=$?
+  stage_times+=("tests $name: $((SECONDS - started)) s")
+  # ctest's "Label Time Summary": the seconds of every test of a label added up (not wall time: -j runs several).
+  local label
+  while read -r label; do label_times+=("$name|$label"); done < <(
+    sed -n '/^Label Time Summary:/,/^$/p' "$dir/ctest.log" | grep ' = ')
+  return "$rc"
 }
 
-# The soft-RoCE guest is emulated (TCG, no KVM here) and its suites run alone (RUN_SERIAL): run twice, once per
-# build, they were two thirds of CI's time. Each guest suite runs once: ptofi over verbs, the NUMA test and the
-# guest's smoke test in the release build (ptofi's code runs under the sanitizers on the host, over the tcp
-# provider, in the same transport suite); ptibv's suite under the sanitizers (its code runs nowhere else).
-release_only_in_guest='^rdma-vm: (ptofi over verbs|ptibv: pools|the guest)'
-sanitized_only_in_guest='^rdma-vm: ptibv: the transport suite'
+# The table every test command ends with, also when a stage failed: the seconds of each stage (wall time) and,
+# per suite, the seconds of each ctest label (its tests' times added up). A change that slows CI shows here.
+time_table() {
+  ((${#stage_times[@]})) || return 0
+  echo "== time table (CI's budget: 2700 s in all; docs/testing.md)"
+  local line total=$((SECONDS - script_started))
+  for line in "${stage_times[@]}"; do printf '   %-58s %6s s\n' "${line%:*}" "${line##*: }" | sed 's/ s s$/ s/'; done
+  printf '   %-58s %6s s\n' "all, from the start of the command" "$total"
+  ((${#label_times[@]})) || return 0
+  echo "   per label (seconds of its tests added up; tests of several labels count in each):"
+  for line in "${label_times[@]}"; do
+    # "release|process        = 812.34 sec*proc (140 tests)"
+    local suite="${line%%|*}" rest="${line#*|}"
+    local label="${rest%% *}" seconds tests
+    seconds="$(sed -E 's/.*= *([0-9.]+) sec.*/\1/' <<<"$rest")"
+    tests="$(sed -E 's/.*\(([0-9]+) tests?\).*/\1/' <<<"$rest")"
+    printf '   %-40s %-17s %8.0f s %5s tests\n' "$suite" "$label" "$seconds" "$tests"
+  done
+}
+
+# The soft-RoCE guest is emulated (TCG, no KVM here) and keeps both cores busy, so its suites run alone
+# (RUN_SERIAL) and each runs in one build only. The release build runs the process-level ones (ptofi over verbs,
+# ptibv, ptibv's NUMA placement, the smoke test): emulated, a sanitized executive is about twice as slow. The
+# sanitizer build runs the conformance suite over ptibv and ptofi over verbs: every case of every transport's
+# code in one process each, so that the code only the guest can run also runs under ASan+UBSan.
+release_only_in_guest='^rdma-vm: (ptofi over verbs: the transport|ptibv: the transport|ptibv: pools|the guest)'
+sanitized_only_in_guest='^rdma-vm: .*: the conformance suite$'
 
 
 main_job() {
@@ -276,15 +335,18 @@ bench_ibv() {
 case "${1:-}" in
   main) install_packages "${main_packages[@]}"; build_main; main_job ;;
   test)
+    trap time_table EXIT
+    started=$SECONDS
     install_packages
+    stage_times+=("packages: $((SECONDS - started)) s")
     build_release
     build_sanitize
     run_tests "$root/build/release" "release" -E "$sanitized_only_in_guest"
     # halt_on_error: the first sanitizer report fails the test that caused it.
     ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-      run_tests "$root/build/sanitize" "AddressSanitizer + UndefinedBehaviorSanitizer" -E "$release_only_in_guest"
+      run_tests "$root/build/sanitize" "sanitize (ASan+UBSan)" -E "$release_only_in_guest"
     DAQX_FUZZ_SECONDS=${DAQX_FUZZ_SECONDS:-30} build_fuzz
-    run_tests "$root/build/fuzz" "fuzz targets (libFuzzer under ASan+UBSan, ${DAQX_FUZZ_SECONDS:-30} s each)" || {
+    run_tests "$root/build/fuzz" "fuzz targets" || {
       fuzz_summary
       exit 1
     }

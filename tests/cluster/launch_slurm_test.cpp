@@ -40,16 +40,17 @@ TEST_CASE("daqx-launch --engine slurm inside an allocation runs the 2x2 event bu
   SlurmCluster slurm(cluster);
   const std::string partition = slurm_evb_partition(cluster, "evb-slurm");
   const std::string logs = scratch_directory() + "/slurm-logs";
-  LauncherProcess launcher({"--config", partition, "--drive", "--run", "12", "--log-dir", logs}, slurm.environment(),
+  LauncherProcess launcher({"--config", partition, "--drive", "--run", "60", "--log-dir", logs}, slurm.environment(),
                            allocation_of());
   // While it runs: one step of the job holds every context (srun --multi-prog), named daqx.
   const auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (!(application_metric(cluster.url(0, kClusterEvbControlPort), kClusterEvm, "events_completed") > 100) &&
+  while (!(application_metric(cluster.url(0, kClusterEvbControlPort), kClusterEvm, "events_completed") > 2000) &&
          launcher.running() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(200ms);
   const ProcessResult steps = slurm.run({"squeue", "--steps", "--noheader", "--format=%i %j %N"});
   INFO("steps:\n" << steps.output);
   CHECK_THAT(steps.output, Catch::Contains(".0 daqx "));
+  launcher.end_run();  // the run has built what check_undisturbed_run asks for: its --run is only a bound
   const std::optional<int> exit_code = launcher.wait(120s);
   const std::string output = launcher.output();
   INFO(output << "\nSlurm:\n" << slurm.log_tails(10));
@@ -79,7 +80,7 @@ TEST_CASE("Supervision through Slurm: a BU killed with SIGKILL comes back as a s
         .launch_restart({"http://*:" + std::to_string(kClusterEvbControlPort), "on-failure", "2", "0.5", ""});
   });
   const std::string logs = scratch_directory() + "/slurm-supervised-logs";
-  LauncherProcess launcher({"--config", partition, "--drive", "--run", "40", "--log-dir", logs}, slurm.environment(),
+  LauncherProcess launcher({"--config", partition, "--drive", "--run", "120", "--log-dir", logs}, slurm.environment(),
                            allocation_of());
   check_bu_killed_and_readmitted(launcher, cluster, logs);
 }

@@ -53,8 +53,14 @@ TEST_CASE("daqx-launch --engine ssh runs a 2x2 event builder across sshd hosts, 
     launch_through(built.control(guarded), "ssh");
   });
   const std::string logs = scratch_directory() + "/ssh-logs";
-  LauncherProcess launcher({"--config", partition, "--ssh-config", ssh.client_config_path(), "--drive", "--run", "12",
+  LauncherProcess launcher({"--config", partition, "--ssh-config", ssh.client_config_path(), "--drive", "--run", "60",
                             "--log-dir", logs});
+  // Progress, not time: once the EvM has seen what check_undisturbed_run asks for, the run ends (--run is a bound).
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (!(metric_at(cluster.url(0, kControl), 10, "events_completed") > 2000) && launcher.running() &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(200ms);
+  launcher.end_run();
   const std::optional<int> exit_code = launcher.wait(120s);
   const std::string output = launcher.output();
   INFO(output);
@@ -104,7 +110,7 @@ TEST_CASE("Supervision over ssh: a BU executive killed with SIGKILL is restarted
     launch_through(built, "ssh").launch_restart({cluster.url(4, kControl), "on-failure", "3", "0.5", ""});
   });
   const std::string logs = scratch_directory() + "/ssh-supervised-logs";
-  LauncherProcess launcher({"--config", partition, "--ssh-config", ssh.client_config_path(), "--drive", "--run", "40",
+  LauncherProcess launcher({"--config", partition, "--ssh-config", ssh.client_config_path(), "--drive", "--run", "120",
                             "--log-dir", logs});
   check_bu_killed_and_readmitted(launcher, cluster, logs);
 }

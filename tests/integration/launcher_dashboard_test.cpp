@@ -46,7 +46,7 @@ std::string dashboard_url(LauncherProcess& launcher, std::chrono::seconds limit)
 TEST_CASE("daqx-launch serves the partition's page and JSON on the address it prints while it runs the partition, "
           "and stops serving with it", "[launch][dashboard]") {
   const std::string partition = write_file("launch-dashboard.xml", evb_partition("launch-dashboard"));
-  LauncherProcess launcher({"--config", partition, "--drive", "--run", "15", "--log-dir",
+  LauncherProcess launcher({"--config", partition, "--drive", "--run", "60", "--log-dir",
                             scratch_directory() + "/launch-dashboard-logs", "--run-number", "42"});
   const std::string url = dashboard_url(launcher, std::chrono::seconds(60));
   INFO(launcher.output());
@@ -85,6 +85,7 @@ TEST_CASE("daqx-launch serves the partition's page and JSON on the address it pr
   CHECK(dashboard.get("/api/applications").status == 404);  // the dashboard has no control routes
   CHECK(dashboard.post("/api/partition", "{}").status == 405);
 
+  launcher.end_run();  // all that was asked while it runs is answered: its --run is only a bound
   REQUIRE(launcher.wait(std::chrono::seconds(120)) == 0);
   CHECK_FALSE(dashboard.get("/api/partition").answered());
 }

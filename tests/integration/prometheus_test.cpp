@@ -14,6 +14,7 @@
 #include <set>
 #include <thread>
 
+#include "../support/doc_blocks.hpp"
 #include "../support/executive_metrics.hpp"
 #include "../support/executive_process.hpp"
 #include "../support/process.hpp"
@@ -243,7 +244,7 @@ TEST_CASE("a real Prometheus scrapes a running event builder: built-event rate, 
 
 TEST_CASE("the Grafana dashboard in docs/ parses and uses only metrics a running event builder exports",
           "[prometheus][process][grafana]") {
-  const std::string text = read_text(std::string(DAQX_TEST_SOURCE_DIR) + "/docs/grafana/daqx-dashboard.json");
+  const std::string text = read_text(source_directory() + "/docs/grafana/daqx-dashboard.json");
   REQUIRE(!text.empty());
   Poco::JSON::Object::Ptr dashboard;
   REQUIRE_NOTHROW(dashboard = Poco::JSON::Parser().parse(text).extract<Poco::JSON::Object::Ptr>());

@@ -88,6 +88,8 @@ void check_bu_killed_and_readmitted(LauncherProcess& launcher, const VirtualClus
   CHECK(wait_for([&] { return application_metric(evm_url, kClusterEvm, "bu_readmissions") >= 1; }, 60s));
   CHECK(wait_for([&] { return executive_pid_in_log(cluster_evb_log(cluster, log_dir, 4)) != bu_pid; }, 10s));
   CHECK(wait_for([&] { return application_metric(bu_url, kClusterBu1, "events_built") > 500; }, 60s));
+  // Everything asserted below is there now: the run ends here, in order, not when its --run bound expires.
+  launcher.end_run();
   const std::optional<int> exit_code = launcher.wait(std::chrono::seconds(120));
   const std::string output = launcher.output();
   INFO(output);

@@ -44,7 +44,8 @@ void check_undisturbed_run(const LauncherProcess& launcher);
 
 // Runs the supervision scenario against a launched cluster event builder whose second BU (host 4) restarts on
 // failure: waits until that BU builds, kills its executive with SIGKILL, waits until the EvM has taken the
-// restarted one back and it builds again, waits for the launcher to end, and checks the launcher's output:
+// restarted one back and it builds again, ends the run (the launcher's orderly stop, as on Ctrl-C: its --run is
+// only a bound), waits for the launcher to end, and checks the launcher's output:
 // the BU came back, one restart was counted, and built + lost + incomplete = assigned.
 void check_bu_killed_and_readmitted(LauncherProcess& launcher, const VirtualCluster& cluster, const std::string& log_dir);
 

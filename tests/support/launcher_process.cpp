@@ -1,5 +1,6 @@
 #include "launcher_process.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -62,6 +63,45 @@ std::optional<int> LauncherProcess::wait(std::chrono::milliseconds limit) {
 
 void LauncherProcess::signal(int number) const {
   if (!status_ && pid_ > 0) kill(pid_, number);
+}
+
+namespace {
+
+// The parent of pid as /proc says (its stat's fourth field, after the parenthesised name), 0 when gone.
+pid_t parent_of(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return 0;
+  const std::size_t name_end = line.rfind(')');
+  if (name_end == std::string::npos) return 0;
+  std::istringstream rest(line.substr(name_end + 1));
+  char state = 0;
+  pid_t parent = 0;
+  rest >> state >> parent;
+  return parent;
+}
+
+}  // namespace
+
+void LauncherProcess::end_run() const {
+  if (status_ || pid_ <= 0) return;
+  // The launcher is the daqx-launch process that descends from ours: pid_ itself without a wrapper, a child of
+  // the wrapper otherwise (salloc puts its command in a process group of its own).
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return;
+  while (const dirent* entry = readdir(proc)) {
+    const pid_t pid = static_cast<pid_t>(std::strtol(entry->d_name, nullptr, 10));
+    if (pid <= 0) continue;
+    std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+    std::string name;
+    if (!std::getline(comm, name) || name != "daqx-launch") continue;
+    for (pid_t up = pid; up > 1; up = parent_of(up)) {
+      if (up != pid_) continue;
+      kill(pid, SIGTERM);
+      break;
+    }
+  }
+  closedir(proc);
 }
 
 std::string LauncherProcess::output() const {

@@ -26,6 +26,10 @@ class LauncherProcess {
   std::optional<int> wait(std::chrono::milliseconds limit);
   bool running();
   void signal(int number) const;
+  // Ends the run now, in order, as an operator's Ctrl-C would: SIGTERM to daqx-launch itself (under a wrapper,
+  // the daqx-launch the wrapper started, not the wrapper). A test whose assertions hold before its
+  // --run bound ends the run here instead of waiting for time to pass.
+  void end_run() const;
   std::string output() const;  // everything it printed so far
 
   // A counter of an application at the end of the run, from the file the launcher's summary names
