@@ -104,14 +104,17 @@ script_started=$SECONDS
 stage_times=()  # "stage: N s" lines, printed as a table when the test command ends
 label_times=()  # "suite|ctest's label summary line", the same
 compiler_cache=()
-if [[ "${DAQX_CCACHE:-1}" != 0 ]] && command -v ccache >/dev/null 2>&1; then
+# Decided at the first build, not at the start: on a new machine ccache is installed by install_packages.
+use_compiler_cache() {
+  compiler_cache=()
+  [[ "${DAQX_CCACHE:-1}" != 0 ]] && command -v ccache >/dev/null 2>&1 || return 0
   export CCACHE_DIR="${DAQX_CCACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/daqx-ccache}"
   export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=true CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-8G}"
   # time_macros: no source uses __DATE__ or __TIME__; include_file_mtime/ctime: a clean clone's headers are all
   # new, and their contents are hashed anyway.
   export CCACHE_SLOPPINESS=time_macros,include_file_mtime,include_file_ctime
   compiler_cache=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
-fi
+}
 
 build() {  # build <dir> <cmake args...> [--target TARGET...]: configure, then build everything or the targets
   local dir="$1"; shift
@@ -121,6 +124,7 @@ build() {  # build <dir> <cmake args...> [--target TARGET...]: configure, then b
   done
   local name="${dir#"$root/"}"
   mkdir -p "$dir"
+  use_compiler_cache
   echo "== configuring $name (cmake; its output in $dir/configure.log)"
   if ! cmake -S "$root" -B "$dir" -G Ninja "${compiler_cache[@]}" "${args[@]}" >"$dir/configure.log" 2>&1; then
     cat "$dir/configure.log" >&2
