@@ -137,13 +137,15 @@ SendStatus ApplicationHost::send(Tid target, std::uint16_t function, std::uint64
   encode_header(header, frame.data());
   if (route->local != nullptr) return route->local->enqueue(header, frame, this);
   if (route->network != config_.network) return SendStatus::no_route;
-  Transport& transport = route->binding->transport();
-  SendStatus status = transport.post(route->peer, frame);
+  PeerId peer = route->remote->peer.load(std::memory_order_acquire);
+  if (peer == kNoPeer && (peer = core_.connection_to(*route->remote)) == kNoPeer) return SendStatus::no_route;
+  Transport& transport = route->remote->binding->transport();
+  SendStatus status = transport.post(peer, frame);
   if (status == SendStatus::would_block) {
     sends_would_block_.fetch_add(1, std::memory_order_relaxed);
-    wait_for_peer(&transport, route->peer);
+    wait_for_peer(&transport, peer);
     // Once more after registering: the queue may have drained (and said send_ready) before we registered.
-    status = transport.post(route->peer, frame);
+    status = transport.post(peer, frame);
   }
   return status;
 }

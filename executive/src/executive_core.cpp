@@ -10,6 +10,7 @@
 
 #include "daqx/executive/executive.hpp"
 #include "http/control_routes.hpp"
+#include "open_file_limit.hpp"
 #include "param_listing.hpp"
 
 namespace daqx::detail {
@@ -22,8 +23,9 @@ std::string where(const config::SourceLocation& location) { return location.text
 // ---- TransportBinding ---------------------------------------------------------------------------------
 
 TransportBinding::TransportBinding(ExecutiveCore& core, const TransportClass& cls, ParamSet params,
-                                   EndpointAddress local, std::size_t index)
-    : core_(core), class_(cls), params_(std::move(params)), local_(std::move(local)), index_(index) {
+                                   EndpointAddress local, std::size_t index, std::size_t planned_incoming)
+    : core_(core), class_(cls), params_(std::move(params)), local_(std::move(local)), index_(index),
+      planned_incoming_(planned_incoming) {
   staged_to_.reserve(64);  // no allocation on the receive path for up to 64 local applications
 }
 
@@ -126,6 +128,7 @@ ExecutiveCore::ExecutiveCore(config::Partition partition, const std::string& con
   load_modules();
   std::vector<std::string> problems = config::check_against_catalogue(partition_, *context_, modules_);
   if (!problems.empty()) throw config::ConfigError(problems);
+  make_plan();
   make_transports();
   // Before any application makes its pool: a transport that passes blocks by reference to local peers wants them
   // in shared memory.
@@ -162,7 +165,8 @@ void ExecutiveCore::make_transports() {
     EndpointAddress local{endpoint.protocol, endpoint.hostname, endpoint.port, endpoint.network};
     // One transport per protocol serves every endpoint of it in this context; a second endpoint of the
     // same protocol (another network) gets its own instance.
-    auto binding = std::make_unique<TransportBinding>(*this, *cls, std::move(params), local, bindings_.size());
+    auto binding = std::make_unique<TransportBinding>(*this, *cls, std::move(params), local, bindings_.size(),
+                                                      plan_.incoming(context_index_, endpoint.network));
     try {
       binding->create();
     } catch (const std::exception& e) {
@@ -192,29 +196,80 @@ void ExecutiveCore::make_applications(std::size_t inbox_capacity) {
                     std::memory_order_release);
 }
 
+void ExecutiveCore::make_plan() {
+  context_index_ = static_cast<std::size_t>(context_ - partition_.contexts.data());
+  std::set<std::string> tried;  // module paths of other contexts, each loaded at most once
+  const std::string partition_dir = std::filesystem::path(partition_.file).parent_path().string();
+  const auto class_params = [&](const config::ContextConfig& context, std::string_view class_name) {
+    if (const std::vector<ParamSpec>* params = modules_.application_params(class_name)) return params;
+    if (const std::vector<ParamSpec>* params = plan_modules_.application_params(class_name)) return params;
+    for (const config::ModuleConfig& module : context.modules)
+      if (tried.insert(module.path).second) plan_modules_.load(module.path, partition_dir);  // else: not known here
+    return plan_modules_.application_params(class_name);
+  };
+  plan_ = ConnectionPlan(partition_, class_params);
+  // Every connection is a descriptor or more: a plan the process cannot open is refused now, with the numbers,
+  // not found out at the thousandth connection.
+  const std::size_t connections = plan_.outgoing(context_index_) + plan_.incoming(context_index_);
+  const OpenFileLimit limit = raise_open_file_limit();
+  if (limit.soft != 0 && descriptors_needed(connections) > limit.soft)
+    throw config::ConfigError({where(context_->where) + "context " + context_->url + " plans " +
+                               std::to_string(plan_.outgoing(context_index_)) + " outgoing and " +
+                               std::to_string(plan_.incoming(context_index_)) + " incoming connections, about " +
+                               std::to_string(descriptors_needed(connections)) +
+                               " file descriptors, but this process may open " + std::to_string(limit.soft) +
+                               " (hard limit " + std::to_string(limit.hard) +
+                               "): raise the limit (ulimit -Hn, LimitNOFILE=, limits.conf) or split the context"});
+}
+
 void ExecutiveCore::make_routes() {
-  std::map<std::pair<TransportBinding*, std::string>, PeerId> peers;  // one connection per remote endpoint
-  for (const auto& host : hosts_) routes_[host->tid()] = Route{host.get(), nullptr, 0, ""};
-  for (const config::ContextConfig& other : partition_.contexts) {
+  std::map<std::pair<TransportBinding*, std::string>, RemoteEndpoint*> known;  // one connection per remote endpoint
+  for (const auto& host : hosts_) routes_[host->tid()] = Route{host.get(), nullptr, ""};
+  for (std::size_t index = 0; index < partition_.contexts.size(); ++index) {
+    const config::ContextConfig& other = partition_.contexts[index];
     if (&other == context_) continue;
     for (const config::ApplicationConfig& app : other.applications) {
       if (app.network.empty()) continue;
-      auto remote = std::find_if(other.endpoints.begin(), other.endpoints.end(),
-                                 [&](const config::EndpointConfig& e) { return e.network == app.network; });
-      if (remote == other.endpoints.end()) continue;
+      auto endpoint = std::find_if(other.endpoints.begin(), other.endpoints.end(),
+                                   [&](const config::EndpointConfig& e) { return e.network == app.network; });
+      if (endpoint == other.endpoints.end()) continue;
       auto binding = std::find_if(bindings_.begin(), bindings_.end(), [&](const auto& b) {
-        return b->local().network == app.network && b->local().protocol == remote->protocol;
+        return b->local().network == app.network && b->local().protocol == endpoint->protocol;
       });
       if (binding == bindings_.end()) continue;  // we are not on that network: no route (send says so)
-      EndpointAddress address{remote->protocol, remote->hostname, remote->port, remote->network};
-      auto key = std::make_pair(binding->get(), address.text());
-      auto known = peers.find(key);
-      PeerId peer = known != peers.end() ? known->second : (*binding)->transport().connect(address);
-      peers[key] = peer;
-      peer_names_[{binding->get(), peer}] = PeerName{address.text(), other.url};
-      routes_[app.id] = Route{nullptr, binding->get(), peer, app.network};
+      EndpointAddress address{endpoint->protocol, endpoint->hostname, endpoint->port, endpoint->network};
+      RemoteEndpoint*& remote = known[{binding->get(), address.text()}];
+      if (remote == nullptr) {
+        remotes_.push_back(std::make_unique<RemoteEndpoint>());
+        remote = remotes_.back().get();
+        remote->binding = binding->get();
+        remote->address = std::move(address);
+        remote->context = other.url;
+        remote->planned = plan_.connects(context_index_, index, app.network);
+        // Named in partition order, so that peer ids are the same in every run of the same partition.
+        if (remote->planned) remote->peer.store(remote->binding->transport().connect(remote->address));
+      }
+      routes_[app.id] = Route{nullptr, remote, app.network};
     }
   }
+}
+
+PeerId ExecutiveCore::connection_to(RemoteEndpoint& remote) noexcept {
+  std::lock_guard lock(remotes_mutex_);
+  PeerId peer = remote.peer.load(std::memory_order_acquire);
+  if (peer != kNoPeer) return peer;  // another sender named it meanwhile
+  try {
+    peer = remote.binding->transport().connect(remote.address);
+  } catch (const std::exception& e) {
+    daqx::log(LogLevel::error, remote.binding->prefix(),
+              "cannot connect to " + remote.address.text() + " (context " + remote.context + "): " + e.what());
+    return kNoPeer;
+  }
+  daqx::log(LogLevel::info, remote.binding->prefix(),
+            "connection to " + remote.address.text() + " (context " + remote.context +
+                ") opened at first use: no application here declared it sends there");
+  remote.peer.store(peer, std::memory_order_release);
+  return peer;
 }
 
 ExecutiveCore::~ExecutiveCore() { shutdown(); }
@@ -239,6 +294,10 @@ void ExecutiveCore::shutdown() {
   for (auto it = hosts_.rbegin(); it != hosts_.rend(); ++it) (*it)->finish();
   hosts_.clear();
   routes_.clear();
+  {
+    std::lock_guard remotes(remotes_mutex_);
+    remotes_.clear();
+  }
   bindings_.clear();
   // pools_ go with the object, after everything that could hold a block.
 }
@@ -533,12 +592,23 @@ std::vector<TransportStatus> ExecutiveCore::transports() const {
     binding->transport().report(sink);
     status.metrics = sink.metrics();
     status.connections = binding->transport().connections();
+    std::map<PeerId, const RemoteEndpoint*> named;  // what each outgoing connection goes to, for stable labels
+    {
+      std::lock_guard remotes(remotes_mutex_);
+      for (const auto& remote : remotes_) {
+        const PeerId peer = remote->peer.load(std::memory_order_acquire);
+        if (remote->binding == binding.get() && peer != kNoPeer) named[peer] = remote.get();
+        if (remote->binding == binding.get() && remote->planned) ++status.planned_outgoing;
+      }
+    }
+    status.planned_incoming = binding->planned_incoming();
     for (ConnectionInfo& connection : status.connections) {
       if (!connection.outgoing) continue;
-      auto name = peer_names_.find({binding.get(), connection.peer});
-      if (name == peer_names_.end()) continue;
-      connection.peer_endpoint = name->second.endpoint;
-      connection.peer_context = name->second.context;
+      auto name = named.find(connection.peer);
+      if (name == named.end()) continue;
+      connection.peer_endpoint = name->second->address.text();
+      connection.peer_context = name->second->context;
+      connection.planned = name->second->planned;
     }
     list.push_back(std::move(status));
   }
@@ -653,6 +723,20 @@ std::vector<std::string> Executive::check(const config::Partition& partition, co
                        ")");
   }
   return problems;
+}
+
+std::vector<std::string> Executive::connection_plan(const config::Partition& partition,
+                                                   const std::string& context_url) {
+  detail::ModuleRegistry registry;  // every context's modules, each path once; one that does not load plans widely
+  std::set<std::string> loaded;
+  const std::string partition_dir = std::filesystem::path(partition.file).parent_path().string();
+  for (const config::ContextConfig& context : partition.contexts)
+    for (const config::ModuleConfig& module : context.modules)
+      if (loaded.insert(module.path).second) registry.load(module.path, partition_dir);
+  const detail::ConnectionPlan plan(partition, [&](const config::ContextConfig&, std::string_view class_name) {
+    return registry.application_params(class_name);
+  });
+  return detail::describe_plan(partition, plan, context_url);
 }
 
 std::string Executive::transport_capabilities(const std::string& module, const std::vector<std::string>& assignments) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "application_host.hpp"
+#include "connection_plan.hpp"
 #include "daqx/executive/control.hpp"
 #include "daqx/executive/partition.hpp"
 #include "module_loader.hpp"
@@ -26,7 +27,7 @@ class ExecutiveCore;
 class TransportBinding final : public TransportHost {
  public:
   TransportBinding(ExecutiveCore& core, const TransportClass& cls, ParamSet params, EndpointAddress local,
-                   std::size_t index);
+                   std::size_t index, std::size_t planned_incoming);
   ~TransportBinding() override;
   void create();  // makes the transport object and listens
 
@@ -40,6 +41,7 @@ class TransportBinding final : public TransportHost {
   void send_ready(PeerId peer) noexcept override;
   void connection_changed(PeerId peer, bool up, const std::string& reason) override;
   bool run_going() const noexcept override;
+  std::size_t planned_incoming() const noexcept override { return planned_incoming_; }
   mem::Pool& make_pool(const std::string& name, const mem::PoolConfig& config) override;
   std::jthread start_thread(const std::string& name, std::function<void(std::stop_token)> body) override;
   void log(LogLevel level, const std::string& message) override;
@@ -61,14 +63,26 @@ class TransportBinding final : public TransportHost {
   void publish(ApplicationHost* target) noexcept;
 
   std::size_t index_;                          // its lane in every application (ApplicationHost::lane)
+  std::size_t planned_incoming_;               // the connection plan's incoming connections to this endpoint
   std::vector<ApplicationHost*> staged_to_;    // receive thread: applications with frames staged, not published
 };
 
+inline constexpr PeerId kNoPeer = ~PeerId{0};
+
+// An endpoint of another context that applications here may send to, and this context's one connection to it:
+// named at configure when the connection plan has it, else by the first frame sent there.
+struct RemoteEndpoint {
+  TransportBinding* binding = nullptr;  // the transport it is reached through
+  EndpointAddress address;
+  std::string context;                  // the URL of the context it belongs to
+  bool planned = false;
+  std::atomic<PeerId> peer{kNoPeer};    // kNoPeer until named; then for good
+};
+
 struct Route {
-  ApplicationHost* local = nullptr;      // same context: direct hand-over
-  TransportBinding* binding = nullptr;   // else: through this transport
-  PeerId peer = 0;
-  std::string network;                   // the target's network
+  ApplicationHost* local = nullptr;  // same context: direct hand-over
+  RemoteEndpoint* remote = nullptr;  // else: through its connection
+  std::string network;               // the target's network
 };
 
 class ExecutiveCore final : public ControlModel {
@@ -97,6 +111,9 @@ class ExecutiveCore final : public ControlModel {
   bool applications_enabled() const noexcept { return applications_enabled_.load(std::memory_order_acquire); }
   void notify_peer_ready(const void* transport, PeerId peer) noexcept;
   void notify_all_deliveries_ready() noexcept;
+  // The connection to `remote`, named now if it is not yet (a send outside the plan); kNoPeer when the transport
+  // refused to name it (logged once).
+  PeerId connection_to(RemoteEndpoint& remote) noexcept;
 
   // ControlModel
   void open_connections() override;
@@ -116,6 +133,7 @@ class ExecutiveCore final : public ControlModel {
 
  private:
   void load_modules();
+  void make_plan();
   void make_transports();
   void make_applications(std::size_t inbox_capacity);
   void make_routes();
@@ -137,12 +155,13 @@ class ExecutiveCore final : public ControlModel {
   std::vector<std::unique_ptr<TransportBinding>> bindings_;
   std::vector<std::unique_ptr<ApplicationHost>> hosts_;  // in partition order
   std::unordered_map<Tid, Route> routes_;                // built once before any application starts
-  // What each outgoing connection goes to (the peer's endpoint and context URL), for stable metric labels.
-  struct PeerName {
-    std::string endpoint;
-    std::string context;
-  };
-  std::map<std::pair<const TransportBinding*, PeerId>, PeerName> peer_names_;  // built with routes_
+  ConnectionPlan plan_;                                  // the whole partition's, made before the transports
+  std::size_t context_index_ = 0;                        // this context's index in partition_.contexts
+  ModuleRegistry plan_modules_;                          // other contexts' modules, for their classes' parameters
+  // Every remote endpoint some route goes to (never shrinks: routes point into it). Naming a connection outside
+  // the plan takes remotes_mutex_; the send path reads RemoteEndpoint::peer without it.
+  std::vector<std::unique_ptr<RemoteEndpoint>> remotes_;
+  mutable std::mutex remotes_mutex_;
 
   // Transitions (and parameter changes, and the shutdown) one at a time. Held while hooks run, which may take
   // long: a second transition asked meanwhile is refused at once as busy (try_lock), never queued on a request

@@ -45,7 +45,8 @@ void usage(FILE* out) {
                "      --log-format F     text (default) or json, one object per line (or DAQX_LOG_FORMAT)\n"
                "      --check            check the partition and exit: load the modules of the context (of every\n"
                "                         context without --context), check classes, protocols, parameters and\n"
-               "                         selectors against them; opens no port. Exit 0, or 2 with file:line: reason\n"
+               "                         selectors against them; opens no port. Exit 0 and the connection plan\n"
+               "                         (connections and descriptors per context), or 2 with file:line: reason\n"
                "      --list-params M... print every parameter of the modules (name, type, default, unit, bounds,\n"
                "                         allowed values, help), and the parameters every application has; without\n"
                "                         a module, of every module in the module path\n"
@@ -195,6 +196,8 @@ int main(int argc, char** argv) {
       std::printf("%s: partition '%s' is valid (%zu context%s checked)\n", config_path.c_str(), partition.name.c_str(),
                   context_url.empty() ? partition.contexts.size() : std::size_t{1},
                   context_url.empty() && partition.contexts.size() != 1 ? "s" : "");
+      for (const std::string& line : daqx::Executive::connection_plan(partition, context_url))
+        std::printf("%s\n", line.c_str());
       return 0;
     } catch (const daqx::config::ConfigError& e) {
       for (const std::string& m : e.messages()) std::fprintf(stderr, "%s\n", m.c_str());

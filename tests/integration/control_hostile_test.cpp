@@ -263,7 +263,8 @@ TEST_CASE("connect waits are parked off the request threads: 32 wait at once, tw
     ContextBuilder context = waiting.context("http://127.0.0.1:" + std::to_string(control));
     context.endpoint("tcp", "127.0.0.1", data, "data");
     context.module("libdaqx_pttcp.so").module("libdaqx_test_probe.so");
-    context.application("test::Probe", id, instance, "data");
+    PropertiesBuilder application = context.application("test::Probe", id, instance, "data");
+    if (id == 1u) application.property("peer", "2");  // the plan's one connection: to the context never started
   }
   const std::string partition = write_file("waits.xml", waiting.xml());
   ExecutiveProcess executive(partition, "http://127.0.0.1:" + std::to_string(port));

@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "../support/executive_process.hpp"
+#include "../support/partition_builder.hpp"
 #include "../support/process.hpp"
 #include "daqx/services/text.hpp"
 
@@ -398,4 +399,36 @@ TEST_CASE("a policy naming CPUs or NUMA nodes this machine does not have is refu
         "  <Policy>\n    <Pool pattern=\"*\" allocator=\"numa:99999999999\"/>\n  </Policy>\n"));
     require_refusal(check(path), path, 3, "allocator 'numa:99999999999' is not");
   }
+}
+
+TEST_CASE("a context whose connection plan needs more file descriptors than its hard limit allows is refused at "
+          "start with the numbers, after raising its soft limit as far as it goes",
+          "[executive][process][hostile]") {
+  // An EvM that sends to 150 units: 300 connections (its 150 out, and the 150 the units open to it).
+  PartitionBuilder partition("descriptors");
+  const std::uint16_t evm_port = free_port();
+  ContextBuilder evm = partition.context(url(evm_port));
+  evm.endpoint("tcp", "127.0.0.1", free_port(), "data");
+  evm.module("libdaqx_pttcp.so").module("libdaqx_evb.so");
+  evm.application("evb::EvM", 10, 0, "data");
+  for (std::uint32_t i = 0; i < 150; ++i) {
+    // Never started: only their places in the plan count.
+    ContextBuilder unit = partition.context("http://127.0.0.1:" + std::to_string(41000 + 10 * i));
+    unit.endpoint("tcp", "127.0.0.1", static_cast<std::uint16_t>(41001 + 10 * i), "data");
+    unit.module("libdaqx_pttcp.so").module("libdaqx_evb.so");
+    unit.application(i % 2 == 0 ? "evb::RU" : "evb::BU", 100 + i, i / 2, "data");
+  }
+  const std::string path = write_file("descriptors.xml", partition.xml());
+  // Soft 64, hard 400: the executive raises soft to 400, and 300 connections and the margin do not fit in it.
+  const ProcessResult limited = run_process(
+      {"/usr/bin/prlimit", "--nofile=64:400", executive_program(), "--config", path, "--context", url(evm_port)},
+      std::chrono::seconds(30), {"DAQX_MODULE_PATH=" + module_directory()});
+  INFO(limited.output);
+  CHECK(limited.exit_code == 2);
+  CHECK_THAT(limited.output, Contains("plans 150 outgoing and 150 incoming connections, about 556 file descriptors"));
+  CHECK_THAT(limited.output, Contains("this process may open 400 (hard limit 400)"));
+  // With the hard limit the system gives, the same context starts.
+  ExecutiveProcess executive(path, url(evm_port));
+  REQUIRE(executive.wait_ready());
+  CHECK(executive.stop() == 0);
 }

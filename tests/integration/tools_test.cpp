@@ -188,7 +188,8 @@ TEST_CASE("daqx-launch --connect opens every connection after configure, before 
     made.module("libdaqx_pttcp.so").module("libdaqx_nton.so");
     return made;
   };
-  context(a, data_a).application("nton::Receiver", 21, std::nullopt, "data");
+  // The receiver names its sender: its acknowledgements' connection is in the plan, which --connect opens.
+  context(a, data_a).application("nton::Receiver", 21, std::nullopt, "data").property("senders", "11");
   context(b, data_b)
       .application("nton::Sender", 11, std::nullopt, "data")
       .properties({{"receivers", "21", ""}, {"frameSize", "4096", ""}});

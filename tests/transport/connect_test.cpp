@@ -59,14 +59,15 @@ TEST_CASE("the connect command opens every connection ahead of a run, and names 
           "[transport][process]") {
   const TransportProfile& transport = suite_transport();
   Host a, b, absent;
-  // The sender's context names two receivers: one whose executive runs, one whose never starts.
+  // The sender's context plans connections to two receivers: one whose executive runs, one whose never starts
+  // (a second sender sends it one frame).
   PartitionBuilder partition("connect");
   add_nton_context(partition, transport, a, Traffic::throughput).context.application("nton::Receiver", 21, 0, "data");
   add_nton_context(partition, transport, absent, Traffic::throughput)
       .context.application("nton::Receiver", 22, 1, "data");
-  first_use(add_nton_context(partition, transport, b, Traffic::throughput))
-      .context.application("nton::Sender", 11, 0, "data")
-      .properties({{"frameSize", "4096", ""}, {"receivers", "21", ""}});
+  NtonContext sending = first_use(add_nton_context(partition, transport, b, Traffic::throughput));
+  sending.context.application("nton::Sender", 11, 0, "data").properties({{"frameSize", "4096", ""}, {"receivers", "21", ""}});
+  sending.context.application("nton::Sender", 12, 1, "data").properties({{"frameCount", "1", ""}, {"receivers", "22", ""}});
   const std::string path = write_file("connect.xml", partition.xml());
   ExecutiveProcess receiver(path, a.url()), sender(path, b.url());
   REQUIRE(receiver.wait_ready());

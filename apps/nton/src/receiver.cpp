@@ -30,6 +30,11 @@ void add(std::atomic<std::uint64_t>& counter, std::uint64_t n) noexcept {  // on
 std::vector<ParamSpec> Receiver::parameters() {
   const ReceiverConfiguration d;
   return {
+      // Acknowledgements go to whoever sent the frames: naming the senders only plans their connections ahead of
+      // the run (the connect command opens them); unnamed, each opens at its first acknowledgement.
+      param("senders", ParamType::applications, "", "",
+            "the senders it acknowledges to, for the connection plan (empty: connections open at the first "
+            "acknowledgement)"),
       param("ackEvery", ParamType::unsigned_integer, to_text(d.ack_every), "frames",
             "acknowledge every this many frames when a frame does not say (senders say)", 1),
       param("verify", ParamType::boolean, to_text(d.verify), "",

@@ -283,6 +283,10 @@ std::string json_transports(const std::vector<TransportStatus>& transports) {
     object->set("capabilities", capabilities_object(transport.capabilities));
     object->set("parameters", params_array(transport.params));
     object->set("metrics", metrics_array(transport.metrics));
+    Object::Ptr plan = new_object();
+    plan->set("outgoing", transport.planned_outgoing);
+    plan->set("incoming", transport.planned_incoming);
+    object->set("plan", plan);
     Array::Ptr connections = new Array;
     for (const ConnectionInfo& connection : transport.connections) {
       Object::Ptr entry = new_object();
@@ -292,6 +296,7 @@ std::string json_transports(const std::vector<TransportStatus>& transports) {
       entry->set("outgoing", connection.outgoing);
       entry->set("peer_endpoint", connection.peer_endpoint);
       entry->set("peer_context", connection.peer_context);
+      entry->set("planned", connection.planned);
       entry->set("metrics", metrics_array(connection.metrics));
       connections->add(entry);
     }

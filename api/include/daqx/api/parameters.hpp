@@ -25,6 +25,14 @@ std::string_view to_string(ParamType type) noexcept;
 // Accepts the names used in partitions: bool, int, unsigned, double, string, list, applications.
 std::optional<ParamType> param_type_from_string(std::string_view name) noexcept;
 
+// What an application does with the applications a parameter of type applications names. The executive plans
+// connections from it: a context connects to another only where one of its applications sends (daqx-executive
+// --check and /api/transports show the plan); a frame to anyone else opens its connection at first use.
+enum class PeerUse {
+  sends_to,      // it sends them frames
+  receives_from  // it only expects frames from them (their own parameters say where they send)
+};
+
 struct ParamSpec {
   std::string name;
   ParamType type = ParamType::string;
@@ -36,6 +44,7 @@ struct ParamSpec {
   // For a string: the only words it may hold (empty: any text). Listed by --list-params and checked with the
   // partition, so "waitMode=spin" is refused before anything starts rather than when the transport is made.
   std::vector<std::string> allowed = {};  // an initializer, so declarations that stop at max need not name it
+  PeerUse peers = PeerUse::sends_to;      // for ParamType::applications
 };
 
 // Checks text against a spec; returns an empty string when valid, else the reason ("not an unsigned

@@ -70,6 +70,7 @@ struct ConnectionInfo {
   // reconnects (remote may carry a port the system chose). /metrics labels a connection by these.
   std::string peer_endpoint{};  // the peer's endpoint as configured, e.g. "tcp://10.0.0.2:31101"
   std::string peer_context{};   // the URL of the context that endpoint belongs to
+  bool planned = false;         // in the partition's connection plan (else opened by a frame at first use)
 };
 
 // What the executive gives a transport.
@@ -98,6 +99,9 @@ class TransportHost {
   // Whether an application of this executive is Enabled. A peer going away in a run loses frames and is worth a
   // warning; between runs and at shutdown (stop, halt, exit) peers closing is what is expected.
   virtual bool run_going() const noexcept { return true; }
+  // Incoming connections the partition's connection plan sends to this endpoint (0: not known). A transport that
+  // divides its receive memory among incoming connections divides it among at least this many from the start.
+  virtual std::size_t planned_incoming() const noexcept { return 0; }
   // A pool named "<name>" under the transport's prefix ("pt/tcp/..."), allocator chosen by the policy.
   virtual mem::Pool& make_pool(const std::string& name, const mem::PoolConfig& config) = 0;
   // A thread named e.g. "pt/tcp/recv-0", pinned as the policy says.

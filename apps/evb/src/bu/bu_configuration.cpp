@@ -10,13 +10,15 @@ namespace daqx::evb {
 using apps::choice_param;
 using apps::concatenate;
 using apps::param;
+using apps::receiving_from;
 using apps::to_text;
 
 std::vector<ParamSpec> bu_parameters() {
   const BuConfiguration d;
   return {
       param("evm", ParamType::applications, "class:evb::EvM", "", "the event manager"),
-      param("rus", ParamType::applications, "class:evb::RU", "", "the readout units every event needs a fragment from"),
+      receiving_from(param("rus", ParamType::applications, "class:evb::RU", "",
+                           "the readout units every event needs a fragment from")),
       param("slots", ParamType::unsigned_integer, to_text(std::uint64_t{d.slots}), "",
             "resource slots: each is a credit for one batch of events", 1, 4096),
       choice_param("output", "discard", "where built events go: discard, file or consumer", {"discard", "file", "consumer"}),

@@ -16,6 +16,7 @@ std::vector<ParamSpec> ru_parameters() {
   const RuConfiguration d;
   return {
       param("evm", ParamType::applications, "class:evb::EvM", "", "the event manager"),
+      param("bus", ParamType::applications, "class:evb::BU", "", "builder units it sends fragments to, as the EvM assigns events"),
       param("sources", ParamType::unsigned_integer, to_text(std::uint64_t{d.shape.sources}), "",
             "data sources (FEDs) per super-fragment", 1, 4096),
       param("fragmentSize", ParamType::unsigned_integer, to_text(std::uint64_t{d.shape.mean_size}), "bytes",

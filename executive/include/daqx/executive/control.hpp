@@ -62,6 +62,10 @@ struct TransportStatus {
   std::vector<ParamView> params;
   std::vector<Metric> metrics;
   std::vector<ConnectionInfo> connections;
+  // The partition's connection plan for this endpoint: connections named at configure, and those the plan sends
+  // here from other contexts.
+  std::size_t planned_outgoing = 0;
+  std::size_t planned_incoming = 0;
 };
 
 struct ChunkView {  // for tests that check placement with move_pages from outside

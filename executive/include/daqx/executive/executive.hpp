@@ -39,6 +39,9 @@ class Executive {
   // empty) and checks the partition against them (classes, protocols, parameters, selectors), without opening
   // a port or making anything. Returns every mistake as "file:line: reason"; empty when all is well.
   static std::vector<std::string> check(const config::Partition& partition, const std::string& context_url);
+  // The partition's connection plan as --check prints it: one line for the whole, then one per context (or the
+  // one named): connections out and in, and the file descriptors they need.
+  static std::vector<std::string> connection_plan(const config::Partition& partition, const std::string& context_url);
   // What `daqx-executive --capabilities MODULE [NAME=VALUE ...]` prints: each transport of the module with the
   // capabilities it would offer with those parameters, as JSON. Throws std::runtime_error for a module that
   // cannot load or a parameter it refuses.

@@ -37,6 +37,12 @@ inline ParamSpec param(std::string name, ParamType type, std::string default_val
   return spec;
 }
 
+// A parameter of type applications naming whom frames come from, not where they go: it plans no connection.
+inline ParamSpec receiving_from(ParamSpec spec) {
+  spec.peers = PeerUse::receives_from;
+  return spec;
+}
+
 // A string parameter that holds one of a few words.
 inline ParamSpec choice_param(std::string name, std::string default_value, std::string help,
                               std::vector<std::string> allowed) {
