@@ -66,6 +66,10 @@ bool is_error_counter(const std::string& name) {
   return contains_any(name, {"error", "corrupt", "malformed", "failure", "exception", "bad_", "truncated"});
 }
 
+bool is_transport_trouble(const std::string& name) {
+  return name == "reconnects" || contains_any(name, {"starv", "refused", "over_limit"});
+}
+
 bool is_loss_counter(const std::string& name) {
   return contains_any(name, {"lost", "drop", "abandon", "incomplete", "discard", "unhandled", "_downs"});
 }
@@ -99,18 +103,20 @@ std::vector<std::string> run_summary(const std::vector<UnitTotals>& units, const
     total.name += " (" + std::to_string(kind_units[k]) + ")";
     add_row(table, total, enabled_seconds);
   }
-  // The transports' own troubles, per context: a reconnect or a send error mid-run is worth a line.
+  // The transports' own troubles, per context: a reconnect or a send error mid-run is worth a line, and so is a
+  // connection refused or left without receive buffers (its sender without credit: nothing moves on it).
   std::vector<std::string> transports;
   for (const ContextSample& context : contexts) {
     std::map<std::string, double> troubles;
     for (const auto& [name, value] : context.transport_counters) {
       const std::string counter = name.substr(name.find(' ') + 1);
-      if (is_error_counter(counter) || counter == "reconnects") troubles[name] = value;
+      if ((is_error_counter(counter) || is_transport_trouble(counter)) && value != 0) troubles[name] = value;
     }
     const std::string text = listed(troubles);
     if (text != "none") transports.push_back("  " + context.url + ": " + text);
   }
-  table.text(transports.empty() ? "transports: no errors, no reconnects" : "transports:");
+  table.text(transports.empty() ? "transports: no errors, no reconnects, no refused or starved connections"
+                                : "transports:");
   for (std::string& line : transports) table.text(std::move(line));
   return table.lines();
 }

@@ -20,6 +20,9 @@ std::vector<std::string> run_summary(const std::vector<UnitTotals>& units, const
 // error, corrupt, malformed, ...).
 bool is_loss_counter(const std::string& name);
 bool is_error_counter(const std::string& name);
+// A transport counter worth a line of the run summary besides errors: reconnects, refused connections, and
+// connections left without receive buffers.
+bool is_transport_trouble(const std::string& name);
 
 // "UNIT COUNTER VALUE" per line for every counter of every unit as last reported by `contexts` (zeros
 // included), then "CONTEXT PROTOCOL COUNTER VALUE" per transport counter. False when the file cannot be written.

@@ -14,8 +14,8 @@ namespace daqx::test {
 
 EvbRun::EvbRun(const TransportProfile& profile, const std::string& name, int rus, int bus,
                const PartitionProperties& evm_properties, const PartitionProperties& ru_properties,
-               const PartitionProperties& bu_properties)
-    : profile_(profile) {
+               const PartitionProperties& bu_properties, const PartitionProperties& endpoint_properties)
+    : profile_(profile), endpoint_properties_(endpoint_properties) {
   for (int j = 0; j < bus; ++j) units_.push_back({"evb::BU", bu(j), j, bu_properties});
   for (int i = 0; i < rus; ++i) units_.push_back({"evb::RU", ru(i), i, ru_properties});
   units_.push_back({"evb::EvM", kEvm, 0, evm_properties});
@@ -32,7 +32,7 @@ EvbRun::EvbRun(const TransportProfile& profile, const std::string& name, int rus
 
 void EvbRun::add_context(PartitionBuilder& partition, const EvbUnit& u) const {
   ContextBuilder context = partition.context(u.url());
-  profile_.add_endpoint(context, u.data, Traffic::throughput);
+  profile_.add_endpoint(context, u.data, Traffic::throughput).properties(endpoint_properties_);
   context.module(profile_.module).module("libdaqx_evb.so");
   context.application(u.cls, u.tid, static_cast<std::uint32_t>(u.instance), "data").properties(u.properties);
 }

@@ -34,7 +34,7 @@ class EvbRun {
  public:
   EvbRun(const TransportProfile& profile, const std::string& name, int rus, int bus,
          const PartitionProperties& evm_properties, const PartitionProperties& ru_properties = {},
-         const PartitionProperties& bu_properties = {});
+         const PartitionProperties& bu_properties = {}, const PartitionProperties& endpoint_properties = {});
 
   void start(std::uint32_t tid);  // (again) the executive of a unit
   ExecutiveProcess& process(std::uint32_t tid) { return *processes_.at(tid); }
@@ -72,6 +72,7 @@ class EvbRun {
   void add_context(PartitionBuilder& partition, const EvbUnit& u) const;
 
   const TransportProfile& profile_;
+  PartitionProperties endpoint_properties_;  // every unit's endpoint
   std::vector<EvbUnit> units_;
   std::string path_;
   std::map<std::uint32_t, std::unique_ptr<ExecutiveProcess>> processes_;

@@ -8,15 +8,12 @@
 #include <thread>
 
 namespace daqx::test {
-namespace {
 
 Poco::JSON::Array::Ptr get_array(const ExecutiveProcess& executive, const std::string& path) {
   HttpReply reply = executive.get(path);
   if (reply.status != 200) return nullptr;
   return Poco::JSON::Parser().parse(reply.body).extract<Poco::JSON::Array::Ptr>();
 }
-
-}  // namespace
 
 double control_refusals(const HttpReply& metrics, const std::string& reason) {
   const std::string series = "daqx_control_refused_total{reason=\"" + reason + "\"} ";
@@ -69,9 +66,11 @@ std::string transport_parameter(const ExecutiveProcess& executive, const std::st
 double receive_blocks_at_rest(const ExecutiveProcess& executive, const TransportProfile& profile) {
   if (!profile.capabilities.posted_receive_buffers) return 0;
   // A transport with a shared receive queue keeps the buffers of closed connections posted there for the
-  // next ones, so it says how many it holds; the others hold recvDepth per open connection.
+  // next ones, so it says how many it holds; the others say what their open connections hold.
   const double posted = transport_metric(executive, "receive_buffers_posted");
   if (!std::isnan(posted)) return posted;
+  const double held = transport_metric(executive, "receive_buffers_held");
+  if (!std::isnan(held)) return held;
   const std::string depth = transport_parameter(executive, "recvDepth");
   if (depth.empty()) return std::nan("");
   return std::stod(depth) * transport_metric(executive, "incoming_connections");

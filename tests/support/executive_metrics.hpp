@@ -11,6 +11,9 @@
 
 namespace daqx::test {
 
+// A JSON array the executive's API answers at `path` (nullptr when it does not answer 200).
+Poco::JSON::Array::Ptr get_array(const ExecutiveProcess& executive, const std::string& path);
+
 // Blocks in use in the executive's first pool whose name contains `pool` (-1 when there is none).
 double pool_blocks_used(const ExecutiveProcess& executive, const std::string& pool);
 

@@ -281,17 +281,19 @@ void ConnectionTransport::send_loop(std::stop_token stop) {
 
 // ---- incoming connections -------------------------------------------------------------------------------
 
+std::pair<std::size_t, std::string> ConnectionTransport::incoming_capacity() const {
+  return {settings_.max_incoming, "maxIncoming (" + std::to_string(settings_.max_incoming) + ") are open"};
+}
+
 bool ConnectionTransport::over_incoming_limit(const std::string& remote) {
-  const auto open = static_cast<std::size_t>(std::count_if(
-      incoming_.begin(), incoming_.end(), [](const std::unique_ptr<IncomingConnection>& c) { return !c->closed; }));
-  if (open < settings_.max_incoming) return false;
+  const auto [capacity, limit] = incoming_capacity();
+  if (incoming_open() < capacity) return false;
   events_.over_limit.fetch_add(1, std::memory_order_relaxed);
   ++unlogged_over_limit_;
   const Clock::time_point now = Clock::now();
   if (now - last_limit_log_ >= std::chrono::seconds(1)) {
     host_.log(LogLevel::warning, "refused " + std::to_string(unlogged_over_limit_) +
-                                     " incoming connection(s), the last from " + remote + ": maxIncoming (" +
-                                     std::to_string(settings_.max_incoming) + ") are open");
+                                     " incoming connection(s), the last from " + remote + ": " + limit);
     last_limit_log_ = now;
     unlogged_over_limit_ = 0;
   }
@@ -301,6 +303,7 @@ bool ConnectionTransport::over_incoming_limit(const std::string& remote) {
 IncomingConnection& ConnectionTransport::adopt(std::unique_ptr<IncomingConnection> connection) {
   std::lock_guard peers(peers_mutex_);
   connection->id = next_incoming_id_++;
+  incoming_open_.fetch_add(1, std::memory_order_relaxed);
   incoming_.push_back(std::move(connection));
   return *incoming_.back();
 }
@@ -340,6 +343,7 @@ void ConnectionTransport::close_incoming(IncomingConnection& c, const std::strin
   const bool was_up = c.up;
   c.closed = true;
   c.up = false;
+  incoming_open_.fetch_sub(1, std::memory_order_relaxed);
   close_wire(c);
   c.pending.data.reset();  // a frame waiting for delivery goes back to the pool
   c.has_pending = false;

@@ -7,7 +7,27 @@
 namespace daqx::pt {
 
 MessageTransport::MessageTransport(TransportHost& host, Describe describe)
-    : ConnectionTransport(host, describe), messages_(MessageSettings::from(host.params())) {}
+    : ConnectionTransport(host, describe),
+      messages_(MessageSettings::from(host.params())),
+      receive_budget_(std::max<std::size_t>(1, messages_.receive_pool_bytes / messages_.receive_buffer_size / 2)) {}
+
+void MessageTransport::cap_receive_budget(std::size_t buffers) noexcept {
+  receive_budget_ = std::clamp<std::size_t>(buffers, 1, receive_budget_);
+}
+
+std::size_t MessageTransport::connection_depth() const noexcept {
+  const std::size_t sharing = std::max<std::size_t>({host().planned_incoming(), incoming_open(), 1});
+  return std::clamp<std::size_t>(receive_budget_ / sharing, 1, receive_depth_);
+}
+
+std::pair<std::size_t, std::string> MessageTransport::incoming_capacity() const {
+  auto capacity = ConnectionTransport::incoming_capacity();
+  if (receive_budget_ >= capacity.first) return capacity;
+  return {receive_budget_, "the receive budget (" + std::to_string(receive_budget_) + " buffers of " +
+                               std::to_string(messages_.receive_buffer_size) +
+                               " B, half of recvPoolSize) gives each open connection one; raise recvPoolSize or "
+                               "lower recvBufferSize"};
+}
 
 void MessageTransport::set_limits(std::size_t gather_limit, std::size_t send_depth, std::size_t receive_depth) noexcept {
   gather_limit_ = std::clamp<std::size_t>(gather_limit, 1, MessagePieces::kMaxPieces);
@@ -141,22 +161,71 @@ void MessageTransport::message_arrived(MessageIncoming& c, mem::Ref&& buffer, st
   send_credits(c);
 }
 
+void MessageTransport::report_wire(MetricSink& sink) const {
+  sink.setting("receive_budget", static_cast<double>(receive_budget_),
+               "receive buffers all incoming connections may hold together (half of recvPoolSize)");
+  sink.gauge("receive_buffers_held", static_cast<double>(receive_held_.load(std::memory_order_relaxed)),
+             "receive buffers the incoming connections hold now (posted, or with messages not yet taken)");
+  sink.gauge("receive_depth_per_connection", static_cast<double>(connection_depth()),
+             "receive buffers each incoming connection keeps posted now (the budget shared, at most recvDepth)");
+}
+
+void MessageTransport::count_held(MessageIncoming& c) noexcept {
+  const std::uint64_t held = c.closed ? 0 : c.posted - c.consumed();
+  receive_held_.store(receive_held_.load(std::memory_order_relaxed) + held - c.held, std::memory_order_relaxed);
+  c.held = held;
+  c.counters.receive_buffers.store(held, std::memory_order_relaxed);
+}
+
+void MessageTransport::note_starvation(MessageIncoming& c) {
+  const bool starved = !c.closed && c.credits.unfilled() == 0;
+  const bool was = c.counters.starved.load(std::memory_order_relaxed) != 0;
+  if (starved == was) return;
+  c.counters.starved.store(starved ? 1 : 0, std::memory_order_relaxed);
+  if (!starved) {
+    events().starved_now.fetch_sub(1, std::memory_order_relaxed);
+    return;
+  }
+  events().starved_now.fetch_add(1, std::memory_order_relaxed);
+  events().starvations.fetch_add(1, std::memory_order_relaxed);
+  c.counters.starvations.fetch_add(1, std::memory_order_relaxed);
+  ++unlogged_starvations_;
+  const auto now = Clock::now();
+  if (now - last_starvation_log_ < std::chrono::seconds(1)) return;
+  host().log(LogLevel::warning,
+             std::to_string(unlogged_starvations_) + " time(s) an incoming connection was left without a receive "
+             "buffer, the last from " + c.remote + " (" + std::to_string(receive_held_.load()) + " of " +
+             std::to_string(receive_budget_) + " budgeted buffers held by " + std::to_string(incoming_open()) +
+             " connections): the receive pool is empty, its sender waits for credits");
+  last_starvation_log_ = now;
+  unlogged_starvations_ = 0;
+}
+
 void MessageTransport::replenish(MessageIncoming& c) {
-  while (!c.closed && c.posted - c.consumed() < receive_depth_) {
+  count_held(c);
+  const std::size_t depth = connection_depth();
+  while (!c.closed && c.posted - c.consumed() < depth) {
+    // Beyond the one buffer its sender needs to go on, only within the budget: a connection that got a larger
+    // share while fewer were open gives the excess back as its messages are taken.
+    if (c.credits.unfilled() > 0 && receive_held_.load(std::memory_order_relaxed) >= receive_budget_) break;
     std::string error;
     switch (post_receive_buffer(c, error)) {
       case Post::posted:
         c.waiting_for_pool = false;
         ++c.posted;
         c.credits.posted();
+        count_held(c);
+        if (c.counters.starved.load(std::memory_order_relaxed) != 0) note_starvation(c);  // it has one again
         continue;
       case Post::no_memory:
         // Back-pressure: no credits go out for buffers we do not have; the pool calls when it has blocks.
         if (!c.waiting_for_pool) events().receive_pool_waits.fetch_add(1, std::memory_order_relaxed);
         c.waiting_for_pool = true;
+        note_starvation(c);
         return;
       case Post::no_room:
         c.waiting_for_pool = true;
+        note_starvation(c);
         return;
       case Post::again:
         c.waiting_for_pool = true;
@@ -194,6 +263,9 @@ void MessageTransport::close_wire(IncomingConnection& base) noexcept {
   auto& c = static_cast<MessageIncoming&>(base);
   close_receive_link(c);  // after this the wire writes into none of the buffers below
   c.assembler.reset();    // messages not yet taken and a frame half received go back to the pool
+  count_held(c);          // closed: it holds none
+  if (c.counters.starved.exchange(0, std::memory_order_relaxed) != 0)
+    events().starved_now.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void MessageTransport::resume_wire(IncomingConnection& base) {

@@ -25,6 +25,11 @@ void add_outgoing_metrics(std::vector<Metric>& metrics, const ConnectionCounters
 void add_incoming_metrics(std::vector<Metric>& metrics, const ConnectionCounters& c) {
   metrics.push_back({"frames_received", Metric::Kind::counter, value(c.frames), "frames received", {}});
   metrics.push_back({"bytes_received", Metric::Kind::counter, value(c.bytes), "bytes received", {}});
+  metrics.push_back({"receive_buffers", Metric::Kind::gauge, value(c.receive_buffers),
+                     "receive buffers it holds (posted, or with messages not yet taken)", {}});
+  metrics.push_back({"starved", Metric::Kind::gauge, value(c.starved),
+                     "1 while its sender has no credit and the receive pool no buffer for it", {}});
+  metrics.push_back({"starvations", Metric::Kind::counter, value(c.starvations), "times it was left without a buffer", {}});
 }
 
 void TransportTotals::add_outgoing(const ConnectionCounters& c) noexcept {
@@ -62,7 +67,12 @@ void report_totals(MetricSink& sink, const TransportTotals& t, const TransportEv
   sink.counter("receive_pool_waits", value(e.receive_pool_waits), "times receiving waited for receive blocks");
   sink.counter("delivery_waits", value(e.delivery_waits), "times receiving paused because an application's queue was full");
   sink.counter("completion_errors", value(e.completion_errors), "operations the network completed with an error");
-  sink.counter("connections_over_limit", value(e.over_limit), "incoming connections refused: maxIncoming were open");
+  sink.counter("connections_over_limit", value(e.over_limit),
+               "incoming connections refused: maxIncoming, or as many as the receive budget serves, were open");
+  sink.counter("receive_starvations", value(e.starvations),
+               "times an incoming connection was left with no receive buffer, its sender without credit");
+  sink.gauge("connections_starved", value(e.starved_now),
+             "incoming connections whose sender has no credit and the receive pool no buffer for them now");
   sink.gauge("incoming_connections", d(t.incoming_connections), "incoming connections open");
 }
 

@@ -197,6 +197,7 @@ void IbvTransport::open_device(ibv_context* context) {
   if (send_cq_ == nullptr || receive_cq_ == nullptr) throw std::runtime_error("ibv_create_cq: " + errno_text(errno));
   send_channel_.cq = send_cq_;
   receive_channel_.cq = receive_cq_;
+  cap_receive_budget(receive_cq_size_ / 2);  // the rest of the queue is for connections' first buffers and credits
 
   if (settings_.srq == Settings::Srq::automatic && device_attr_.max_srq > 0) {
     srq_capacity_ = std::min<std::size_t>(static_cast<std::size_t>(device_attr_.max_srq_wr), 16384);
@@ -209,8 +210,13 @@ void IbvTransport::open_device(ibv_context* context) {
       srq_capacity_ = 0;
     } else {
       srq_capacity_ = attributes.attr.max_wr;
+      // Room in the shared queue for the budget and for every connection's first buffer besides.
+      cap_receive_budget(srq_capacity_ / 2);
     }
   }
+  // Receive completions pending at once: the budget's buffers, each connection's first buffer beyond it, and
+  // its credit messages (counted per connection at accept).
+  receive_cq_use_ = receive_budget();
 
   set_nonblocking(context_->async_fd);
   if (!busy_polling()) {
@@ -224,8 +230,9 @@ void IbvTransport::open_device(ibv_context* context) {
              "device " + device_name(context_) + " (NUMA node " + std::to_string(device_node) + "), pools " +
                  (numa_node_ >= 0 ? "on node " + std::to_string(numa_node_) : std::string("as the policy says")) + ", " +
                  std::to_string(gather_limit()) + " pieces per message, " + std::to_string(send_depth()) +
-                 " sends in flight per connection, " + std::to_string(receive_depth()) +
-                 " receive buffers per connection" +
+                 " sends in flight per connection, " + std::to_string(receive_budget()) +
+                 " receive buffers shared by the incoming connections (" + std::to_string(connection_depth()) +
+                 " each, at most " + std::to_string(receive_depth()) + ")" +
                  (srq_ != nullptr ? " in a shared receive queue of " + std::to_string(srq_capacity_) : std::string("")) +
                  ", " + (busy_polling() ? "busy polling" : "completion channels"));
   start_threads();
@@ -645,10 +652,10 @@ void IbvTransport::accept(rdma_cm_id* id, const rdma_conn_param& param) {
   std::string error = decode_request(param.private_data, param.private_data_len, request);
   if (!error.empty()) return refuse(error);
   if (id->verbs != context_) return refuse("it arrived on device " + device_name(id->verbs));
-  if (receive_cq_use_ + receive_depth() + kCreditSends > receive_cq_size_)
+  if (receive_cq_use_ + 1 + kCreditSends > receive_cq_size_)
     return refuse("the receive completion queue is full (" + std::to_string(receive_cq_size_) + " entries)");
 
-  auto connection = std::make_unique<Incoming>(std::max<std::size_t>(1, receive_depth() / 4),
+  auto connection = std::make_unique<Incoming>(std::max<std::size_t>(1, connection_depth() / 4),
                                                connection_settings().max_frame_size);
   Incoming* c = connection.get();
   c->remote = remote;
@@ -662,7 +669,7 @@ void IbvTransport::accept(rdma_cm_id* id, const rdma_conn_param& param) {
   adopt(std::move(connection));
   incoming_by_qp_[c->qp->qp_num] = c;
   incoming_by_serial_[c->serial] = c;
-  receive_cq_use_ += receive_depth() + kCreditSends;
+  receive_cq_use_ += 1 + kCreditSends;
   // Buffers go up before the connection does: the sender may start as soon as it has the reply.
   replenish(*c);
   if (c->closed) return;
@@ -765,7 +772,7 @@ void IbvTransport::close_receive_link(pt::MessageIncoming& base) noexcept {
     incoming_by_qp_.erase(c.qp->qp_num);
     if (c.cm_id != nullptr) rdma_disconnect(c.cm_id);
     ibv_destroy_qp(c.qp);  // after this the device writes into none of this connection's buffers
-    receive_cq_use_ -= std::min(receive_cq_use_, receive_depth() + kCreditSends);
+    receive_cq_use_ -= std::min(receive_cq_use_, std::size_t{1} + kCreditSends);
   }
   c.qp = nullptr;
   if (c.cm_id != nullptr) rdma_destroy_id(c.cm_id);
@@ -904,6 +911,7 @@ void IbvTransport::receive_housekeeping(Clock::time_point now) {
 // ---- reports --------------------------------------------------------------------------------------------
 
 void IbvTransport::report_wire(MetricSink& sink) const {
+  MessageTransport::report_wire(sink);
   auto d = [](std::uint64_t v) { return static_cast<double>(v); };
   sink.counter("credit_messages", d(credit_messages_.load()), "credit messages sent to senders");
   sink.counter("inline_messages", d(inline_messages_.load()), "messages sent inline (copied into the work request)");

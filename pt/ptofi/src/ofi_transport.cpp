@@ -171,8 +171,10 @@ void OfiTransport::open_fabric(const fi_info& info) {
                                  std::string(info.domain_attr->name != nullptr ? info.domain_attr->name : "?") +
                                  ", memory registration " + (register_pools ? "on" : "off") + ", " +
                                  std::to_string(gather_limit()) + " pieces per message, " + std::to_string(send_depth()) +
-                                 " messages in flight, " + std::to_string(receive_depth()) +
-                                 " receive buffers per connection");
+                                 " messages in flight, " + std::to_string(receive_budget()) +
+                                 " receive buffers shared by the incoming connections (" +
+                                 std::to_string(connection_depth()) + " each, at most " +
+                                 std::to_string(receive_depth()) + ")");
 
   if (!busy_polling()) {
     add_wait_objects(send_waiter(), send_cq_.get(), send_eq_.get());
@@ -421,7 +423,7 @@ void OfiTransport::accept(fi_info* request) {
     fi_reject(passive_.get(), request->handle, nullptr, 0);
     return;
   }
-  auto connection = std::make_unique<OfiIncoming>(std::max<std::size_t>(1, receive_depth() / 4),
+  auto connection = std::make_unique<OfiIncoming>(std::max<std::size_t>(1, connection_depth() / 4),
                                                connection_settings().max_frame_size);
   OfiIncoming* c = connection.get();
   c->remote = pt::address_text(static_cast<const sockaddr*>(request->dest_addr));

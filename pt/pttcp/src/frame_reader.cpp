@@ -9,7 +9,6 @@ namespace daqx::pttcp {
 FrameReader::FrameReader(mem::Pool& pool, std::size_t staging_bytes, std::size_t copy_threshold,
                          std::uint32_t max_frame_size)
     : pool_(pool),
-      staging_(std::make_unique<std::byte[]>(staging_bytes)),
       staging_bytes_(staging_bytes),
       copy_threshold_(std::min(copy_threshold, staging_bytes)),
       max_frame_size_(max_frame_size) {}
@@ -42,6 +41,8 @@ int FrameReader::read_target(iovec* vectors, int max_vectors) noexcept {
     }
     return count;
   }
+  // Taken at the first read, not at accept, and not zeroed: a connection that carries nothing costs no memory.
+  if (!staging_) staging_ = std::make_unique_for_overwrite<std::byte[]>(staging_bytes_);
   if (end_ == staging_bytes_) compact();
   vectors[0].iov_base = staging_.get() + end_;
   vectors[0].iov_len = staging_bytes_ - end_;

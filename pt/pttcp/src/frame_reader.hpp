@@ -50,7 +50,7 @@ class FrameReader {
   bool grow() noexcept;
 
   mem::Pool& pool_;
-  std::unique_ptr<std::byte[]> staging_;
+  std::unique_ptr<std::byte[]> staging_;  // from the first read on
   std::size_t staging_bytes_;
   std::size_t copy_threshold_;
   std::uint32_t max_frame_size_;

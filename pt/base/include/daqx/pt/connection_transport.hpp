@@ -23,6 +23,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "daqx/api/transport.hpp"
@@ -119,6 +120,11 @@ class ConnectionTransport : public Transport {
   // counted (connections_over_limit) and logged at most once a second, and the transport refuses it before it
   // makes anything for it.
   bool over_incoming_limit(const std::string& remote);
+  // The incoming connections this transport serves at once, and what sets that number (maxIncoming, or a
+  // transport's own limit such as its receive budget), for the refusal's log line.
+  virtual std::pair<std::size_t, std::string> incoming_capacity() const;
+  // Incoming connections open now (receive thread).
+  std::size_t incoming_open() const noexcept { return incoming_open_.load(std::memory_order_relaxed); }
   // Takes in a connection accepted from a peer (not up yet) and gives it its id.
   IncomingConnection& adopt(std::unique_ptr<IncomingConnection> connection);
   // The connection is up: counted, and the executive told.
@@ -225,6 +231,7 @@ class ConnectionTransport : public Transport {
   std::uint64_t retired_bytes_received_ = 0;
   Clock::time_point last_limit_log_{};     // receive thread: refusals past maxIncoming, logged once a second
   std::uint64_t unlogged_over_limit_ = 0;  // receive thread
+  std::atomic<std::size_t> incoming_open_{0};  // adopted and not closed (counted by the receive thread)
 
   std::atomic<bool> attention_{false};
   std::atomic<bool> resume_requested_{false};

@@ -58,6 +58,8 @@ class ReceiveCredits {
   void received() noexcept { ++received_; }
   std::uint64_t posted_total() const noexcept { return posted_; }
   std::uint64_t unreported() const noexcept { return posted_ - reported_; }
+  // Buffers posted that no message has filled yet: at most what the sender may still send.
+  std::uint64_t unfilled() const noexcept { return posted_ - received_; }
   // A report is due when enough new buffers have piled up, or, sooner, when the sender is running short
   // as far as we know: otherwise a receiver that can post only a few buffers (its pool is nearly empty)
   // and waits for more data to free any would wait forever.

@@ -8,6 +8,8 @@
 // that accepted (the receiver) posts only credit messages back (credit_flow.hpp).
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -47,6 +49,7 @@ struct MessageIncoming : IncomingConnection {
   ReceiveCredits credits;
   std::uint64_t posted = 0;     // receive buffers posted for this connection in total
   bool waiting_for_pool = false;  // for receive buffers, or for views to hand frames out as
+  std::uint64_t held = 0;       // buffers it holds (posted - consumed) as last counted in the receive budget
   FrameAssembler assembler;     // messages that arrived, until their frames are taken
   // Messages whose every frame was handed on: their buffers may be replaced by new ones.
   std::uint64_t consumed() const noexcept { return assembler.messages_done(); }
@@ -65,6 +68,21 @@ class MessageTransport : public ConnectionTransport {
   std::size_t receive_depth() const noexcept { return receive_depth_; }
   // The receive pool's views, one per frame handed out of a buffer that holds several (PoolConfig::views).
   std::size_t views_needed() const noexcept;
+
+  // ---- Receive memory, shared by every incoming connection ------------------------------------------------
+  // The receive buffers all incoming connections together hold: half the receive pool (the other half holds the
+  // frames applications keep, zero copy, and messages being split), less where the wire caps it (a shared
+  // receive queue). A connection's share is that divided among the connections the partition's plan sends here
+  // or that are open, if more, at most recvDepth: memory per context does not grow with its peers. Every
+  // connection keeps at least one buffer posted, whatever the others hold, so no sender is left without credit;
+  // a connection beyond as many as the budget has buffers for is refused (incoming_capacity).
+  std::size_t receive_budget() const noexcept { return receive_budget_; }
+  void cap_receive_budget(std::size_t buffers) noexcept;
+  // The buffers one incoming connection keeps posted now.
+  std::size_t connection_depth() const noexcept;
+  std::pair<std::size_t, std::string> incoming_capacity() const override;
+  // The receive budget and its use; a wire that reports more calls this first.
+  void report_wire(MetricSink& sink) const override;
 
   // ---- Sending: the wire's part ------------------------------------------------------------------------
   struct Message {
@@ -122,11 +140,20 @@ class MessageTransport : public ConnectionTransport {
  private:
   void retire(MessageOutgoing& c, std::size_t frames) noexcept;
   void deliver_arrived(MessageIncoming& c);
+  // Brings c's buffers into the budget's count (they change as messages arrive and are taken).
+  void count_held(MessageIncoming& c) noexcept;
+  // After replenishing: whether c's sender is left without credit and c without a buffer; counted and logged.
+  void note_starvation(MessageIncoming& c);
 
   MessageSettings messages_;
   std::size_t gather_limit_ = 1;
   std::size_t send_depth_ = 1;
   std::size_t receive_depth_ = 2;
+  std::size_t receive_budget_ = 2;
+  // Buffers all incoming connections hold (the budget's use): the receive thread counts, reports read.
+  std::atomic<std::size_t> receive_held_{0};
+  std::chrono::steady_clock::time_point last_starvation_log_{};
+  std::uint64_t unlogged_starvations_ = 0;
 };
 
 }  // namespace daqx::pt

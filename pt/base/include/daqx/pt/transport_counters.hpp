@@ -19,6 +19,10 @@ struct ConnectionCounters {
   std::atomic<std::uint64_t> reconnects{0};    // outgoing: times re-established
   std::atomic<std::uint64_t> credit_waits{0};  // outgoing: times it had frames to send and no credits
   std::atomic<std::uint64_t> messages{0};      // outgoing: messages or writes the frames went out in
+  // Incoming, where receive buffers are posted for the sender (credits):
+  std::atomic<std::uint64_t> receive_buffers{0};  // buffers it holds now, posted or with messages not yet taken
+  std::atomic<std::uint64_t> starved{0};          // 1 while its sender has no credit and no buffer can be posted
+  std::atomic<std::uint64_t> starvations{0};      // times it was left so
 };
 
 // What happens to a transport as a whole rather than to one connection.
@@ -32,6 +36,8 @@ struct TransportEvents {
   std::atomic<std::uint64_t> delivery_waits{0};      // times receiving paused because an application's queue was full
   std::atomic<std::uint64_t> completion_errors{0};   // operations the network completed with an error
   std::atomic<std::uint64_t> over_limit{0};          // incoming connections refused: maxIncoming were open
+  std::atomic<std::uint64_t> starvations{0};         // times an incoming connection was left without a buffer
+  std::atomic<std::uint64_t> starved_now{0};         // incoming connections without a buffer now (a gauge)
 };
 
 // The per-connection metrics of the page's connection table.
