@@ -15,13 +15,15 @@ void FragmentSender::start_run(std::uint32_t run) {
 
 void FragmentSender::clear() {
   queues_.clear();
+  queue_of_.clear();
+  round_.clear();
   next_queue_ = 0;
   events_queued_ = 0;
 }
 
 FragmentSender::BuQueue& FragmentSender::queue_for(Tid bu) {
-  for (BuQueue& q : queues_)
-    if (q.bu == bu) return q;
+  const auto [it, added] = queue_of_.try_emplace(bu, queues_.size());
+  if (!added) return queues_[it->second];
   queues_.emplace_back();
   queues_.back().bu = bu;
   queues_.back().cursor = source_->cursor();
@@ -31,6 +33,10 @@ FragmentSender::BuQueue& FragmentSender::queue_for(Tid bu) {
 void FragmentSender::add(const Assignment& assignment) {
   BuQueue& q = queue_for(assignment.bu);
   if (assignment.generation < q.dropped_below || assignment.count == 0) return;
+  if (!q.in_round) {
+    q.in_round = true;
+    round_.push_back(static_cast<std::size_t>(&q - queues_.data()));
+  }
   q.batches.push_back(assignment);
   q.latest_generation = std::max(q.latest_generation, assignment.generation);
   events_queued_ += assignment.count;
@@ -131,6 +137,21 @@ bool FragmentSender::send_block(BuQueue& q) {
   return true;
 }
 
+void FragmentSender::leave_round_when_dry() {
+  std::size_t kept = 0, next = 0;
+  for (std::size_t k = 0; k < round_.size(); ++k) {
+    BuQueue& q = queues_[round_[k]];
+    if (q.batches.empty()) {
+      q.in_round = false;
+      continue;
+    }
+    if (k < next_queue_) ++next;
+    round_[kept++] = round_[k];
+  }
+  round_.resize(kept);
+  next_queue_ = kept == 0 ? 0 : next % kept;
+}
+
 FragmentSender::Progress FragmentSender::pump() {
   // Bounded, so requests and allocations queued behind a long pump are not starved; the caller re-posts.
   // Bounded in blocks and bytes: the pattern and CRC of 64 blocks of 1 MiB kept the thread from its status
@@ -143,11 +164,12 @@ FragmentSender::Progress FragmentSender::pump() {
   const std::uint64_t bytes_at_start = bytes_sent_;
   const auto started = std::chrono::steady_clock::now();
   for (;;) {
+    leave_round_when_dry();  // each queue joins once per spell of work: amortised in its blocks
     bool work = false;
     bool progress = false;
-    const std::size_t n = queues_.size();
+    const std::size_t n = round_.size();
     for (std::size_t k = 0; k < n; ++k) {
-      BuQueue& q = queues_[(next_queue_ + k) % n];
+      BuQueue& q = queues_[round_[(next_queue_ + k) % n]];
       if (q.batches.empty()) continue;
       work = true;
       if (outbox_.waiting(q.bu) != 0) continue;

@@ -1,7 +1,8 @@
 // The sending side of a readout unit (an RU, or the EvM for its trigger fragments): turns assignments into
 // blocks of super-fragment pieces, read from the unit's data source (ru/data_source.hpp), for their BUs. One
 // queue per BU (CMS's BUproxy), served round-robin one block at a time, so a BU that cannot take data does not
-// hold up the others; blocks are filled straight from the application's pool and handed to the transport (no
+// hold up the others (the round goes over the queues with work only: a partition of many BUs costs no more per
+// block than one of two); blocks are filled straight from the application's pool and handed to the transport (no
 // copy after the source writes them).
 // Dispatch thread only.
 #pragma once
@@ -9,6 +10,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "daqx/evb/protocol.hpp"
@@ -46,9 +48,8 @@ class FragmentSender {
 
   // The newest generation of bu this sender was given work for (0: none).
   std::uint32_t generation_of(Tid bu) const noexcept {
-    for (const BuQueue& q : queues_)
-      if (q.bu == bu) return q.latest_generation;
-    return 0;
+    const auto it = queue_of_.find(bu);
+    return it == queue_of_.end() ? 0 : queues_[it->second].latest_generation;
   }
 
   std::uint64_t events_queued() const noexcept { return events_queued_; }  // assigned, not yet fully sent
@@ -68,6 +69,7 @@ class FragmentSender {
     bool event_started = false;         // cursor holds that event's super-fragment, partly written
     std::uint32_t written = 0;          // of that super-fragment
     std::unique_ptr<SuperFragmentCursor> cursor;
+    bool in_round = false;              // listed in round_
   };
   BuQueue& queue_for(Tid bu);
   // Fills and sends one block for q; false when the pool is empty.
@@ -79,8 +81,13 @@ class FragmentSender {
   const DataSource* source_ = nullptr;  // set by configure, before any add
   std::size_t block_size_ = 65536;
   std::uint32_t run_ = 0;
-  std::vector<BuQueue> queues_;  // few BUs: a vector searched linearly beats a map
-  std::size_t next_queue_ = 0;   // round-robin position
+  // Leaves round_ the queues that ran dry, keeping the order of the others and the turn.
+  void leave_round_when_dry();
+
+  std::vector<BuQueue> queues_;
+  std::unordered_map<Tid, std::size_t> queue_of_;  // a BU's TID -> its queue
+  std::vector<std::size_t> round_;                 // the queues with work (and some just run dry), in turn order
+  std::size_t next_queue_ = 0;                     // round-robin position in round_
   std::uint64_t events_queued_ = 0;
   std::uint64_t fragments_sent_ = 0;
   std::uint64_t bytes_sent_ = 0;

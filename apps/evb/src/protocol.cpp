@@ -111,12 +111,17 @@ std::size_t assignments_that_fit(std::size_t room) noexcept {
 }
 
 std::optional<std::size_t> encode(const Allocate& a, std::byte* out, std::size_t room) noexcept {
-  if (a.assignments.size() > assignments_that_fit(room)) return std::nullopt;
-  const std::size_t size = kAllocateFixedBytes + a.assignments.size() * kAssignmentBytes;
+  return encode_allocate(a.run, a.assignments, out, room);
+}
+
+std::optional<std::size_t> encode_allocate(std::uint32_t run, std::span<const Assignment> assignments, std::byte* out,
+                                           std::size_t room) noexcept {
+  if (assignments.size() > assignments_that_fit(room)) return std::nullopt;
+  const std::size_t size = kAllocateFixedBytes + assignments.size() * kAssignmentBytes;
   ByteWriter w(out, room);
-  w.put<std::uint32_t>(a.run);
-  w.put<std::uint32_t>(static_cast<std::uint32_t>(a.assignments.size()));
-  for (const Assignment& x : a.assignments) {
+  w.put<std::uint32_t>(run);
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(assignments.size()));
+  for (const Assignment& x : assignments) {
     w.put<std::uint32_t>(x.bu);
     w.put<std::uint32_t>(x.generation);
     w.put<std::uint32_t>(x.slot);

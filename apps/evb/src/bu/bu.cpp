@@ -53,6 +53,7 @@ void BU::configure() {
     contributors_.clear();
     contributors_.push_back(config_.evm);
     contributors_.insert(contributors_.end(), config_.rus.begin(), config_.rus.end());
+    contributor_index_ = TidIndex(contributors_);
     slots_.clear();
     slots_.resize(config_.slots);
   });
@@ -103,12 +104,6 @@ void BU::halt() {
     outbox_.clear();
     publish();
   });
-}
-
-int BU::contributor_index(Tid tid) const noexcept {
-  for (std::size_t i = 0; i < contributors_.size(); ++i)
-    if (contributors_[i] == tid) return static_cast<int>(i);
-  return -1;
 }
 
 void BU::tick() {

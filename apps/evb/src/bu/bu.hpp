@@ -17,6 +17,7 @@
 #include "bu/evm_proxy.hpp"
 #include "bu/output.hpp"
 #include "bu/resource_manager.hpp"
+#include "common/tid_index.hpp"
 #include "daqx/api/application.hpp"
 #include "daqx/apps/rate_meter.hpp"
 #include "daqx/evb/protocol.hpp"
@@ -41,7 +42,6 @@ class BU final : public Application {
   // Dispatch thread. Each group is in the file named for its role.
   void tick();  // bu.cpp
   void publish();
-  int contributor_index(Tid tid) const noexcept;
 
   void on_control(Frame&& frame);  // evm_proxy.cpp: what the EvM says, acted on here and told to evm_
   void new_run(std::uint32_t run);
@@ -56,6 +56,7 @@ class BU final : public Application {
   Outbox outbox_;
   Ticker ticker_;
   std::vector<Tid> contributors_;  // EvM, then RUs
+  TidIndex contributor_index_;     // a contributor's TID -> its position in contributors_
 
   // Dispatch thread only.
   bool running_ = false;

@@ -27,6 +27,7 @@ void EventAssembly::start_building(BuilderSlot& s, const BlockHeader& h) {
   for (std::uint32_t i = 0; i < s.count; ++i) {
     EventUnderConstruction& e = s.events[i];
     e.contributions_done = 0;
+    e.awaited = contributors_up_;
     e.built = false;
     e.flags = 0;
     e.contributions.resize(contributors_.size());
@@ -93,22 +94,20 @@ void EventAssembly::take_block(std::size_t contributor, Frame&& frame) {
       part.done = true;
       ++e.contributions_done;
       bump(counts_.fragments_received);
-      try_build(s, index);
-      if (slots_[slot_index].state != BuilderSlot::State::building) break;  // the slot is complete (and maybe reused)
+      // A down contributor's late super-fragment is taken but was not awaited.
+      if (!contributor_down_[c]) --e.awaited;
+      if (e.awaited == 0) {
+        build(s, index);
+        if (slots_[slot_index].state != BuilderSlot::State::building) break;  // the slot is complete (maybe reused)
+      }
     }
   }
 }
 
-// Builds event `index` of the slot if every contributor that is not down has given its super-fragment.
-void EventAssembly::try_build(BuilderSlot& s, std::uint32_t index) {
+// Builds event `index` of the slot: every contributor that is not down has given its super-fragment (awaited
+// is 0). The one pass over the contributions checks each of them, once per event.
+void EventAssembly::build(BuilderSlot& s, std::uint32_t index) {
   EventUnderConstruction& e = s.events[index];
-  if (e.built) return;
-  std::uint32_t missing_down = 0;
-  for (std::size_t c = 0; c < e.contributions.size(); ++c)
-    if (!e.contributions[c].done) {
-      if (!contributor_down_[c]) return;
-      ++missing_down;
-    }
   e.built = true;
   std::uint64_t bytes = 0;
   for (std::size_t c = 0; c < e.contributions.size(); ++c) {
@@ -123,7 +122,7 @@ void EventAssembly::try_build(BuilderSlot& s, std::uint32_t index) {
                                                     to_text(std::uint64_t{contributors_[c]}), ": ", check.problem}));
     }
   }
-  if (missing_down != 0) e.flags |= event_flags::incomplete;
+  if (e.contributions_done != e.contributions.size()) e.flags |= event_flags::incomplete;  // only down ones missing
   if (e.flags & event_flags::incomplete) {
     ++s.incomplete;
     bump(counts_.events_incomplete);
@@ -141,7 +140,7 @@ void EventAssembly::try_build(BuilderSlot& s, std::uint32_t index) {
 }
 
 void EventAssembly::start() {
-  contributor_down_.assign(contributors_.size(), false);
+  new_run();
   for (Counter* c : {&counts_.events_built, &counts_.bytes_built, &counts_.events_incomplete, &counts_.events_corrupt,
                      &counts_.fragments_received, &counts_.blocks_received, &counts_.duplicate_pieces,
                      &counts_.stale_blocks, &counts_.protocol_errors})
@@ -150,13 +149,23 @@ void EventAssembly::start() {
   problems_logged_ = 0;
 }
 
-void EventAssembly::new_run() { contributor_down_.assign(contributors_.size(), false); }
+void EventAssembly::new_run() {
+  contributor_down_.assign(contributors_.size(), false);
+  contributors_up_ = static_cast<std::uint32_t>(contributors_.size());
+}
 
+// Once per contributor and run (the EvM repeats the news to BUs it takes in again): every event in flight that
+// still awaits its super-fragment awaits one fewer.
 void EventAssembly::contributor_down(std::size_t contributor) {
+  if (contributor >= contributor_down_.size() || contributor_down_[contributor]) return;
   contributor_down_[contributor] = true;
+  --contributors_up_;
   for (BuilderSlot& s : slots_)
-    if (s.state == BuilderSlot::State::building)
-      for (std::uint32_t i = 0; i < s.count && s.state == BuilderSlot::State::building; ++i) try_build(s, i);
+    for (std::uint32_t i = 0; i < s.count && s.state == BuilderSlot::State::building; ++i) {
+      EventUnderConstruction& e = s.events[i];
+      if (e.built || e.contributions[contributor].done) continue;
+      if (--e.awaited == 0) build(s, i);
+    }
 }
 
 void EventAssembly::summarize_latencies(Clock::time_point now) {
@@ -172,14 +181,14 @@ void EventAssembly::summarize_latencies(Clock::time_point now) {
 
 void BU::on_fragments(Frame&& frame) {
   if (!running_) return;
-  const int contributor = contributor_index(frame.header.initiator);
+  const std::size_t contributor = contributor_index_.find(frame.header.initiator);
   const std::size_t payload = frame.payload_size();
-  if (contributor < 0 || payload != frame.payload_size_in_head() || payload < kBlockHeaderBytes) {
+  if (contributor == TidIndex::npos || payload != frame.payload_size_in_head() || payload < kBlockHeaderBytes) {
     bump(malformed_);
     return;
   }
   if (contributor == 0) evm_.heard(Clock::now());
-  assembly_.take_block(static_cast<std::size_t>(contributor), std::move(frame));
+  assembly_.take_block(contributor, std::move(frame));
 }
 
 }  // namespace daqx::evb

@@ -1,6 +1,8 @@
 // evb::EventAssembly, the event builder proper: pieces of super-fragments taken from the blocks the EvM and the
 // RUs send (held, not copied), events built once every contributor that is not down gave its super-fragment
 // (incomplete when an RU is down), each checked and timed; with the counts of what it received and built.
+// Each event counts the super-fragments it still awaits, so an arriving one costs the same whatever the number
+// of contributors, and an RU going down costs one look at each event in flight.
 // Dispatch thread only (its counts and latency summary are read by report()).
 #pragma once
 
@@ -59,7 +61,7 @@ class EventAssembly {
 
  private:
   void start_building(BuilderSlot& slot, const BlockHeader& header);
-  void try_build(BuilderSlot& slot, std::uint32_t index);
+  void build(BuilderSlot& slot, std::uint32_t index);
 
   const BuConfiguration& config_;
   ApplicationContext& context_;
@@ -68,7 +70,8 @@ class EventAssembly {
   const EvmProxy& evm_;
   SlotBuilt built_;
 
-  std::vector<bool> contributor_down_;
+  std::vector<bool> contributor_down_;  // by contributor index, this run
+  std::uint32_t contributors_up_ = 0;    // contributors not down: what a new event awaits
   std::vector<double> latencies_;  // build latency samples (us) since the last publication
   Clock::time_point latency_published_{};
   std::uint32_t problems_logged_ = 0;

@@ -128,9 +128,9 @@ void BU::on_control(Frame&& frame) {
       evm_.take_reset(c->generation);
       break;
     case ControlKind::ru_down: {
-      const int index = contributor_index(c->subject);
-      if (index < 0) break;
-      assembly_.contributor_down(static_cast<std::size_t>(index));  // events that waited only for it are built
+      const std::size_t index = contributor_index_.find(c->subject);
+      if (index == TidIndex::npos) break;
+      assembly_.contributor_down(index);  // events that waited only for it are built
       break;
     }
     case ControlKind::end_of_run:

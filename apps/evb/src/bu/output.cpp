@@ -143,7 +143,9 @@ void EventOutput::write_slot(FileWriter& writer, const BuilderSlot& s, std::vect
     const EventUnderConstruction& e = s.events[i];
     fragments.clear();
     spans.clear();
-    for (const Contribution& part : e.contributions) spans.insert(spans.end(), part.pieces.begin(), part.pieces.end());
+    // Only whole super-fragments: a down RU's part of one is not written (the record lists only whole ones).
+    for (const Contribution& part : e.contributions)
+      if (part.done) spans.insert(spans.end(), part.pieces.begin(), part.pieces.end());
     std::size_t at = 0;
     for (std::size_t c = 0; c < e.contributions.size(); ++c) {
       const Contribution& part = e.contributions[c];

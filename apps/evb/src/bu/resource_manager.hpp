@@ -24,6 +24,9 @@ struct Contribution {
 
 struct EventUnderConstruction {
   std::uint32_t contributions_done = 0;
+  // Super-fragments still missing from contributors that are not down: built when it reaches 0, so completing
+  // an event costs the same whatever the number of contributors.
+  std::uint32_t awaited = 0;
   bool built = false;
   std::uint32_t flags = 0;
   std::vector<Contribution> contributions;  // by contributor index: EvM first, then the RUs

@@ -44,9 +44,14 @@ class BatchSizer {
     double bytes_per_event = 0;  // smoothed over reports
   };
   void resize();
+  // One RU's bytes per event went from before to after: the sum and the count of those reporting follow.
+  void account(double before, double after) noexcept;
 
   BatchSizing sizing_;
   std::vector<Seen> seen_;
+  double reported_sum_ = 0;          // of seen_'s bytes_per_event
+  std::size_t reporting_ = 0;        // seen_ with bytes_per_event != 0
+  std::size_t reports_since_summed_ = 0;
   double event_bytes_ = 0;
   std::uint32_t events_ = 8;
 };

@@ -7,7 +7,6 @@ namespace daqx::evb {
 
 void EventAssigner::start_run() {
   next_event_ = 1;
-  next_builder_ = 0;
 }
 
 std::uint64_t EventAssigner::events_available(const Limits& limits, double seconds_since_start) const {

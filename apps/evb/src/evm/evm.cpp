@@ -35,6 +35,8 @@ void EvM::configure() {
     for (Tid t : config_.bus) bus_.emplace_back(t, context(), outbox_);
     rus_.clear();
     for (Tid t : config_.rus) rus_.emplace_back(t, context(), outbox_);
+    bu_index_ = TidIndex(config_.bus);
+    ru_index_ = TidIndex(config_.rus);
   });
 }
 
@@ -60,8 +62,20 @@ void EvM::start_run(std::uint32_t run) {
   outbox_.clear();
   unsent_controls_.clear();
   trigger_sender_.start_run(run);
-  for (BuProxy& bu : bus_) bu.start_run(run);
-  for (RuProxy& ru : rus_) ru.start_run();
+  allocations_.clear();
+  ranking_.reset(bus_.size());
+  bu_totals_.start(bus_.size());
+  for (BuProxy& bu : bus_) {
+    bu.start_run(run);
+    note(bu);
+  }
+  for (RuProxy& ru : rus_) {
+    ru.start_run();
+    ru.publish();
+  }
+  rus_unknown_ = rus_.size();
+  rus_taking_part_ = 0;
+  rus_down_.clear();
   for (Counter* c : {&events_assigned_, &events_completed_, &events_lost_, &events_incomplete_, &events_corrupt_,
                      &events_in_flight_, &requests_, &stale_requests_, &unexpected_discards_, &bu_drops_,
                      &bu_readmissions_, &ru_downs_, &trigger_bytes_})
@@ -106,15 +120,31 @@ void EvM::halt() {
 }
 
 BuProxy* EvM::find_bu(Tid tid) {
-  for (BuProxy& bu : bus_)
-    if (bu.tid() == tid) return &bu;
-  return nullptr;
+  const std::size_t i = bu_index_.find(tid);
+  return i == TidIndex::npos ? nullptr : &bus_[i];
 }
 
 RuProxy* EvM::find_ru(Tid tid) {
-  for (RuProxy& ru : rus_)
-    if (ru.tid() == tid) return &ru;
-  return nullptr;
+  const std::size_t i = ru_index_.find(tid);
+  return i == TidIndex::npos ? nullptr : &rus_[i];
+}
+
+void EvM::note(BuProxy& bu) {
+  const std::size_t i = index_of(bu);
+  bu_totals_.note(i, bu);
+  ranking_.rank(i, bu.has_credit() ? std::optional<std::uint16_t>(bu.priority()) : std::nullopt);
+  bu.publish();
+}
+
+void EvM::note(RuProxy& ru, RuProxy::State before) {
+  const RuProxy::State now = ru.state();
+  if (before == now) return;
+  if (before == RuProxy::State::unknown) --rus_unknown_;
+  if (before == RuProxy::State::alive) --rus_taking_part_;
+  if (now == RuProxy::State::unknown) ++rus_unknown_;
+  if (now == RuProxy::State::alive) ++rus_taking_part_;
+  if (now == RuProxy::State::down) rus_down_.push_back(static_cast<std::size_t>(&ru - rus_.data()));
+  ru.publish();
 }
 
 void EvM::on_request(Frame&& frame) {
@@ -146,13 +176,15 @@ void EvM::on_request(Frame&& frame) {
       if (bu_drop_policy_.readmit(*bu, *request, now)) {
         send_to(*bu, bu->reset(run_), true);
         // A BU taken in (again, or restarted) must know which RUs are gone, or it waits for them forever.
-        for (const RuProxy& ru : rus_)
-          if (ru.state() == RuProxy::State::down)
-            send_to(*bu, Control{ControlKind::ru_down, run_, 0, ru.tid(), "down before this BU came in"}, true);
+        for (const std::size_t down : rus_down_)
+          send_to(*bu, Control{ControlKind::ru_down, run_, 0, rus_[down].tid(), "down before this BU came in"}, true);
       }
+      note(*bu);
+      publish();
       return;
   }
   const BuProxy::Returned returned = bu->take_request(*request, now);
+  note(*bu);
   bump(events_completed_, returned.completed);
   bump(events_incomplete_, returned.incomplete);
   bump(events_corrupt_, returned.corrupt);
@@ -182,6 +214,7 @@ void EvM::on_ru_status(Frame&& frame) {
       return;
     }
     ru->take_in(status->incarnation);
+    note(*ru, RuProxy::State::unknown);
   }
   ru->heard(now);
   batch_sizer_.observe(static_cast<std::size_t>(ru - rus_.data()), status->fragments_sent, status->bytes_sent);
@@ -215,21 +248,6 @@ void EvM::handle_failed_sends() {
   }
 }
 
-bool EvM::rus_ready() const {
-  return std::all_of(rus_.begin(), rus_.end(), [](const RuProxy& r) { return r.state() != RuProxy::State::unknown; });
-}
-
-// The highest priority among the BUs holding credits, round-robin among equals.
-BuProxy* EvM::pick_builder() {
-  const std::optional<std::size_t> chosen =
-      assigner_.choose_builder(bus_.size(), [this](std::size_t i) -> std::optional<std::uint16_t> {
-        const BuProxy& bu = bus_[i];
-        if (!bu.has_credit()) return std::nullopt;
-        return bu.priority();
-      });
-  return chosen ? &bus_[*chosen] : nullptr;
-}
-
 // Requests that arrive together (one dispatch round) are served together: their assignments share one
 // Allocate frame per RU instead of one each (a system call and a wake-up per RU per batch otherwise).
 void EvM::schedule_assign() {
@@ -252,20 +270,23 @@ void EvM::assign() {
     const std::uint64_t available =
         assigner_.events_available({config_.max_events, config_.trigger_rate}, seconds_between(run_start_, now));
     if (available == 0) break;
-    BuProxy* bu = pick_builder();
-    if (bu == nullptr) break;
+    // The highest priority among the BUs holding credits, round-robin among equals.
+    const std::optional<std::size_t> chosen = ranking_.choose();
+    if (!chosen) break;
+    BuProxy* bu = &bus_[*chosen];
     const std::uint32_t batch = batch_sizer_.events_per_batch();
     const auto count = static_cast<std::uint32_t>(std::min<std::uint64_t>(batch, available));
     // A short batch because the trigger is slow waits up to batchWait for more; one cut by maxEvents goes now.
     const bool last_events = config_.max_events != 0 && assigner_.next_event() + count > config_.max_events;
     if (count < batch && !last_events &&
         now - bu->front_credit_since() < seconds(config_.batch_wait)) {
-      assigner_.turn_again(static_cast<std::size_t>(bu - bus_.data()));
+      ranking_.turn_again(*chosen);
       break;
     }
     const Assignment a = bu->assign_front_credit(count, assigner_.take(count));
+    note(*bu);
     bump(events_assigned_, count);
-    for (RuProxy& ru : rus_) ru.queue(a);
+    allocations_.add(a);  // every RU is told it at the flush
     trigger_sender_.add(a);
     assigned = true;
   }
@@ -276,8 +297,17 @@ void EvM::assign() {
   handle_failed_sends();
 }
 
+// An Allocate frame (or a few) per RU that takes part, each from where it was told up to: one pass over the RUs
+// per round of assignments, not per batch.
 void EvM::flush_allocations() {
-  for (RuProxy& ru : rus_) ru.flush_allocations(run_);
+  if (allocations_.end() == 0) return;  // nothing assigned this run yet
+  AllocationLog::Position oldest = allocations_.end();
+  for (RuProxy& ru : rus_) {
+    if (ru.told() == allocations_.end()) continue;
+    ru.flush_allocations(run_, allocations_);
+    if (ru.state() == RuProxy::State::alive) oldest = std::min(oldest, ru.told());
+  }
+  allocations_.release_before(oldest);
 }
 
 void EvM::pump_fragments() {
@@ -323,16 +353,20 @@ void EvM::drop_builder(BuProxy& bu, const std::string& why) {
   // The RUs and the EvM's own sender forget its work; what waits in the outbox for it goes too.
   trigger_sender_.drop_bu(bu.tid(), bu.generation());
   outbox_.drop(bu.tid());
+  allocations_.forget_bu(bu.tid());
   for (RuProxy& ru : rus_) {
-    ru.forget_bu(bu.tid());
+    ru.follow_forget(allocations_);
     if (ru.state() == RuProxy::State::alive)
       send_to(ru, Control{ControlKind::bu_down, run_, bu.generation(), bu.tid(), why}, true);
   }
+  note(bu);
   publish();  // the gauges and the status agree with the drop from now on, not from the next tick
 }
 
 void EvM::ru_down(RuProxy& ru, const std::string& why) {
+  const RuProxy::State before = ru.state();
   ru.go_down();
+  note(ru, before);
   bump(ru_downs_);
   const RuDownVerdict verdict = ru_down_verdict(config_.ru_failure, ru, why);
   // Before Failed is visible: a failed EvM publishes no more, and must not go on counting this RU alive.
@@ -375,30 +409,20 @@ void EvM::tick() {
   publish();
 }
 
+// The totals kept as units change (each unit's own gauges are published when it changes): no pass over the units.
 void EvM::publish() {
-  std::uint64_t credits = 0, in_flight = 0, alive = 0;
-  for (BuProxy& bu : bus_) {
-    credits += bu.credits();
-    in_flight += bu.events_in_flight();
-    if (bu.state() == BuProxy::State::alive) ++alive;
-    bu.publish();
-  }
-  std::uint64_t rus_alive = 0;
-  for (RuProxy& ru : rus_) {
-    if (ru.state() == RuProxy::State::alive) ++rus_alive;
-    ru.publish();
-  }
-  put(credits_queued_, credits);
+  const std::uint64_t in_flight = bu_totals_.events_in_flight();
+  put(credits_queued_, bu_totals_.credits());
   put(events_in_flight_, in_flight);
-  put(bus_alive_, alive);
-  put(rus_alive_, rus_alive);
+  put(bus_alive_, bu_totals_.alive());
+  put(rus_alive_, rus_taking_part_);
   // No builder left: nothing can be assigned until one is taken in again. Said in the status reason (the run
-  // is not over: a BU that returns is taken back), named with each BU's drop.
-  const std::optional<std::string> none_left =
-      running_ && !failed_ ? BuDropPolicy::no_builder_left(bus_) : std::nullopt;
-  if (none_left.has_value() != (no_builder_left_.load() != 0)) {
-    put(no_builder_left_, none_left ? 1 : 0);
-    context().set_condition(none_left.value_or(std::string()));
+  // is not over: a BU that returns is taken back), named with each BU's drop (written when it first holds).
+  const bool none_left = running_ && !failed_ && bu_totals_.alive() == 0 && bu_totals_.dropped() != 0;
+  if (none_left != (no_builder_left_.load() != 0)) {
+    const std::optional<std::string> reason = none_left ? BuDropPolicy::no_builder_left(bus_) : std::nullopt;
+    put(no_builder_left_, reason ? 1 : 0);
+    context().set_condition(reason.value_or(std::string()));
   }
   // Drained: stopping and nothing out (dropped BUs' events are already counted lost).
   put(drained_, draining_ && in_flight == 0 ? 1 : 0);

@@ -2,7 +2,10 @@
 // batches of them to the BUs' free slots, highest priority first, round-robin among equals, tells every RU
 // which BU gets which events, and contributes the trigger fragment itself (it is also a readout unit).
 // It watches BUs and RUs: a silent BU is dropped and its events counted lost; a silent RU fails the run or,
-// by policy, makes the BUs build without it.
+// by policy, makes the BUs build without it. A request, a status or a batch costs the same whatever the number
+// of units: units are found by TID through an index, the BU to serve comes from a ranking kept as BUs change,
+// the counts it reports are kept as units change, and the RUs read one log of assignments; only the ticker
+// looks at every unit (once per period).
 #pragma once
 
 #include <cstdint>
@@ -14,9 +17,13 @@
 #include "daqx/evb/protocol.hpp"
 #include "daqx/api/application.hpp"
 #include "dispatch.hpp"
+#include "common/tid_index.hpp"
+#include "evm/allocation_log.hpp"
 #include "evm/bu_drop_policy.hpp"
 #include "evm/bu_proxy.hpp"
 #include "evm/batch_sizer.hpp"
+#include "evm/builder_ranking.hpp"
+#include "evm/builder_totals.hpp"
 #include "evm/event_assigner.hpp"
 #include "evm/evm_configuration.hpp"
 #include "evm/ru_failure_policy.hpp"
@@ -48,7 +55,6 @@ class EvM final : public Application {
   void tick();
   void assign();
   void schedule_assign();
-  BuProxy* pick_builder();
   void flush_allocations();
   void drop_builder(BuProxy& bu, const std::string& why);
   void ru_down(RuProxy& ru, const std::string& why);
@@ -60,7 +66,12 @@ class EvM final : public Application {
   void publish();
   BuProxy* find_bu(Tid tid);
   RuProxy* find_ru(Tid tid);
-  bool rus_ready() const;
+  std::size_t index_of(const BuProxy& bu) const { return static_cast<std::size_t>(&bu - bus_.data()); }
+  // After anything done to a BU: its totals, ranking and gauges follow.
+  void note(BuProxy& bu);
+  // An RU changed state: the counts follow.
+  void note(RuProxy& ru, RuProxy::State before);
+  bool rus_ready() const { return rus_unknown_ == 0; }
   void start_run(std::uint32_t run);
 
   EvmConfiguration config_;
@@ -85,6 +96,14 @@ class EvM final : public Application {
   bool assign_posted_ = false;
   std::vector<BuProxy> bus_;
   std::vector<RuProxy> rus_;
+  TidIndex bu_index_;  // a BU's TID -> its place in bus_
+  TidIndex ru_index_;  // an RU's TID -> its place in rus_
+  BuilderRanking ranking_;  // the BUs holding credits, by priority: whose turn it is
+  BuilderTotals bu_totals_;
+  AllocationLog allocations_;  // this run's assignments, read by every RU proxy
+  std::size_t rus_unknown_ = 0;  // RUs not yet heard this run (assignment waits for them)
+  std::size_t rus_taking_part_ = 0;
+  std::vector<std::size_t> rus_down_;  // this run, in the order they went down
   std::vector<std::pair<Tid, Control>> unsent_controls_;  // waiting for a pool block
 
   // Published.

@@ -1,5 +1,6 @@
-// A readout unit as the EvM sees it, and the EvM's messaging to it: its state, incarnation, liveness, the
-// assignments queued for it and their Allocate frames, and the control frames sent to it.
+// A readout unit as the EvM sees it, and the EvM's messaging to it: its state, incarnation, liveness, how far
+// it has been told the run's assignments (the EvM's AllocationLog) and their Allocate frames, and the control
+// frames sent to it.
 #pragma once
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include "daqx/api/application.hpp"
 #include "daqx/evb/protocol.hpp"
 #include "dispatch.hpp"
+#include "evm/allocation_log.hpp"
 #include "evm/unit_link.hpp"
 
 namespace daqx::evb {
@@ -25,7 +27,7 @@ class RuProxy {
   std::uint64_t incarnation() const { return incarnation_; }
   Clock::time_point last_heard() const { return last_heard_; }
 
-  // A new run: not yet heard, nothing queued.
+  // A new run: not yet heard, told nothing (the log starts again).
   void start_run();
   // After a gap in the EvM's own running: its silence meanwhile is not the RU's.
   void excuse_silence(Clock::time_point now) { last_heard_ = std::max(last_heard_, now); }
@@ -38,14 +40,13 @@ class RuProxy {
   // Down for the rest of the run: what was queued or waits in the outbox for it goes.
   void go_down();
 
-  // Queues an assignment for the next Allocate (only while it takes part).
-  void queue(const Assignment& assignment) {
-    if (state_ == State::alive) pending_.push_back(assignment);
-  }
-  // Forgets the queued assignments of a dropped BU.
-  void forget_bu(Tid bu);
-  // Sends the queued assignments as Allocate frames; what finds no block goes with the next flush.
-  void flush_allocations(std::uint32_t run);
+  // Sends what it has not been told of the log as Allocate frames, while it takes part; what finds no block
+  // goes with the next flush.
+  void flush_allocations(std::uint32_t run, const AllocationLog& log);
+  // How far it has been told.
+  AllocationLog::Position told() const noexcept { return told_; }
+  // The log forgot a dropped BU's assignments: the same place in it.
+  void follow_forget(const AllocationLog& log) noexcept { told_ = log.where(told_); }
 
   // Control frames to this RU; false when out of blocks and not sent.
   bool send_control(std::uint32_t run, const Control& control, bool queue) const {
@@ -61,7 +62,7 @@ class RuProxy {
   State state_ = State::unknown;
   std::uint64_t incarnation_ = 0;
   Clock::time_point last_heard_{};
-  std::vector<Assignment> pending_;  // assignments not yet sent in an Allocate
+  AllocationLog::Position told_ = 0;  // the log's assignments before this one are sent
   std::unique_ptr<Counter> published_state_ = std::make_unique<Counter>(0);  // 0 unknown, 1 alive, 2 down
 };
 

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -238,6 +239,9 @@ std::optional<Request> decode_request(const std::byte* in, std::size_t size);
 // How many assignments fit in an Allocate payload of `room` bytes.
 std::size_t assignments_that_fit(std::size_t room) noexcept;
 std::optional<std::size_t> encode(const Allocate& a, std::byte* out, std::size_t room) noexcept;
+// The same, of assignments held elsewhere (the EvM's log of them): no vector made per frame.
+std::optional<std::size_t> encode_allocate(std::uint32_t run, std::span<const Assignment> assignments, std::byte* out,
+                                           std::size_t room) noexcept;
 std::optional<Allocate> decode_allocate(const std::byte* in, std::size_t size);
 
 std::optional<std::size_t> encode(const RuStatus& s, std::byte* out, std::size_t room) noexcept;

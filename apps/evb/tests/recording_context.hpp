@@ -1,0 +1,139 @@
+// An application context for driving the event builder's units in one process with fake peers: frames come
+// from a real pool, what the unit sends is kept (or only counted, for the functions the test says), the
+// handlers it binds are called by the test, and posted tasks run on the calling thread after the handler that
+// posted them (one dispatch round). No ticker thread, no clock in the test: everything is driven step by step.
+// Shared by the in-process tests (apps/evb/tests) and the units benchmark (bench/evb_units_bench.cpp).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "daqx/api/application.hpp"
+#include "daqx/mempool/allocator.hpp"
+#include "daqx/mempool/pool.hpp"
+
+namespace daqx::evb::test {
+
+class RecordingContext final : public ApplicationContext {
+ public:
+  struct Sent {
+    Tid target;
+    std::uint16_t function;
+    mem::Ref frame;
+  };
+
+  RecordingContext(Tid tid, std::string class_name, ParamSet params, std::size_t pool_bytes = std::size_t{256} << 20)
+      : tid_(tid), class_name_(std::move(class_name)), name_(class_name_ + "/0"), params_(std::move(params)),
+        pool_(mem::PoolConfig::geometric(name_ + "/pool", 256, 1u << 20, 4u << 20, pool_bytes),
+              mem::make_allocator("heap")) {}
+
+  // Frames of `function` go to `watcher` as they are sent and are let go after it, instead of kept (bulk data,
+  // or more frames than are worth holding).
+  using Watcher = std::function<void(Tid target, const mem::Ref& frame)>;
+  void watch(std::uint16_t function, Watcher watcher) { watchers_[function] = std::move(watcher); }
+
+  // One dispatch round: the handler bound to `function` gets a frame from `initiator` with this payload, then
+  // the tasks it posted run.
+  void deliver(std::uint16_t function, Tid initiator, const std::byte* payload, std::size_t bytes) {
+    mem::Ref data = pool_.allocate_chain(kFrameHeaderSize + bytes);
+    if (!data) throw std::runtime_error("RecordingContext: its pool is exhausted (frames not let go?)");
+    std::memcpy(data.data() + kFrameHeaderSize, payload, bytes);
+    deliver(function, initiator, std::move(data));
+  }
+  void deliver(std::uint16_t function, Tid initiator, const std::vector<std::byte>& payload) {
+    deliver(function, initiator, payload.data(), payload.size());
+  }
+  // The same with a frame made elsewhere (a block another unit sent), header included.
+  void deliver(std::uint16_t function, Tid initiator, mem::Ref&& data) {
+    Frame frame;
+    frame.header.total_length = static_cast<std::uint32_t>(data.total_size());
+    frame.header.target = tid_;
+    frame.header.initiator = initiator;
+    frame.header.function = function;
+    frame.data = std::move(data);
+    if (in_round_) handler(function)(std::move(frame));  // one of several frames of this round
+    else run_round([&] { handler(function)(std::move(frame)); });
+  }
+  // Runs fn as the dispatch thread would (tasks it posts run after it).
+  void run_round(const std::function<void()>& fn) {
+    in_round_ = true;
+    fn();
+    while (!tasks_.empty()) {
+      std::function<void()> task = std::move(tasks_.front());
+      tasks_.pop_front();
+      task();
+    }
+    in_round_ = false;
+  }
+
+  std::vector<Sent>& sent() noexcept { return sent_; }
+  const std::vector<std::string>& failures() const noexcept { return failures_; }
+  const std::string& condition() const noexcept { return condition_; }
+
+  Tid tid() const noexcept override { return tid_; }
+  const std::string& class_name() const noexcept override { return class_name_; }
+  std::uint32_t instance() const noexcept override { return 0; }
+  const std::string& name() const noexcept override { return name_; }
+  const ParamSet& params() const noexcept override { return params_; }
+  void bind(std::uint16_t function, FrameHandler handler) override { handlers_[function] = std::move(handler); }
+  mem::Pool& pool() override { return pool_; }
+  mem::Ref allocate_frame(std::size_t payload_bytes) noexcept override {
+    return pool_.allocate_chain(kFrameHeaderSize + payload_bytes);
+  }
+  SendStatus send(Tid target, std::uint16_t function, std::uint64_t, mem::Ref& frame, std::uint8_t) noexcept override {
+    if (const auto it = watchers_.find(function); it != watchers_.end()) {
+      it->second(target, frame);
+      frame.reset();
+      return SendStatus::ok;
+    }
+    sent_.push_back({target, function, std::move(frame)});
+    return SendStatus::ok;
+  }
+  void on_send_ready(std::function<void()>) override {}
+  void on_pool_available(std::function<void()>) override {}
+  // From the control thread's hooks (configure, enable) as from handlers: queued and run in this round, or at once.
+  bool post_task(std::function<void()> fn) override {
+    if (in_round_) {
+      tasks_.push_back(std::move(fn));
+    } else {
+      run_round(fn);
+    }
+    return true;
+  }
+  std::jthread start_worker(const std::string&, std::function<void(std::stop_token)>) override { return {}; }
+  std::vector<ApplicationInfo> applications() const override { return {}; }
+  void fail(const std::string& reason) override { failures_.push_back(reason); }
+  void set_condition(const std::string& condition) override { condition_ = condition; }
+  void log(LogLevel, const std::string&) override {}
+
+ private:
+  FrameHandler& handler(std::uint16_t function) {
+    const auto it = handlers_.find(function);
+    if (it == handlers_.end()) throw std::logic_error("RecordingContext: no handler bound for the function");
+    return it->second;
+  }
+
+  Tid tid_;
+  std::string class_name_;
+  std::string name_;
+  ParamSet params_;
+  mem::Pool pool_;
+  std::map<std::uint16_t, FrameHandler> handlers_;
+  std::map<std::uint16_t, Watcher> watchers_;
+  std::vector<Sent> sent_;
+  std::deque<std::function<void()>> tasks_;
+  bool in_round_ = false;
+  std::vector<std::string> failures_;
+  std::string condition_;
+};
+
+}  // namespace daqx::evb::test
