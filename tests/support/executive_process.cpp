@@ -12,12 +12,16 @@
 
 #include <Poco/JSON/Parser.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <ctime>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <mutex>
+#include <random>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -31,23 +35,32 @@ std::string module_directory() { return DAQX_TEST_MODULE_DIR; }
 std::string config_directory() { return DAQX_TEST_CONFIG_DIR; }
 
 std::uint16_t free_port() {
-  // The kernel may hand the same ephemeral port out again once it is released: remember what this program was
-  // given, so that two endpoints of one partition never share a port.
+  // Below the kernel's ephemeral range: a port it may give an outgoing connection as its source (a partition of a
+  // hundred executives opens thousands at once) could otherwise be taken before the executive meant to listen on
+  // it has started. Chosen at random there, and remembered, so that two endpoints of one partition never share
+  // one and two test programs seldom try the same.
   static std::mutex mutex;
   static std::set<std::uint16_t> given;
+  static std::minstd_rand random(static_cast<std::uint32_t>(getpid()) * 7919u + static_cast<std::uint32_t>(time(nullptr)));
   std::lock_guard lock(mutex);
+  unsigned ephemeral_low = 32768;
+  if (std::FILE* range = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (std::fscanf(range, "%u", &ephemeral_low) != 1) ephemeral_low = 32768;
+    std::fclose(range);
+  }
+  const unsigned low = 10000;
+  const unsigned high = std::max(low + 1000, std::min(ephemeral_low, 65536u)) - 1;
   for (;;) {
+    const auto port = static_cast<std::uint16_t>(low + random() % (high - low + 1));
+    if (given.count(port) != 0) continue;
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    address.sin_port = 0;
-    bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-    socklen_t length = sizeof address;
-    getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+    address.sin_port = htons(port);
+    const bool free = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
     close(fd);
-    const std::uint16_t port = ntohs(address.sin_port);
-    if (given.insert(port).second) return port;
+    if (free && given.insert(port).second) return port;
   }
 }
 

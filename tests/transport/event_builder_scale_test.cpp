@@ -140,7 +140,7 @@ TEST_CASE("4x2 whose receive pools hold recvDepth buffers for two incoming conne
   EvbRun run(transport, "evb-4x2-small-pools", kRus, kBus,
              {{"maxEvents", "5000", "unsigned"}, {"buTimeout", "30", ""}},
              {{"fragmentSize", "1024", "unsigned"}, {"evmTimeout", "30", ""}},
-             // What the slots may hold stays below the half of the pool the budget leaves to received frames.
+             // What the slots may hold stays below the three quarters of the pool the budget leaves to received frames.
              {{"memoryBudget", "6291456", "unsigned"}, {"evmTimeout", "30", ""}}, endpoint);
   const std::vector<std::uint32_t> rus = units(ru, kRus);
   const std::vector<std::uint32_t> bus = units(bu, kBus);
@@ -150,9 +150,9 @@ TEST_CASE("4x2 whose receive pools hold recvDepth buffers for two incoming conne
   check_every_event(run, rus, bus, kEvents);
   check_no_starved_connection(run);
   if (transport.capabilities.posted_receive_buffers) {
-    // The budget (half of 16 MiB in 128 KiB buffers) shared by the BU's five connections.
-    CHECK(transport_metric(run.process(bu(0)), "receive_budget") == 64);
-    CHECK(transport_metric(run.process(bu(0)), "receive_depth_per_connection") <= 64 / (kRus + 1));
+    // The budget (a quarter of 16 MiB in 128 KiB buffers) shared by the BU's five connections.
+    CHECK(transport_metric(run.process(bu(0)), "receive_budget") == 32);
+    CHECK(transport_metric(run.process(bu(0)), "receive_depth_per_connection") <= 32 / (kRus + 1));
   }
   check_pools_back(run, rus, bus);
   run.finish();

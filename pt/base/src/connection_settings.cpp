@@ -97,10 +97,10 @@ std::vector<ParamSpec> message_parameter_specs() {
        64.0 * 1024 * 1024},
       {"recvDepth", ParamType::unsigned_integer, "64", "buffers",
        "the most receive buffers one incoming connection keeps posted (its sender's credits); the connections share "
-       "the receive budget, half of recvPoolSize, and each gets its part of it up to this", 2, 16384},
+       "the receive budget, a quarter of recvPoolSize, and each gets its part of it up to this", 2, 16384},
       {"recvPoolSize", ParamType::unsigned_integer, "268435456", "bytes",
-       "the most memory the receive pool may grow to; half of it is the receive budget the incoming connections share "
-       "for posted buffers, the other half holds received frames the applications keep", 1 << 20,
+       "the most memory the receive pool may grow to; a quarter of it is the receive budget the incoming connections "
+       "share for posted buffers, the rest holds received frames the applications keep", 1 << 20,
        64.0 * 1024 * 1024 * 1024},
       {"sendDepth", ParamType::unsigned_integer, "128", "messages",
        "messages in flight per outgoing connection (capped by the device or provider)", 1, 65536},

@@ -3,6 +3,7 @@
 #include "daqx/pt/frame_assembler.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 namespace daqx::pt {
 
@@ -44,6 +45,18 @@ FrameAssembler::Result FrameAssembler::next(Frame& out) {
       }
       const FrameHeader header = decode_header(at);
       const std::size_t bytes = std::min<std::size_t>(header.total_length, remaining);
+      // Alone in its message and small (a control frame sent at once): a copy, so that the buffer goes back now.
+      if (position_ == 0 && bytes == length && bytes == header.total_length && bytes <= copy_limit_ &&
+          copy_pool_ != nullptr) {
+        if (mem::Ref copy = copy_pool_->allocate(bytes)) {
+          std::memcpy(copy.data(), at, bytes);
+          position_ += bytes;
+          pop_if_taken();
+          out.header = header;
+          out.data = std::move(copy);
+          return Result::frame;
+        }
+      }
       mem::Ref piece = take(bytes);
       if (!piece) return Result::no_views;
       pop_if_taken();

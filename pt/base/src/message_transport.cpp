@@ -6,10 +6,23 @@
 
 namespace daqx::pt {
 
+namespace {
+
+// Frames up to this size are copied out of their receive buffer: a control frame, never a data block.
+constexpr std::size_t kSmallFrameLimit = 4096;
+
+}  // namespace
+
 MessageTransport::MessageTransport(TransportHost& host, Describe describe)
     : ConnectionTransport(host, describe),
       messages_(MessageSettings::from(host.params())),
-      receive_budget_(std::max<std::size_t>(1, messages_.receive_pool_bytes / messages_.receive_buffer_size / 2)) {}
+      receive_budget_(std::max<std::size_t>(1, messages_.receive_pool_bytes / messages_.receive_buffer_size / 4)),
+      small_frames_(&host.make_pool("small", mem::PoolConfig::geometric("small", 256, kSmallFrameLimit, 256 << 10,
+                                                                         16 << 20))) {}
+
+void MessageTransport::prepare_incoming(MessageIncoming& c) noexcept {
+  c.assembler.copy_small_frames(small_frames_, kSmallFrameLimit);
+}
 
 void MessageTransport::cap_receive_budget(std::size_t buffers) noexcept {
   receive_budget_ = std::clamp<std::size_t>(buffers, 1, receive_budget_);
@@ -25,7 +38,7 @@ std::pair<std::size_t, std::string> MessageTransport::incoming_capacity() const 
   if (receive_budget_ >= capacity.first) return capacity;
   return {receive_budget_, "the receive budget (" + std::to_string(receive_budget_) + " buffers of " +
                                std::to_string(messages_.receive_buffer_size) +
-                               " B, half of recvPoolSize) gives each open connection one; raise recvPoolSize or "
+                               " B, a quarter of recvPoolSize) gives each open connection one; raise recvPoolSize or "
                                "lower recvBufferSize"};
 }
 
@@ -163,7 +176,7 @@ void MessageTransport::message_arrived(MessageIncoming& c, mem::Ref&& buffer, st
 
 void MessageTransport::report_wire(MetricSink& sink) const {
   sink.setting("receive_budget", static_cast<double>(receive_budget_),
-               "receive buffers all incoming connections may hold together (half of recvPoolSize)");
+               "receive buffers all incoming connections may hold together (a quarter of recvPoolSize)");
   sink.gauge("receive_buffers_held", static_cast<double>(receive_held_.load(std::memory_order_relaxed)),
              "receive buffers the incoming connections hold now (posted, or with messages not yet taken)");
   sink.gauge("receive_depth_per_connection", static_cast<double>(connection_depth()),

@@ -72,6 +72,51 @@ TEST_CASE("a frame that is a whole message comes out as that message's buffer", 
   CHECK(assembler.next(frame) == FrameAssembler::Result::need_more);
 }
 
+TEST_CASE("a small frame alone in its message is copied into the small-frame pool and the message's buffer goes "
+          "back at once, while packed frames and large ones are handed on as they are",
+          "[pt][assembler]") {
+  mem::Pool pool = make_pool();
+  mem::Pool small = make_pool();
+  FrameAssembler assembler;
+  assembler.copy_small_frames(&small, 200);
+  const auto push = [&](const std::vector<std::uint32_t>& frames) {
+    std::size_t length = 0;
+    mem::Ref m = message(pool, frames, length);
+    assembler.push(std::move(m), length);
+  };
+  push({100});
+  Frame copied;
+  REQUIRE(assembler.next(copied) == FrameAssembler::Result::frame);
+  CHECK(pool.blocks_in_use() == 0);  // the receive buffer is back while the application keeps the frame
+  CHECK(small.blocks_in_use() == 1);
+  CHECK(copied.data.total_size() == 100);
+  std::vector<std::byte> expected(100);
+  write_frame(expected.data(), 100, 1);
+  CHECK(bytes_of(copied) == expected);
+
+  push({300});  // above the limit: the buffer itself
+  Frame large;
+  REQUIRE(assembler.next(large) == FrameAssembler::Result::frame);
+  CHECK(pool.blocks_in_use() == 1);
+  CHECK(small.blocks_in_use() == 1);
+
+  push({64, 64});  // packed: views into the buffer
+  Frame first, second;
+  REQUIRE(assembler.next(first) == FrameAssembler::Result::frame);
+  REQUIRE(assembler.next(second) == FrameAssembler::Result::frame);
+  CHECK(first.data.head()->is_view());
+  CHECK(small.blocks_in_use() == 1);
+
+  // With the small-frame pool empty, a small frame is handed on as its buffer: nothing waits for it.
+  std::vector<mem::Ref> taken;
+  while (mem::Ref block = small.allocate(100)) taken.push_back(std::move(block));
+  push({100});
+  Frame uncopied;
+  REQUIRE(assembler.next(uncopied) == FrameAssembler::Result::frame);
+  CHECK(uncopied.header.total_length == 100);
+  CHECK(pool.blocks_in_use() == 3);
+}
+
 TEST_CASE("frames packed into one message come out one by one as windows into its buffer, not copies",
           "[pt][assembler]") {
   mem::Pool pool = make_pool();

@@ -658,6 +658,7 @@ void IbvTransport::accept(rdma_cm_id* id, const rdma_conn_param& param) {
   auto connection = std::make_unique<Incoming>(std::max<std::size_t>(1, connection_depth() / 4),
                                                connection_settings().max_frame_size);
   Incoming* c = connection.get();
+  prepare_incoming(*c);
   c->remote = remote;
   c->serial = next_incoming_serial_++;
   c->cm_id = id;

@@ -426,6 +426,7 @@ void OfiTransport::accept(fi_info* request) {
   auto connection = std::make_unique<OfiIncoming>(std::max<std::size_t>(1, connection_depth() / 4),
                                                connection_settings().max_frame_size);
   OfiIncoming* c = connection.get();
+  prepare_incoming(*c);
   c->remote = pt::address_text(static_cast<const sockaddr*>(request->dest_addr));
   c->buffers.resize(receive_depth());
   for (std::size_t i = 0; i < c->buffers.size(); ++i) {

@@ -2,7 +2,9 @@
 // carry several whole frames (packed by the sender), the end of one frame and the start of the next, or one
 // piece of a large frame. A frame that is a whole message is handed out as that message's buffer; one that
 // is part of a message as a view of the buffer (mem::Ref::view: a window, not a copy); one that spans
-// messages as a chain of such pieces. Anything that is not a valid stream of frames is refused with the
+// messages as a chain of such pieces; a small frame that is alone in its message may instead be copied into a
+// block of its own (copy_small_frames), so that a control frame an application keeps does not pin a whole
+// receive buffer. Anything that is not a valid stream of frames is refused with the
 // reason, and the connection must close.
 #pragma once
 
@@ -13,6 +15,7 @@
 #include <utility>
 
 #include "daqx/api/frame.hpp"
+#include "daqx/mempool/pool.hpp"
 
 namespace daqx::pt {
 
@@ -26,6 +29,13 @@ class FrameAssembler {
   };
 
   explicit FrameAssembler(std::uint32_t max_frame_size = kDefaultMaxFrameSize) : max_frame_size_(max_frame_size) {}
+
+  // Frames of at most `limit` bytes that are alone in their message are copied into blocks of `pool` (when it
+  // has one; else the message's buffer is handed on as for any other frame). Packed frames stay views.
+  void copy_small_frames(mem::Pool* pool, std::size_t limit) noexcept {
+    copy_pool_ = pool;
+    copy_limit_ = limit;
+  }
 
   // A message of `length` bytes at the start of message's window arrived; it waits here until taken.
   void push(mem::Ref&& message, std::size_t length);
@@ -47,6 +57,8 @@ class FrameAssembler {
   void pop_if_taken();
 
   std::uint32_t max_frame_size_;
+  mem::Pool* copy_pool_ = nullptr;
+  std::size_t copy_limit_ = 0;
   std::deque<std::pair<mem::Ref, std::size_t>> waiting_;  // messages and their lengths, in order
   std::size_t position_ = 0;                              // bytes of the front message already taken
   std::uint64_t done_ = 0;

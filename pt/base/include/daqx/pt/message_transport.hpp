@@ -70,9 +70,9 @@ class MessageTransport : public ConnectionTransport {
   std::size_t views_needed() const noexcept;
 
   // ---- Receive memory, shared by every incoming connection ------------------------------------------------
-  // The receive buffers all incoming connections together hold: half the receive pool (the other half holds the
-  // frames applications keep, zero copy, and messages being split), less where the wire caps it (a shared
-  // receive queue). A connection's share is that divided among the connections the partition's plan sends here
+  // The receive buffers all incoming connections together hold: a quarter of the receive pool (the rest holds the
+  // frames applications keep, zero copy: a BU's slots may hold half of it by default), less where the wire caps
+  // it (a shared receive queue, the completion queue). A connection's share is that divided among the connections the partition's plan sends here
   // or that are open, if more, at most recvDepth: memory per context does not grow with its peers. Every
   // connection keeps at least one buffer posted, whatever the others hold, so no sender is left without credit;
   // a connection beyond as many as the budget has buffers for is refused (incoming_capacity).
@@ -80,6 +80,9 @@ class MessageTransport : public ConnectionTransport {
   void cap_receive_budget(std::size_t buffers) noexcept;
   // The buffers one incoming connection keeps posted now.
   std::size_t connection_depth() const noexcept;
+  // Accept time, before any buffer is posted: sets up what every incoming connection shares (small frames
+  // copied out of receive buffers into the small-frame pool).
+  void prepare_incoming(MessageIncoming& c) noexcept;
   std::pair<std::size_t, std::string> incoming_capacity() const override;
   // The receive budget and its use; a wire that reports more calls this first.
   void report_wire(MetricSink& sink) const override;
@@ -150,6 +153,9 @@ class MessageTransport : public ConnectionTransport {
   std::size_t send_depth_ = 1;
   std::size_t receive_depth_ = 2;
   std::size_t receive_budget_ = 2;
+  // Control frames (requests, statuses, acknowledgements) arrive one per message: copied into blocks of this pool
+  // and the receive buffer taken back at once, instead of pinning it for as long as an application keeps them.
+  mem::Pool* small_frames_ = nullptr;
   // Buffers all incoming connections hold (the budget's use): the receive thread counts, reports read.
   std::atomic<std::size_t> receive_held_{0};
   std::chrono::steady_clock::time_point last_starvation_log_{};
