@@ -5,6 +5,9 @@ loopback over pttcp, in one run; printed as tables and written as CSV and PNG pl
 
 Usage: python3 bench/evb_efficiency.py [--build BUILD] [--out DIR] [--sizes 1K 16K ...] [--topologies 1x1,2x2]
                                        [--seconds S] [--warmup S] [--quick] [--pin [CPUS]] [--repeat N]
+                                       [--baseline BUILD]
+--baseline BUILD measures every point also with a second build tree (e.g. of the previous commit), the two builds
+taking turns within each repeat, and adds its columns ("EvB (baseline)") and the ratio current/baseline.
 See docs/benchmarks.md ("The event-building efficiency") for what every column means.
 Shares its process, HTTP and table helpers with the other drivers (python/daqx/bench.py).
 """
@@ -54,6 +57,41 @@ SENDER_TID, RECEIVER_TID = 300, 400
 SYSTEMS = ["evb", "evb-checks", "evb-fixed", "nton"]
 LABEL = {"evb": "EvB", "evb-checks": "EvB+checks", "evb-fixed": "EvB 8/request", "nton": "N-to-N"}
 EVB_SYSTEMS = ["evb", "evb-checks", "evb-fixed"]
+
+# --baseline: each system measured with the baseline build too, as its twin "<system>@baseline" beside it in the
+# results, the tables and the plots ("EvB (baseline)").
+BASE = "@baseline"
+LABEL.update({s + BASE: f"{LABEL[s]} (baseline)" for s in SYSTEMS})
+
+
+def plain(s):
+    """The system a result column measures, whichever build ran it."""
+    return s.removesuffix(BASE)
+
+
+def nton_of(s):
+    """The N-to-N column a system's efficiency divides by: the one of the same build."""
+    return "nton" + BASE if s.endswith(BASE) else "nton"
+
+
+def with_baseline(systems, baseline):
+    """The systems' columns in table order, each current one followed by its baseline twin when there is one."""
+    return [x for s in systems for x in ([s, s + BASE] if baseline else [s])]
+
+
+def compared(systems):
+    """The current systems whose baseline twin is among the columns."""
+    return [s for s in systems if not s.endswith(BASE) and s + BASE in systems]
+
+
+def build_order(systems, n_try, baseline):
+    """The runs of one repeat: each system with the current build and, with --baseline, the baseline build
+    right before or after it (baseline first in repeats #1, #3, ...; current first in #2, #4, ...), so that both
+    builds of a point see the same machine conditions."""
+    if not baseline:
+        return list(systems)
+    pair = (lambda s: [s + BASE, s]) if n_try % 2 == 0 else (lambda s: [s, s + BASE])
+    return [x for s in systems for x in pair(s)]
 
 # Fragment-size workloads beside the fixed-size scan, at the size scan's topology: (label, RU parameters).
 # CMS: each RU reads many FEDs of about 2 kB with a wide log-normal spread (the CMS event builder's Run 2
@@ -138,13 +176,15 @@ def parse_cpus(text):
 class Setup:
     """What every run shares: binaries, options, the process list."""
 
-    def __init__(self, args, processes, build, out):
+    def __init__(self, args, processes, build, out, tag=""):
         self.args = args
         self.processes = processes
+        self.build = build
+        self.tag = tag  # "" for the build measured, "baseline" for --baseline's: in partition and log names
         self.binary = os.path.join(build, "executive", "daqx-executive")
         self.modules = os.path.join(build, "modules")
         self.env = dict(os.environ, DAQX_MODULE_PATH=self.modules)
-        self.config_dir = os.path.join(out, "partitions")
+        self.config_dir = os.path.join(out, f"partitions-{tag}" if tag else "partitions")
         os.makedirs(self.config_dir, exist_ok=True)
         self.pin = args.pin_cpus
         self.serial = 0
@@ -167,7 +207,7 @@ class Run:
             for i, u in enumerate(units):
                 u.cores = {setup.pin[i % len(setup.pin)]}
         setup.serial += 1
-        self.name = f"{setup.serial:03d}-{name}"
+        self.name = f"{setup.serial:03d}-{setup.tag + '-' if setup.tag else ''}{name}"
         path = os.path.join(setup.config_dir, f"{self.name}.xml")
         with open(path, "w") as f:
             f.write(partition_xml(name, units, [PTTCP] + modules, {"mode": "throughput"}, self.setup.binary))
@@ -464,6 +504,52 @@ def attempt(what, run, progress=None):
     return r
 
 
+def csv_result(results, s, rest):
+    """A result as its CSV line has it: with its efficiency (against the N-to-N of the same build and point) and,
+    for a current system measured with the baseline too, vs_baseline = GB/s current/baseline."""
+    r = dict(results[(s, *rest)])
+    if plain(s) != "nton":
+        r["efficiency"] = ratio(value(results, (s, *rest), "bytes_per_s"),
+                                value(results, (nton_of(s), *rest), "bytes_per_s"))
+    if (s + BASE, *rest) in results:
+        r["vs_baseline"] = ratio(value(results, (s, *rest), "bytes_per_s"),
+                                 value(results, (s + BASE, *rest), "bytes_per_s"))
+    return r
+
+
+def csv_order(s):
+    """Systems in table order, each build's line after the current one."""
+    return SYSTEMS.index(plain(s)), s.endswith(BASE)
+
+
+def csv_system(s, baseline):
+    """The CSV's system (and, with --baseline, build) cells of a result column."""
+    return (plain(s), "baseline" if s.endswith(BASE) else "current") if baseline else (s,)
+
+
+def build_source(build):
+    """What a build tree was built from: its source folder's commit (from CMakeCache.txt and git), and the files
+    of that work tree changed since (not all of them need be in the build)."""
+    try:
+        with open(os.path.join(build, "CMakeCache.txt")) as f:
+            source = next((line.split("=", 1)[1].strip() for line in f
+                           if line.startswith("CMAKE_HOME_DIRECTORY:")), None)
+        if not source:
+            return "source unknown"
+        commit = subprocess.run(["git", "-C", source, "log", "-1", "--format=%h %s"], capture_output=True,
+                                text=True, timeout=10).stdout.strip()
+        changed = subprocess.run(["git", "-C", source, "status", "--porcelain", "--untracked-files=no"],
+                                 capture_output=True, text=True, timeout=10).stdout.split("\n")
+        changed = [line[3:] for line in changed if line.strip()]
+    except (OSError, subprocess.SubprocessError):
+        return "source unknown"
+    if not commit:
+        return f"source {source}"
+    more = f", ... ({len(changed)} files)" if len(changed) > 3 else ""
+    return (f"source {source} at {commit[:70]}"
+            + (f" + changes not committed in {', '.join(changed[:3])}{more}" if changed else ""))
+
+
 def value(results, key, field):
     r = results.get(key)
     if r is None or "na" in r:
@@ -494,9 +580,12 @@ def conditions_line(start_load, at_start=False):
 def size_table(results, sizes, systems):
     labels = [LABEL[s] for s in systems]
     groups = [("", ["S"]), ("GB/s", labels)]
-    eff = [s for s in EVB_SYSTEMS if s in systems] if "nton" in systems else []
+    eff = [s for s in systems if plain(s) in EVB_SYSTEMS and nton_of(s) in systems]
     if eff:
         groups.append(("efficiency", [LABEL[s] + "/N-to-N" for s in eff]))
+    versus = compared(systems)
+    if versus:
+        groups.append(("current/baseline GB/s", [LABEL[s] for s in versus]))
     groups.append(("cores used", labels))
     groups.append(("other", ["cores"]))
     rows = []
@@ -504,8 +593,10 @@ def size_table(results, sizes, systems):
         row = [size_name(size)]
         row += [fmt(value(results, (s, size), "bytes_per_s") and value(results, (s, size), "bytes_per_s") / 1e9, ".3f")
                 for s in systems]
-        row += [fmt(ratio(value(results, (s, size), "bytes_per_s"), value(results, ("nton", size), "bytes_per_s")), ".3f")
-                for s in eff]
+        row += [fmt(ratio(value(results, (s, size), "bytes_per_s"), value(results, (nton_of(s), size), "bytes_per_s")),
+                    ".3f") for s in eff]
+        row += [fmt(ratio(value(results, (s, size), "bytes_per_s"), value(results, (s + BASE, size), "bytes_per_s")),
+                    ".3f") for s in versus]
         row += [fmt(value(results, (s, size), "cores"), ".2f") for s in systems]
         loads = [value(results, (s, size), "other_cores") for s in systems]
         loads = [v for v in loads if v is not None]
@@ -515,7 +606,7 @@ def size_table(results, sizes, systems):
 
 
 def events_table(results, sizes, systems, rus):
-    evb = [s for s in EVB_SYSTEMS if s in systems]
+    evb = [s for s in systems if plain(s) in EVB_SYSTEMS]
     groups = [("", ["S", "event"]), ("events/s", [LABEL[s] for s in systems])]
     if evb:
         groups.append(("events/request", [LABEL[s] for s in evb]))
@@ -534,10 +625,14 @@ def events_table(results, sizes, systems, rus):
 
 def topology_table(results, topologies, size, systems):
     labels = [LABEL[s] for s in systems]
-    evb = [s for s in EVB_SYSTEMS if s in systems] if "nton" in systems else []
+    evb = [s for s in systems if plain(s) in EVB_SYSTEMS and nton_of(s) in systems]
+    versus = compared(systems)
     groups = [("", ["NxM", "event"]), ("events/s", labels), ("GB/s", labels)]
     if evb:
         groups.append(("efficiency", [LABEL[s] + "/N-to-N" for s in evb]))
+    if versus:
+        groups.append(("current/baseline events/s", [LABEL[s] for s in versus]))
+        groups.append(("current/baseline GB/s", [LABEL[s] for s in versus]))
     groups.append(("cores used", labels))
     groups.append(("other", ["cores"]))
     rows = []
@@ -547,7 +642,9 @@ def topology_table(results, topologies, size, systems):
         row = [f"{n}x{m}", size_name(n * size)]
         row += [rate_cell(get(s, "events_per_s")) for s in systems]
         row += [fmt(get(s, "bytes_per_s") and get(s, "bytes_per_s") / 1e9, ".3f") for s in systems]
-        row += [fmt(ratio(get(s, "bytes_per_s"), get("nton", "bytes_per_s")), ".3f") for s in evb]
+        row += [fmt(ratio(get(s, "bytes_per_s"), get(nton_of(s), "bytes_per_s")), ".3f") for s in evb]
+        row += [fmt(ratio(get(s, "events_per_s"), get(s + BASE, "events_per_s")), ".3f") for s in versus]
+        row += [fmt(ratio(get(s, "bytes_per_s"), get(s + BASE, "bytes_per_s")), ".3f") for s in versus]
         row += [fmt(get(s, "cores"), ".2f") for s in systems]
         loads = [get(s, "other_cores") for s in systems]
         loads = [v for v in loads if v is not None]
@@ -558,22 +655,27 @@ def topology_table(results, topologies, size, systems):
 
 def workload_table(results, workloads, systems):
     labels = [LABEL[s] for s in systems]
-    evb = [s for s in systems if s != "nton"]
+    evb = [s for s in systems if plain(s) != "nton"]
+    versus = compared(systems)
     # The BUs also receive the EvM's trigger fragment with every event, which the efficiency (RU bytes) leaves out:
     # with small fragments it is a large share of what is built, so the bytes built are shown beside it.
     groups = [("", ["workload", "mean S"]), ("GB/s", labels), ("efficiency", [LABEL[s] + "/N-to-N" for s in evb]),
               ("GB/s built, trigger in", [LABEL[s] for s in evb]), ("events/s", [LABEL[s] for s in evb]),
-              ("events/request", [LABEL[s] for s in evb]), ("cores used", labels)]
+              ("events/request", [LABEL[s] for s in evb])]
+    if versus:
+        groups.append(("current/baseline GB/s", [LABEL[s] for s in versus]))
+    groups.append(("cores used", labels))
     rows = []
     for w in workloads:
         def get(s, field):
             return value(results, (s, w), field)
         row = [WORKLOADS[w][0], size_name(workload_size(WORKLOADS[w][1]))]
         row += [fmt(get(s, "bytes_per_s") and get(s, "bytes_per_s") / 1e9, ".3f") for s in systems]
-        row += [fmt(ratio(get(s, "bytes_per_s"), get("nton", "bytes_per_s")), ".3f") for s in evb]
+        row += [fmt(ratio(get(s, "bytes_per_s"), get(nton_of(s), "bytes_per_s")), ".3f") for s in evb]
         row += [fmt(get(s, "bu_bytes_per_s") and get(s, "bu_bytes_per_s") / 1e9, ".3f") for s in evb]
         row += [rate_cell(get(s, "events_per_s")) for s in evb]
         row += [fmt(get(s, "events_per_request"), ".0f") for s in evb]
+        row += [fmt(ratio(get(s, "bytes_per_s"), get(s + BASE, "bytes_per_s")), ".3f") for s in versus]
         row += [fmt(get(s, "cores"), ".2f") for s in systems]
         rows.append(row)
     print_table(groups, rows)
@@ -597,7 +699,7 @@ CSV_FIELDS = ["bytes_per_s", "events_per_s", "fragments_per_s", "frames_per_s", 
               "cores_senders", "cores_receivers", "other_cores", "build_latency_median_us", "evm_credits_queued",
               "evm_events_in_flight", "ru_fragments_in_flight", "ru_blocks_waiting", "ru_pool_waits_per_s",
               "ru_would_blocks_per_s", "ru_blocks_per_s", "requests_per_s", "pool_exhausted_per_s",
-              "would_blocks_per_s", "block_size", "events_per_request", "repeats"]
+              "would_blocks_per_s", "block_size", "events_per_request", "repeats", "vs_baseline"]
 
 
 def write_csv(path, rows, key_fields):
@@ -608,6 +710,12 @@ def write_csv(path, rows, key_fields):
             cells = ["" if r.get(k) is None else (f"{r[k]:.6g}" if isinstance(r[k], float) else r[k]) for k in CSV_FIELDS]
             writer.writerow(list(key) + cells + [r.get("na", r.get("note", ""))])
     print(f"wrote {path}")
+
+
+def line_style(s):
+    """A baseline's line: dashed, in its current twin's colour."""
+    colour = f"C{SYSTEMS.index(plain(s))}"
+    return {"color": colour, "linestyle": "--"} if s.endswith(BASE) else {"color": colour}
 
 
 def log2_size_axis(axes, ticker, sizes):
@@ -624,12 +732,13 @@ def plot_sizes(out, results, sizes, systems, title):
         return
     # Efficiency and throughput against size.
     figure, (top, bottom) = plt.subplots(2, 1, figsize=(9, 8), sharex=True)
-    for s in [x for x in EVB_SYSTEMS if x in systems and "nton" in systems]:
-        points = [(size, ratio(value(results, (s, size), "bytes_per_s"), value(results, ("nton", size), "bytes_per_s")))
+    for s in [x for x in systems if plain(x) in EVB_SYSTEMS and nton_of(x) in systems]:
+        points = [(size, ratio(value(results, (s, size), "bytes_per_s"), value(results, (nton_of(s), size), "bytes_per_s")))
                   for size in sizes]
         points = [(x, y) for x, y in points if y is not None]
         if points:
-            top.plot([x for x, _ in points], [y for _, y in points], marker="o", label=f"{LABEL[s]} / N-to-N")
+            top.plot([x for x, _ in points], [y for _, y in points], marker="o", label=f"{LABEL[s]} / N-to-N",
+                     **line_style(s))
     top.axhline(0.95, color="grey", linestyle="--", linewidth=1, label="target 0.95")
     top.set_ylabel("efficiency (EvB GB/s / N-to-N GB/s)")
     top.set_title(title, fontsize=10)
@@ -639,7 +748,7 @@ def plot_sizes(out, results, sizes, systems, title):
         points = [(size, value(results, (s, size), "bytes_per_s")) for size in sizes]
         points = [(x, y / 1e9) for x, y in points if y is not None]
         if points:
-            bottom.plot([x for x, _ in points], [y for _, y in points], marker="o", label=LABEL[s])
+            bottom.plot([x for x, _ in points], [y for _, y in points], marker="o", label=LABEL[s], **line_style(s))
     bottom.set_ylabel("throughput, GB/s (payload)")
     bottom.set_xlabel("super-fragment size S (per RU per event) = N-to-N frame size")
     bottom.legend()
@@ -655,8 +764,8 @@ def plot_sizes(out, results, sizes, systems, title):
         points = [(size, value(results, (s, size), "events_per_s")) for size in sizes]
         points = [(x, y) for x, y in points if y is not None]
         if points:
-            label = LABEL[s] if s != "nton" else "N-to-N (frames/s per sender)"
-            axes.plot([x for x, _ in points], [y for _, y in points], marker="o", label=label)
+            label = LABEL[s] if plain(s) != "nton" else LABEL[s] + " (frames/s per sender)"
+            axes.plot([x for x, _ in points], [y for _, y in points], marker="o", label=label, **line_style(s))
     axes.set_yscale("log")
     axes.set_ylabel("events/s")
     axes.set_xlabel("super-fragment size S (per RU per event)")
@@ -677,13 +786,13 @@ def plot_topologies(out, results, topologies, systems, title):
     names = [f"{n}x{m}" for n, m in topologies]
     figure, (left, right) = plt.subplots(1, 2, figsize=(11, 5))
     for s in systems:
-        label = LABEL[s] if s != "nton" else "N-to-N (frames/s per sender)"
+        label = LABEL[s] if plain(s) != "nton" else LABEL[s] + " (frames/s per sender)"
         events = [value(results, (s, n, m), "events_per_s") for n, m in topologies]
         left.plot([x for x, y in zip(names, events) if y is not None], [y for y in events if y is not None],
-                  marker="o", label=label)
+                  marker="o", label=label, **line_style(s))
         gbs = [value(results, (s, n, m), "bytes_per_s") for n, m in topologies]
         right.plot([x for x, y in zip(names, gbs) if y is not None], [y / 1e9 for y in gbs if y is not None],
-                   marker="o", label=LABEL[s])
+                   marker="o", label=LABEL[s], **line_style(s))
     left.set_ylabel("events/s")
     right.set_ylabel("throughput, GB/s (payload)")
     for a in (left, right):
@@ -705,6 +814,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build", default="build/release", help="the daqx build tree, Release (build/release)")
+    parser.add_argument("--baseline", metavar="BUILD",
+                        help="a second build tree (e.g. of the previous commit): every point measured with both, "
+                             "taking turns within each repeat; its columns and the ratio current/baseline beside")
     parser.add_argument("--out", default="build/bench/evb", help="folder for CSV, plots, partitions, logs (build/bench/evb)")
     parser.add_argument("--sizes", nargs="+", help="super-fragment sizes S (1K 4KiB 1M ...), default 1 KiB .. 1 MiB")
     parser.add_argument("--topology", default="2x2", type=parse_topology,
@@ -763,6 +875,7 @@ def main():
             parser.error(f"size {size}: must be a multiple of 8 above {SOURCE_OVERHEAD} (the per-source header+trailer)")
 
     build = os.path.abspath(args.build)
+    baseline = os.path.abspath(args.baseline) if args.baseline else None
     out = os.path.abspath(args.out)
     log_dir = os.path.join(out, "logs")
     os.makedirs(log_dir, exist_ok=True)
@@ -779,53 +892,67 @@ def main():
     print(f"window {args.seconds:g} s after {args.warmup:g} s warm-up; size scan {rus}x{bus}: "
           f"{', '.join(size_name(s) for s in sizes)}; topology scan at {size_name(nxm_size)}: "
           f"{', '.join(f'{n}x{m}' for n, m in topologies) or 'none'}")
+    print(f"build {build}: {build_source(build)}")
+    if baseline:
+        print(f"baseline {baseline}: {build_source(baseline)}; each point with both builds in turn "
+              f"(repeats #1, #3, ... baseline first; #2, #4, ... current first)")
 
     processes = Processes(log_dir)
     setup = Setup(args, processes, build, out)
-    if setup.missing([EVB]):
-        print(f"cannot run: {setup.missing([EVB])} (build with: ninja -C {build} daqx-executive daqx_evb daqx_nton daqx_pttcp)")
-        return 2
-    runs = {
-        "evb": lambda n, m, size: run_evb(setup, n, m, size, integrity=False),
-        "evb-checks": lambda n, m, size: run_evb(setup, n, m, size, integrity=True),
-        "evb-fixed": lambda n, m, size: run_evb(setup, n, m, size, fixed=True),
-        "nton": lambda n, m, size: run_nton(setup, n, m, size),
-    }
+    base_setup = Setup(args, processes, baseline, out, tag="baseline") if baseline else None
+    for which in filter(None, [setup, base_setup]):
+        if which.missing([EVB]):
+            print(f"cannot run: {which.missing([EVB])} (build with: ninja -C {which.build} daqx-executive daqx_evb "
+                  f"daqx_nton daqx_pttcp)")
+            return 2
+
+    def runs_of(on):
+        return {
+            "evb": lambda n, m, size: run_evb(on, n, m, size, integrity=False),
+            "evb-checks": lambda n, m, size: run_evb(on, n, m, size, integrity=True),
+            "evb-fixed": lambda n, m, size: run_evb(on, n, m, size, fixed=True),
+            "nton": lambda n, m, size: run_nton(on, n, m, size),
+        }
+    runs = runs_of(setup)
+    if base_setup:
+        runs.update({s + BASE: run for s, run in runs_of(base_setup).items()})
+    builds = 2 if baseline else 1
     by_size, by_topology = {}, {}
     started = time.monotonic()
-    progress = Progress(args.repeat * (len(sizes) * len(systems) + len(topologies) * len(topology_systems)
-                                       + len(workloads) * len(workload_systems)))
+    progress = Progress(builds * args.repeat * (len(sizes) * len(systems) + len(topologies) * len(topology_systems)
+                                                + len(workloads) * len(workload_systems)))
     by_workload = {}
     try:
         tries = {}
         for size in sizes:
             for n_try in range(args.repeat):
-                for s in systems:
+                for s in build_order(systems, n_try, baseline):
                     r = attempt(f"{LABEL[s]} {rus}x{bus} {size_name(size)} #{n_try + 1}", lambda: runs[s](rus, bus, size),
                                 progress)
                     tries.setdefault((s, size), []).append(r)
-            for s in systems:
+            for s in with_baseline(systems, baseline):
                 by_size[(s, size)] = median_run(tries[(s, size)], "bytes_per_s", 1e9)
         for n, m in topologies:
             for n_try in range(args.repeat):
-                for s in topology_systems:
+                for s in build_order(topology_systems, n_try, baseline):
                     r = attempt(f"{LABEL[s]} {n}x{m} {size_name(nxm_size)} #{n_try + 1}",
                                 lambda: runs[s](n, m, nxm_size), progress)
                     tries.setdefault((s, n, m), []).append(r)
-            for s in topology_systems:
+            for s in with_baseline(topology_systems, baseline):
                 by_topology[(s, n, m)] = median_run(tries[(s, n, m)], "bytes_per_s", 1e9)
         for w in workloads:
             ru = WORKLOADS[w][1]
             size = workload_size(ru)
             for n_try in range(args.repeat):
-                for s in workload_systems:
+                for s in build_order(workload_systems, n_try, baseline):
                     def one(s=s):
-                        if s == "nton":
-                            return run_nton(setup, rus, bus, size)
-                        return run_evb(setup, rus, bus, size, integrity=(s == "evb-checks"), workload=ru)
+                        on = base_setup if s.endswith(BASE) else setup
+                        if plain(s) == "nton":
+                            return run_nton(on, rus, bus, size)
+                        return run_evb(on, rus, bus, size, integrity=(plain(s) == "evb-checks"), workload=ru)
                     r = attempt(f"{LABEL[s]} {rus}x{bus} {w} #{n_try + 1}", one, progress)
                     tries.setdefault((s, w), []).append(r)
-            for s in workload_systems:
+            for s in with_baseline(workload_systems, baseline):
                 by_workload[(s, w)] = median_run(tries[(s, w)], "bytes_per_s", 1e9)
     except KeyboardInterrupt:
         print("\ninterrupted: stopping every executive")
@@ -834,6 +961,11 @@ def main():
         processes.stop_all()
 
     conditions_now = conditions_line(start_load)
+    # From here on the systems are result columns: with --baseline each current one followed by its twin.
+    systems = with_baseline(systems, baseline)
+    topology_systems = with_baseline(topology_systems, baseline)
+    workload_systems = with_baseline(workload_systems, baseline)
+    build_key = ["build"] if baseline else []
     repeats = f"median of {args.repeat} runs" if args.repeat > 1 else "one run"
     title = (f"{rus}x{bus} on loopback over pttcp, one executive per unit, {conditions['usable_cpus']} CPUs shared; "
              f"{repeats}; outside load up to {worst_other(by_size)} cores")
@@ -848,6 +980,10 @@ def main():
               f"(sum over RUs of bytes_sent) or of frames (sum over receivers of bytes_received), from counter "
               f"differences over the window; events/s from the EvM's events_completed, for N-to-N frames/s per sender. "
               f"cores used: CPU of all the run's processes over the window; other: the rest of the machine.")
+    baseline_note = (f" (baseline): the same point with the baseline build ({baseline}), run right before or after "
+                     f"the current one in every repeat, its partitions checked against that build's executive; "
+                     f"current/baseline: the ratio of the two medians." if baseline else "")
+    common += baseline_note
     if systems and sizes:
         print()
         print(f"== 1. Efficiency, {rus} RUs x {bus} BUs (+ EvM) vs {rus} senders x {bus} receivers; {repeats}; {conditions_now}")
@@ -857,13 +993,9 @@ def main():
         events_table(by_size, sizes, systems, rus)
         print_notes(common)
         print_problems(by_size, lambda k: f"{LABEL[k[0]]} {size_name(k[1])}")
-        rows = []
-        for (s, size), r in sorted(by_size.items(), key=lambda kv: (kv[0][1], SYSTEMS.index(kv[0][0]))):
-            r = dict(r)
-            if s != "nton":
-                r["efficiency"] = ratio(value(by_size, (s, size), "bytes_per_s"), value(by_size, ("nton", size), "bytes_per_s"))
-            rows.append(((size, s, rus, bus), r))
-        write_csv(os.path.join(out, "evb_sizes.csv"), rows, ["size_bytes", "system", "n", "m"])
+        rows = [((size, *csv_system(s, baseline), rus, bus), csv_result(by_size, s, (size,)))
+                for s, size in sorted(by_size, key=lambda k: (k[1], csv_order(k[0])))]
+        write_csv(os.path.join(out, "evb_sizes.csv"), rows, ["size_bytes", "system"] + build_key + ["n", "m"])
         plot_sizes(out, by_size, sizes, systems, title)
     if topologies:
         print()
@@ -871,15 +1003,11 @@ def main():
         topology_table(by_topology, topologies, nxm_size, topology_systems)
         print_notes("NxM = N RUs x M BUs plus the EvM, each its own executive (N + M + 1 processes); N-to-N: N senders x "
                     "M receivers (N + M processes). Parameters as above; EvB without checks. On a machine with few "
-                    "cores the larger topologies are CPU-bound: compare 'cores used' with the CPU count.")
+                    "cores the larger topologies are CPU-bound: compare 'cores used' with the CPU count." + baseline_note)
         print_problems(by_topology, lambda k: f"{LABEL[k[0]]} {k[1]}x{k[2]}")
-        rows = []
-        for (s, n, m), r in sorted(by_topology.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])):
-            r = dict(r)
-            if s != "nton":
-                r["efficiency"] = ratio(r.get("bytes_per_s"), value(by_topology, ("nton", n, m), "bytes_per_s"))
-            rows.append(((nxm_size, s, n, m), r))
-        write_csv(os.path.join(out, "evb_topologies.csv"), rows, ["size_bytes", "system", "n", "m"])
+        rows = [((nxm_size, *csv_system(s, baseline), n, m), csv_result(by_topology, s, (n, m)))
+                for s, n, m in sorted(by_topology, key=lambda k: (k[1], k[2], csv_order(k[0])))]
+        write_csv(os.path.join(out, "evb_topologies.csv"), rows, ["size_bytes", "system"] + build_key + ["n", "m"])
         plot_topologies(out, by_topology, topologies, topology_systems,
                         f"S = {size_name(nxm_size)}, loopback, {conditions['usable_cpus']} CPUs shared by all processes; "
                         f"{repeats}; outside load up to {worst_other(by_topology)} cores")
@@ -892,15 +1020,15 @@ def main():
               f"events, the EvM's trigger fragment\n       ({args.trigger_size} B of payload, one source) included, "
               f"which N-to-N has no counterpart of.")
         print_problems(by_workload, lambda k: f"{LABEL[k[0]]} {k[1]}")
-        rows = []
-        for (s, w), r in sorted(by_workload.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-            r = dict(r)
-            if s != "nton":
-                r["efficiency"] = ratio(r.get("bytes_per_s"), value(by_workload, ("nton", w), "bytes_per_s"))
-            rows.append(((w, workload_size(WORKLOADS[w][1]), s, rus, bus), r))
-        write_csv(os.path.join(out, "evb_workloads.csv"), rows, ["workload", "size_bytes", "system", "n", "m"])
+        rows = [((w, workload_size(WORKLOADS[w][1]), *csv_system(s, baseline), rus, bus), csv_result(by_workload, s, (w,)))
+                for s, w in sorted(by_workload, key=lambda k: (k[1], csv_order(k[0])))]
+        write_csv(os.path.join(out, "evb_workloads.csv"), rows,
+                  ["workload", "size_bytes", "system"] + build_key + ["n", "m"])
     with open(os.path.join(out, "evb_machine.txt"), "w") as f:
         f.write(conditions_line(start_load) + "\n" + " ".join(sys.argv) + "\n")
+        f.write(f"build {build}: {build_source(build)}\n")
+        if baseline:
+            f.write(f"baseline {baseline}: {build_source(baseline)}\n")
     print(f"{time.monotonic() - started:.0f} s in all; logs in {log_dir}")
     return 0
 

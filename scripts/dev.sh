@@ -8,6 +8,9 @@
 #   scripts/dev.sh bench-tcp  packages + iperf3, libzmq, matplotlib + release build + the TCP comparison
 #   scripts/dev.sh bench-shm  packages + libzmq, UCX's tools, matplotlib + release build + the shared-memory comparison
 #   scripts/dev.sh bench-evb  packages + matplotlib + release build + the event-building efficiency benchmark
+#   scripts/dev.sh bench-scale packages + matplotlib + release build + what a context costs as the event builder
+#                             grows (bench/evb_scale.py), and the EvM's and BU's work per batch and event with up to
+#                             512 units (bench/evb_units_plot.py)
 #   scripts/dev.sh bench-ofi  packages + matplotlib + release build + fi_msg_bw + ptofi vs libfabric's tools
 #   scripts/dev.sh bench-ibv  packages + matplotlib + release build + ptibv vs perftest in the soft-RoCE guest
 #   scripts/dev.sh fuzz [SECONDS] [TARGET...]  packages + the fuzz build (clang) + each fuzz target for SECONDS
@@ -282,6 +285,11 @@ bench_shm() {
     ${PTSHM_BUILD:+--ptshm-build "$PTSHM_BUILD"} "$@"
 }
 
+bench_scale() {
+  /usr/bin/python3 "$root/bench/evb_units_plot.py" --build "$root/build/release" --repeat 3
+  /usr/bin/python3 "$root/bench/evb_scale.py" --build "$root/build/release" --out "$root/build/bench/evb-scale" "$@"
+}
+
 bench_evb() {
   # Its own folder: the driver writes partitions and one log per executive (up to 17 per point) there.
   mkdir -p "$root/build/bench/evb"
@@ -365,6 +373,7 @@ case "${1:-}" in
   bench-tcp) install_packages; install_packages "${bench_tcp_packages[@]}"; build_release; shift; bench_tcp "$@" ;;
   bench-shm) install_packages; install_packages "${bench_shm_packages[@]}"; build_release; shift; bench_shm "$@" ;;
   bench-evb) install_packages; install_packages "${bench_evb_packages[@]}"; build_release; shift; bench_evb "$@" ;;
+  bench-scale) install_packages; install_packages "${bench_evb_packages[@]}"; build_release; shift; bench_scale "$@" ;;
   bench-ofi) install_packages; install_packages "${bench_ofi_packages[@]}"; build_release; build_fi_msg_bw; shift; bench_ofi "$@" ;;
   bench-ibv) install_packages; install_packages "${bench_ofi_packages[@]}"; build_release; shift; bench_ibv "$@" ;;
   fuzz) install_packages; shift; fuzz "$@" ;;
@@ -374,5 +383,5 @@ case "${1:-}" in
     build_fuzz
     "$root/build/fuzz/tests/fuzz/daqx_fuzz_write_seeds" "$root/tests/fuzz/corpus"
     ;;
-  *) echo "usage: $0 main|test|build|bench|bench-tcp|bench-shm|bench-evb|bench-ofi|bench-ibv|fuzz|soak|fuzz-seeds [options]" >&2; exit 2 ;;
+  *) echo "usage: $0 main|test|build|bench|bench-tcp|bench-shm|bench-evb|bench-scale|bench-ofi|bench-ibv|fuzz|soak|fuzz-seeds [options]" >&2; exit 2 ;;
 esac
