@@ -23,8 +23,9 @@ import time
 sys.dont_write_bytecode = True  # importing the package would leave __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 from daqx.bench import (  # noqa: E402  (the repository's package, found from this file)
-    BenchError, Executive, Processes, Progress, cell, cpu_seconds, free_ports, load_average, machine_busy, median_run,
-    machine_conditions, parse_size, point_prefix, print_notes, print_table, pyplot, size_name, checked_xml)
+    BenchError, Executive, Processes, Progress, attempt, cell, checked_xml, conditions_line, cpu_seconds, free_ports,
+    load_average, machine_busy, machine_conditions, median_run, parse_size, print_notes, print_table, pyplot,
+    size_name)
 from daqx.partition import Application, Context, Endpoint, Partition, ThreadRule  # noqa: E402
 
 PTTCP = "libdaqx_pttcp.so"
@@ -486,22 +487,9 @@ def run_nton(setup, senders, receivers, size):
 
 # ---------------------------------------------------------------- repeats, tables, CSV, plots
 
-def attempt(what, run, progress=None):
-    print(f"  {point_prefix(progress)}{what:>40} ...", end="", flush=True)
-    started = time.monotonic()
-    try:
-        r = run()
-    except BenchError as e:
-        r = {"na": str(e)}
-    except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError) as e:  # this point only is lost
-        r = {"na": f"{type(e).__name__}: {e}"}
-    took = time.monotonic() - started
-    if "na" in r:
-        print(f" n/a ({took:.0f} s): {r['na']}")
-    else:
-        print(f" {r['bytes_per_s'] / 1e9:.3f} GB/s, {r['events_per_s']:.0f} ev/s, {r['cores']:.2f} cores used, "
-              f"other {r['other_cores']:.2f} ({took:.0f} s){'  ! ' + r['note'] if r.get('note') else ''}")
-    return r
+def point_summary(r):
+    return (f"{r['bytes_per_s'] / 1e9:.3f} GB/s, {r['events_per_s']:.0f} ev/s, {r['cores']:.2f} cores used, "
+            f"other {r['other_cores']:.2f}")
 
 
 def csv_result(results, s, rest):
@@ -567,14 +555,6 @@ def fmt(v, spec):
 
 def rate_cell(v):
     return cell(v, 0)
-
-
-def conditions_line(start_load, at_start=False):
-    c = machine_conditions()
-    # The end value counts the benchmark's own runnable threads too; 'other' is the outside load.
-    end = "" if at_start else f", at end {load_average()} (ours included)"
-    return (f"machine: nproc {c['nproc']} (usable {c['usable_cpus']}), load average at start {start_load}{end}; "
-            f"kernel {c['kernel']}; cpu {c['cpu']}")
 
 
 def size_table(results, sizes, systems):
@@ -928,7 +908,7 @@ def main():
             for n_try in range(args.repeat):
                 for s in build_order(systems, n_try, baseline):
                     r = attempt(f"{LABEL[s]} {rus}x{bus} {size_name(size)} #{n_try + 1}", lambda: runs[s](rus, bus, size),
-                                progress)
+                                progress, point_summary)
                     tries.setdefault((s, size), []).append(r)
             for s in with_baseline(systems, baseline):
                 by_size[(s, size)] = median_run(tries[(s, size)], "bytes_per_s", 1e9)
@@ -936,7 +916,7 @@ def main():
             for n_try in range(args.repeat):
                 for s in build_order(topology_systems, n_try, baseline):
                     r = attempt(f"{LABEL[s]} {n}x{m} {size_name(nxm_size)} #{n_try + 1}",
-                                lambda: runs[s](n, m, nxm_size), progress)
+                                lambda: runs[s](n, m, nxm_size), progress, point_summary)
                     tries.setdefault((s, n, m), []).append(r)
             for s in with_baseline(topology_systems, baseline):
                 by_topology[(s, n, m)] = median_run(tries[(s, n, m)], "bytes_per_s", 1e9)
@@ -950,7 +930,7 @@ def main():
                         if plain(s) == "nton":
                             return run_nton(on, rus, bus, size)
                         return run_evb(on, rus, bus, size, integrity=(plain(s) == "evb-checks"), workload=ru)
-                    r = attempt(f"{LABEL[s]} {rus}x{bus} {w} #{n_try + 1}", one, progress)
+                    r = attempt(f"{LABEL[s]} {rus}x{bus} {w} #{n_try + 1}", one, progress, point_summary)
                     tries.setdefault((s, w), []).append(r)
             for s in with_baseline(workload_systems, baseline):
                 by_workload[(s, w)] = median_run(tries[(s, w)], "bytes_per_s", 1e9)

@@ -26,8 +26,8 @@ import time
 sys.dont_write_bytecode = True  # importing the package would leave __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 from daqx.bench import (  # noqa: E402  (the repository's package, found from this file)
-    BenchError, Executive, Processes, Progress, checked_xml, cpu_seconds, listening, load_average, machine_busy,
-    machine_conditions, point_prefix, print_notes, print_table, pyplot, tail)
+    BenchError, Executive, Processes, Progress, attempt, checked_xml, conditions_line, cpu_seconds, listening,
+    load_average, machine_busy, machine_conditions, print_notes, print_table, pyplot, tail)
 from daqx.partition import Application, Context, Endpoint, Partition  # noqa: E402
 
 EVB = "libdaqx_evb.so"
@@ -606,23 +606,9 @@ def run_point(setup, transport, contexts):
     return result
 
 
-def attempt(what, run, progress):
-    print(f"  {point_prefix(progress)}{what:>28} ...", end="", flush=True)
-    started = time.monotonic()
-    try:
-        r = run()
-    except BenchError as e:
-        r = {"na": str(e)}
-    except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError) as e:  # this point only is lost
-        r = {"na": f"{type(e).__name__}: {e}"}
-    took = time.monotonic() - started
-    if "na" in r:
-        print(f" n/a ({took:.0f} s): {r['na']}")
-    else:
-        print(f" {r['events_per_s']:.0f} ev/s, ready {r['ready_s']:.1f} s, enabled {r['to_enabled_s']:.1f} s, "
-              f"BU RSS median {fmt(r.get('bu.rss.median'), MIB, '.1f')} MiB, other {r['other_cores']:.2f} cores "
-              f"({took:.0f} s){'  ! ' + r['note'] if r.get('note') else ''}")
-    return r
+def point_summary(r):
+    return (f"{r['events_per_s']:.0f} ev/s, ready {r['ready_s']:.1f} s, enabled {r['to_enabled_s']:.1f} s, "
+            f"BU RSS median {fmt(r.get('bu.rss.median'), MIB, '.1f')} MiB, other {r['other_cores']:.2f} cores")
 
 
 def median_of(tries):
@@ -814,13 +800,6 @@ def plot(out, results, transports, sizes, title):
     print(f"wrote {path}")
 
 
-def conditions_line(start_load, at_start=False):
-    c = machine_conditions()
-    end = "" if at_start else f", at end {load_average()} (ours included)"
-    return (f"machine: nproc {c['nproc']} (usable {c['usable_cpus']}), load average at start {start_load}{end}; "
-            f"kernel {c['kernel']}; cpu {c['cpu']}")
-
-
 # ---------------------------------------------------------------- main
 
 def parse_list(text, kind):
@@ -900,7 +879,8 @@ def main():
         for c in sizes:
             for n_try in range(args.repeat):
                 for t in transports:
-                    r = attempt(f"{TRANSPORTS[t][3]} C={c} #{n_try + 1}", lambda: run_point(setup, t, c), progress)
+                    r = attempt(f"{TRANSPORTS[t][3]} C={c} #{n_try + 1}", lambda: run_point(setup, t, c), progress,
+                                point_summary, width=28)
                     tries.setdefault((t, c), []).append(r)
             for t in transports:
                 results[(t, c)] = median_of(tries[(t, c)])

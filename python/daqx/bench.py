@@ -839,6 +839,34 @@ def point_prefix(progress):
     return progress.next_point() + " " if progress is not None else ""
 
 
+def attempt(what, run, progress=None, summary=lambda r: "", width=40):
+    """Runs one point (run() returns its result) and prints one line for it: the summary of the result, or n/a
+    and why. A point that fails loses only itself: its result is {"na": reason}."""
+    print(f"  {point_prefix(progress)}{what:>{width}} ...", end="", flush=True)
+    started = time.monotonic()
+    try:
+        r = run()
+    except BenchError as e:
+        r = {"na": str(e)}
+    except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError) as e:  # this point only is lost
+        r = {"na": f"{type(e).__name__}: {e}"}
+    took = time.monotonic() - started
+    if "na" in r:
+        print(f" n/a ({took:.0f} s): {r['na']}")
+    else:
+        print(f" {summary(r)} ({took:.0f} s){'  ! ' + r['note'] if r.get('note') else ''}")
+    return r
+
+
+def conditions_line(start_load, at_start=False):
+    """The machine as a benchmark's header gives it: CPUs, load at the start (and now), kernel, CPU model."""
+    c = machine_conditions()
+    # The end value counts the benchmark's own runnable threads too; 'other' in the tables is the outside load.
+    end = "" if at_start else f", at end {load_average()} (ours included)"
+    return (f"machine: nproc {c['nproc']} (usable {c['usable_cpus']}), load average at start {start_load}{end}; "
+            f"kernel {c['kernel']}; cpu {c['cpu']}")
+
+
 def attempt_point(what, size, attempt, run, progress=None):
     print(f"  {point_prefix(progress)}{what:>34} {size_name(size):>8} #{attempt + 1} ...", end="", flush=True)
     try:
