@@ -23,7 +23,7 @@ import time
 sys.dont_write_bytecode = True  # importing the package would leave __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 from daqx.bench import (  # noqa: E402  (the repository's package, found from this file)
-    BenchError, Executive, Processes, Progress, attempt, cell, checked_xml, conditions_line, cpu_seconds, free_ports,
+    BenchError, BuildTree, Executive, Processes, Progress, attempt, cell, checked_xml, conditions_line, cpu_seconds, free_ports,
     load_average, machine_busy, machine_conditions, median_run, parse_size, print_notes, print_table, pyplot,
     size_name)
 from daqx.partition import Application, Context, Endpoint, Partition, ThreadRule  # noqa: E402
@@ -174,27 +174,18 @@ def parse_cpus(text):
 
 # ---------------------------------------------------------------- one measured run
 
-class Setup:
+class Setup(BuildTree):
     """What every run shares: binaries, options, the process list."""
 
     def __init__(self, args, processes, build, out, tag=""):
+        super().__init__(build)
         self.args = args
         self.processes = processes
-        self.build = build
         self.tag = tag  # "" for the build measured, "baseline" for --baseline's: in partition and log names
-        self.binary = os.path.join(build, "executive", "daqx-executive")
-        self.modules = os.path.join(build, "modules")
-        self.env = dict(os.environ, DAQX_MODULE_PATH=self.modules)
         self.config_dir = os.path.join(out, f"partitions-{tag}" if tag else "partitions")
         os.makedirs(self.config_dir, exist_ok=True)
         self.pin = args.pin_cpus
         self.serial = 0
-
-    def missing(self, modules):
-        for path in [self.binary] + [os.path.join(self.modules, m) for m in modules]:
-            if not os.path.exists(path):
-                return f"{os.path.basename(path)} not built in {os.path.dirname(path)}"
-        return None
 
 
 class Run:

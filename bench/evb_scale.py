@@ -26,7 +26,7 @@ import time
 sys.dont_write_bytecode = True  # importing the package would leave __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 from daqx.bench import (  # noqa: E402  (the repository's package, found from this file)
-    BenchError, Executive, Processes, Progress, attempt, checked_xml, conditions_line, cpu_seconds, listening,
+    BenchError, BuildTree, Executive, Processes, Progress, attempt, checked_xml, conditions_line, cpu_seconds, listening,
     load_average, machine_busy, machine_conditions, print_notes, print_table, pyplot, tail)
 from daqx.partition import Application, Context, Endpoint, Partition  # noqa: E402
 
@@ -297,24 +297,15 @@ def sample_context(unit, pool_prefix, request_timeout):
 
 # ---------------------------------------------------------------- one partition
 
-class Setup:
+class Setup(BuildTree):
     def __init__(self, args, processes, build, out):
+        super().__init__(build)
         self.args = args
         self.processes = processes
-        self.binary = os.path.join(build, "executive", "daqx-executive")
-        self.modules = os.path.join(build, "modules")
-        self.env = dict(os.environ, DAQX_MODULE_PATH=self.modules)
         self.config_dir = os.path.join(out, "partitions")
         os.makedirs(self.config_dir, exist_ok=True)
         self.ports = PortPicker()
-        self.build = build
         self.serial = 0
-
-    def missing(self, modules):
-        for path in [self.binary] + [os.path.join(self.modules, m) for m in modules]:
-            if not os.path.exists(path):
-                return f"{os.path.basename(path)} not built in {os.path.dirname(path)}"
-        return None
 
 
 class MemoryWatch:

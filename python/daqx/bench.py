@@ -839,6 +839,24 @@ def point_prefix(progress):
     return progress.next_point() + " " if progress is not None else ""
 
 
+class BuildTree:
+    """A daqx build tree as a driver runs it: its executive, its module folder, and the environment that points
+    the executive at that folder."""
+
+    def __init__(self, build):
+        self.build = build
+        self.binary = os.path.join(build, "executive", "daqx-executive")
+        self.modules = os.path.join(build, "modules")
+        self.env = dict(os.environ, DAQX_MODULE_PATH=self.modules)
+
+    def missing(self, modules):
+        """Why it cannot run these modules ("libdaqx_evb.so not built in ..."), or None."""
+        for path in [self.binary] + [os.path.join(self.modules, m) for m in modules]:
+            if not os.path.exists(path):
+                return f"{os.path.basename(path)} not built in {os.path.dirname(path)}"
+        return None
+
+
 def attempt(what, run, progress=None, summary=lambda r: "", width=40):
     """Runs one point (run() returns its result) and prints one line for it: the summary of the result, or n/a
     and why. A point that fails loses only itself: its result is {"na": reason}."""
