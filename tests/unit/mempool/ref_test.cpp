@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "daqx/mempool/pool.hpp"
+#include "daqx/mempool/ref_ring.hpp"
 #include "misuse_capture.hpp"
 
 using namespace daqx::mem;
@@ -289,4 +290,32 @@ TEST_CASE("a foreign block shows memory the pool does not own, and its release t
   one.reset();
   two.reset();
   CHECK(log.tokens.size() == 1);
+}
+
+TEST_CASE("a ref ring keeps its frames in order while its slots grow to the longest queue it has had, never past "
+          "its capacity, and gives every block back when cleared",
+          "[ref][ring]") {
+  Pool pool = make_pool(64);
+  RefRing ring(40);
+  CHECK(ring.capacity() == 40);
+  std::uint8_t next = 0;
+  std::uint8_t expected = 0;
+  const auto push = [&] {
+    Ref ref = pool.allocate(64);
+    REQUIRE(ref);
+    ref.data()[0] = static_cast<std::byte>(next++);
+    ring.push(std::move(ref));
+  };
+  // Wrap around the first slots, then grow twice with the head in the middle.
+  for (int i = 0; i < 10; ++i) push();
+  for (int i = 0; i < 6; ++i) CHECK(ring.take_front().data()[0] == static_cast<std::byte>(expected++));
+  while (!ring.full()) push();
+  CHECK(ring.size() == 40);
+  for (std::size_t i = 0; i < ring.size(); ++i) CHECK(ring.at(i).data()[0] == static_cast<std::byte>(expected + i));
+  CHECK(pool.blocks_in_use() == 40);
+  ring.pop();
+  CHECK(pool.blocks_in_use() == 39);
+  ring.clear();
+  CHECK(ring.empty());
+  CHECK(pool.blocks_in_use() == 0);
 }

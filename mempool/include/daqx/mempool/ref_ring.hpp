@@ -1,7 +1,10 @@
-// A fixed-capacity ring of Refs: a transport's send queue for one connection, with no allocation after
-// construction (pttcp, ptofi).
+// A bounded ring of Refs: a transport's send queue for one connection (pttcp, ptofi, ptibv). Its slots grow by
+// doubling as the queue first gets that long, up to the capacity, and are kept from then on: a connection that
+// carries a few frames at a time costs a few slots, not its whole capacity (a context of hundreds of peers would
+// otherwise reserve tens of KiB per peer), and a busy one stops allocating after its first bursts.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -11,12 +14,18 @@ namespace daqx::mem {
 
 class RefRing {
  public:
-  explicit RefRing(std::size_t capacity) : slots_(capacity) {}
+  static constexpr std::size_t kFirstSlots = 16;
+
+  explicit RefRing(std::size_t capacity)
+      : capacity_(std::max<std::size_t>(1, capacity)), slots_(std::min(capacity_, kFirstSlots)) {}
   bool empty() const noexcept { return count_ == 0; }
-  bool full() const noexcept { return count_ == slots_.size(); }
+  bool full() const noexcept { return count_ == capacity_; }
   std::size_t size() const noexcept { return count_; }
-  std::size_t capacity() const noexcept { return slots_.size(); }
+  std::size_t capacity() const noexcept { return capacity_; }
+  // Not when full. Allocates only when the queue is longer than it has ever been (at most log2(capacity / 16)
+  // times in a connection's life); an allocation that fails then ends the process, as any on a data path would.
   void push(Ref&& ref) noexcept {
+    if (count_ == slots_.size()) grow();
     slots_[(head_ + count_) % slots_.size()] = std::move(ref);
     ++count_;
   }
@@ -41,6 +50,14 @@ class RefRing {
   }
 
  private:
+  void grow() noexcept {
+    std::vector<Ref> larger(std::min(capacity_, slots_.size() * 2));
+    for (std::size_t i = 0; i < count_; ++i) larger[i] = std::move(slots_[(head_ + i) % slots_.size()]);
+    slots_.swap(larger);
+    head_ = 0;
+  }
+
+  std::size_t capacity_;
   std::vector<Ref> slots_;
   std::size_t head_ = 0;
   std::size_t count_ = 0;
