@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <map>
 #include <set>
-#include <tuple>
 #include <unordered_map>
 
 namespace daqx::detail {
@@ -24,8 +23,9 @@ const std::string& selector_of(const config::ApplicationConfig& application, con
 
 }  // namespace
 
-ConnectionPlan::ConnectionPlan(const config::Partition& partition, const ClassParams& class_params)
-    : outgoing_(partition.contexts.size(), 0), incoming_total_(partition.contexts.size(), 0) {
+ConnectionPlan::ConnectionPlan(const config::Partition& partition, const ClassParams& class_params,
+                               std::optional<std::size_t> targets_of)
+    : outgoing_(partition.contexts.size()), incoming_(partition.contexts.size()) {
   // Where each application lives, so that a selector's TIDs find their context without a scan.
   struct Placement {
     std::size_t context;
@@ -36,16 +36,18 @@ ConnectionPlan::ConnectionPlan(const config::Partition& partition, const ClassPa
     for (const config::ApplicationConfig& application : partition.contexts[c].applications)
       placement.emplace(application.id, Placement{c, &application});
 
-  std::set<std::tuple<std::size_t, std::size_t, std::string>> planned;
-  const auto plan = [&](std::size_t from, std::uint32_t target, const std::string& network) {
+  // One sending context at a time: its targets (receiving context, network) once each, then only counted.
+  std::set<std::pair<std::size_t, std::string_view>> planned;
+  const auto plan = [&](std::size_t from, std::uint32_t target, std::string_view network) {
     auto found = placement.find(target);
     if (found == placement.end() || found->second.context == from) return;  // unknown, or local: no connection
     if (found->second.application->network != network) return;  // a send across networks is refused anyway
     if (!has_endpoint_on(partition.contexts[found->second.context], network)) return;
-    planned.emplace(from, found->second.context, network);
+    planned.emplace(found->second.context, network);
   };
   for (std::size_t from = 0; from < partition.contexts.size(); ++from) {
     const config::ContextConfig& context = partition.contexts[from];
+    planned.clear();
     for (const config::ApplicationConfig& application : context.applications) {
       if (application.network.empty() || !has_endpoint_on(context, application.network)) continue;
       const std::vector<ParamSpec>* specs = class_params(context, application.class_name);
@@ -60,28 +62,30 @@ ConnectionPlan::ConnectionPlan(const config::Partition& partition, const ClassPa
           plan(from, target, application.network);
       }
     }
-  }
-  connections_.reserve(planned.size());
-  for (const auto& [from, to, network] : planned) {
-    connections_.push_back(PlannedConnection{from, to, network});
-    ++outgoing_[from];
-    ++incoming_total_[to];
+    for (const auto& [to, network] : planned) {
+      ++total_;
+      ++outgoing_[from].total;
+      ++incoming_[to].total;
+      const auto count = [](Count& of, std::string_view name) {
+        auto at = of.by_network.find(name);
+        if (at == of.by_network.end()) at = of.by_network.emplace(std::string(name), 0).first;
+        ++at->second;
+      };
+      count(outgoing_[from], network);
+      count(incoming_[to], network);
+      if (targets_of == from) targets_.emplace(to, std::string(network));
+    }
   }
 }
 
-bool ConnectionPlan::connects(std::size_t from, std::size_t to, std::string_view network) const noexcept {
-  const auto before = [](const PlannedConnection& a, const PlannedConnection& b) {
-    return std::tie(a.from, a.to, a.network) < std::tie(b.from, b.to, b.network);
-  };
-  const PlannedConnection probe{from, to, std::string(network)};
-  return std::binary_search(connections_.begin(), connections_.end(), probe, before);
+bool ConnectionPlan::connects(std::size_t to, std::string_view network) const {
+  return targets_.count(std::make_pair(to, std::string(network))) != 0;
 }
 
-std::size_t ConnectionPlan::incoming(std::size_t context, std::string_view network) const noexcept {
-  std::size_t count = 0;
-  for (const PlannedConnection& c : connections_)
-    if (c.to == context && c.network == network) ++count;
-  return count;
+std::size_t ConnectionPlan::incoming(std::size_t context, std::string_view network) const {
+  const auto& by_network = incoming_[context].by_network;
+  auto at = by_network.find(network);
+  return at == by_network.end() ? 0 : at->second;
 }
 
 std::size_t descriptors_needed(std::size_t connections) noexcept { return connections + 256; }
@@ -95,19 +99,14 @@ std::vector<std::string> describe_plan(const config::Partition& partition, const
     most_outgoing = std::max(most_outgoing, plan.outgoing(c));
     most_incoming = std::max(most_incoming, plan.incoming(c));
   }
-  lines.push_back(std::to_string(plan.connections().size()) + " connections planned between " +
+  lines.push_back(std::to_string(plan.total()) + " connections planned between " +
                   std::to_string(partition.contexts.size()) + " contexts (where applications send); a context has at most " +
                   std::to_string(most_outgoing) + " outgoing and " + std::to_string(most_incoming) + " incoming");
-  // The connections are sorted by sender: each context's are one run.
-  std::vector<std::vector<PlannedConnection>::const_iterator> first_from(partition.contexts.size(),
-                                                                         plan.connections().end());
-  for (auto at = plan.connections().begin(); at != plan.connections().end(); ++at)
-    if (first_from[at->from] == plan.connections().end()) first_from[at->from] = at;
+  const config::ContextConfig* only = context_url.empty() ? nullptr : partition.find_context(context_url);
   for (std::size_t c = 0; c < partition.contexts.size(); ++c) {
     const config::ContextConfig& context = partition.contexts[c];
-    if (!context_url.empty() && partition.find_context(context_url) != &context) continue;
-    std::map<std::string, std::size_t> by_network;
-    for (auto at = first_from[c]; at != plan.connections().end() && at->from == c; ++at) ++by_network[at->network];
+    if (only != nullptr && only != &context) continue;
+    const auto& by_network = plan.outgoing_by_network(c);
     std::string line = "context " + context.url + ": " + std::to_string(plan.outgoing(c)) + " outgoing";
     if (!by_network.empty()) {
       line += " (";

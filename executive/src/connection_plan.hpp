@@ -9,8 +9,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "daqx/api/parameters.hpp"
@@ -18,32 +22,38 @@
 
 namespace daqx::detail {
 
-struct PlannedConnection {
-  std::size_t from = 0;  // indexes into partition.contexts
-  std::size_t to = 0;
-  std::string network;
-};
-
+// Counts for every context and the targets of one: memory in the number of contexts, not of connections (a
+// partition of thousands of contexts plans millions of them, and every executive makes the plan).
 class ConnectionPlan {
  public:
   // The declared parameters of an application class as a context sees them; nullptr when not known.
   using ClassParams = std::function<const std::vector<ParamSpec>*(const config::ContextConfig&, std::string_view)>;
   ConnectionPlan() = default;
-  ConnectionPlan(const config::Partition& partition, const ClassParams& class_params);
+  // `targets_of`: the context (index into partition.contexts) whose connections connects() answers for.
+  ConnectionPlan(const config::Partition& partition, const ClassParams& class_params,
+                 std::optional<std::size_t> targets_of = std::nullopt);
 
-  // Every planned connection, by sending context then receiving context.
-  const std::vector<PlannedConnection>& connections() const noexcept { return connections_; }
-  // Whether `from` connects to `to` on `network`.
-  bool connects(std::size_t from, std::size_t to, std::string_view network) const noexcept;
-  std::size_t outgoing(std::size_t context) const noexcept { return outgoing_[context]; }
+  std::size_t total() const noexcept { return total_; }
+  // Whether the context `targets_of` connects to `to` on `network`.
+  bool connects(std::size_t to, std::string_view network) const;
+  std::size_t outgoing(std::size_t context) const noexcept { return outgoing_[context].total; }
+  // A context's outgoing connections per network.
+  const std::map<std::string, std::size_t, std::less<>>& outgoing_by_network(std::size_t context) const noexcept {
+    return outgoing_[context].by_network;
+  }
+  std::size_t incoming(std::size_t context) const noexcept { return incoming_[context].total; }
   // Connections that arrive at `context`'s endpoint on `network`.
-  std::size_t incoming(std::size_t context, std::string_view network) const noexcept;
-  std::size_t incoming(std::size_t context) const noexcept { return incoming_total_[context]; }
+  std::size_t incoming(std::size_t context, std::string_view network) const;
 
  private:
-  std::vector<PlannedConnection> connections_;  // sorted (from, to, network), no duplicates
-  std::vector<std::size_t> outgoing_;
-  std::vector<std::size_t> incoming_total_;
+  struct Count {
+    std::size_t total = 0;
+    std::map<std::string, std::size_t, std::less<>> by_network;
+  };
+  std::size_t total_ = 0;
+  std::vector<Count> outgoing_;
+  std::vector<Count> incoming_;
+  std::set<std::pair<std::size_t, std::string>> targets_;  // of the context targets_of
 };
 
 // "context http://ru-3:9000: 65 outgoing connections (to 64 contexts on network data, ...), 1 incoming; about 80

@@ -207,7 +207,7 @@ void ExecutiveCore::make_plan() {
       if (tried.insert(module.path).second) plan_modules_.load(module.path, partition_dir);  // else: not known here
     return plan_modules_.application_params(class_name);
   };
-  plan_ = ConnectionPlan(partition_, class_params);
+  plan_ = ConnectionPlan(partition_, class_params, context_index_);
   // Every connection is a descriptor or more: a plan the process cannot open is refused now, with the numbers,
   // not found out at the thousandth connection.
   const std::size_t connections = plan_.outgoing(context_index_) + plan_.incoming(context_index_);
@@ -245,7 +245,7 @@ void ExecutiveCore::make_routes() {
         remote->binding = binding->get();
         remote->address = std::move(address);
         remote->context = other.url;
-        remote->planned = plan_.connects(context_index_, index, app.network);
+        remote->planned = plan_.connects(index, app.network);
         // Named in partition order, so that peer ids are the same in every run of the same partition.
         if (remote->planned) remote->peer.store(remote->binding->transport().connect(remote->address));
       }
