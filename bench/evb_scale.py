@@ -39,7 +39,7 @@ TRANSPORTS = {
 DEFAULT_SIZES = [9, 33, 65, 129, 257]
 QUICK_SIZES = [9, 33, 65]
 
-# Transport ids: none collide up to 4000 RUs and BUs each (apps/evb/tools/evb_partition.py stops at 100 RUs).
+# Transport ids: none collide up to 4000 RUs and BUs each.
 EVM_TID, RU_FIRST_TID, BU_FIRST_TID = 10, 1000, 5000
 ROLES = ["evm", "ru", "bu"]
 ROLE_NAME = {"evm": "EvM", "ru": "RU", "bu": "BU"}

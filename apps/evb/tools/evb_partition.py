@@ -26,14 +26,21 @@ TRANSPORT_MODULES = {"tcp": "libdaqx_pttcp.so", "ofi": "libdaqx_ptofi.so", "ibv"
 # Endpoint properties per transport: pttcp's throughput mode batches sends, which is what bulk event data wants.
 TRANSPORT_PROPERTIES = {"tcp": [("mode", None, "throughput")], "ofi": [], "ibv": []}
 
+# Application ids: the EvM 10; RU i 100+i; BU j B+j and (with --output consumer) consumer j C+j, where B and C are
+# the first multiples of ID_BLOCK past the kind before them, at least 200 and 300: up to 100 RUs and 100 BUs the
+# ids are 100.., 200.., 300.., and any N x M stays free of collisions.
 EVM_ID = 10
 RU_FIRST_ID = 100
-BU_FIRST_ID = 200
-CONSUMER_FIRST_ID = 300  # with --output consumer: one evb::Consumer per BU, in the BU's context
-MAX_RUS = BU_FIRST_ID - RU_FIRST_ID  # RU ids would run into the BUs' otherwise
-MAX_BUS_WITH_CONSUMERS = CONSUMER_FIRST_ID - BU_FIRST_ID
+ID_BLOCK = 100
 PORT_STEP = 10                       # between the contexts of one host
 MAX_PORT = 65535
+# The default base port, lowered when a host's contexts would not fit below Linux's default ephemeral range (where
+# the partition's own outgoing connections take their source ports, so a context starting later could find its
+# port taken), but not below the unprivileged ports.
+DEFAULT_BASE_PORT = 20000
+LINUX_EPHEMERAL_PORTS = (32768, 60999)
+LOWEST_UNPRIVILEGED_PORT = 1024
+EPHEMERAL_RANGE_FILE = "/proc/sys/net/ipv4/ip_local_port_range"
 MAX_UNSIGNED = (1 << 64) - 1
 MAX_CPU = 1023
 
@@ -41,7 +48,14 @@ MAX_CPU = 1023
 # consumer comes just before its BU, which looks the consumer up when it is configured.
 KIND_RANK = {"consumer": 0, "bu": 0, "ru": 1, "evm": 2}
 CLASS_OF = {"evm": "evb::EvM", "ru": "evb::RU", "bu": "evb::BU", "consumer": "evb::Consumer"}
-FIRST_ID = {"evm": EVM_ID, "ru": RU_FIRST_ID, "bu": BU_FIRST_ID, "consumer": CONSUMER_FIRST_ID}
+
+
+def first_ids(rus, bus):
+    """The first application id of each kind for N RUs and M BUs (see ID_BLOCK)."""
+    def next_block(after, at_least):
+        return max(at_least, -(-after // ID_BLOCK) * ID_BLOCK)
+    bu = next_block(RU_FIRST_ID + rus, 2 * ID_BLOCK)
+    return {"evm": EVM_ID, "ru": RU_FIRST_ID, "bu": bu, "consumer": next_block(bu + bus, 3 * ID_BLOCK)}
 
 
 # ---------------------------------------------------------------- application parameters
@@ -196,7 +210,7 @@ def build_parser():
                "row. See docs/evb-partitions.md.")
     topology = parser.add_argument_group("topology")
     topology.add_argument("--rus", type=count_value, default=2, metavar="N",
-                          help=f"readout units, 1 to {MAX_RUS} (default 2)")
+                          help="readout units (default 2)")
     topology.add_argument("--bus", type=count_value, default=2, metavar="M", help="builder units (default 2)")
     topology.add_argument("--hosts", type=host_list, default=["127.0.0.1"], metavar="H1,H2,...",
                           help="addresses the units run on (default 127.0.0.1). One host: each unit gets its own "
@@ -208,9 +222,11 @@ def build_parser():
     topology.add_argument("--transport", choices=list(TRANSPORT_MODULES), default="tcp", metavar="tcp|ofi|ibv",
                           help="the endpoints' protocol (default tcp): module " +
                                ", ".join(f"{m} for {t}" for t, m in TRANSPORT_MODULES.items()))
-    topology.add_argument("--base-port", type=port_value, default=40000, metavar="P",
+    topology.add_argument("--base-port", type=port_value, metavar="P",
                           help=f"the k-th context of a host listens for control on P+{PORT_STEP}k and its "
-                               f"endpoint on P+{PORT_STEP}k+1 (default 40000)")
+                               f"endpoint on P+{PORT_STEP}k+1 (default {DEFAULT_BASE_PORT}, lower if a host's "
+                               f"contexts would otherwise reach Linux's ephemeral ports, "
+                               f"{LINUX_EPHEMERAL_PORTS[0]}-{LINUX_EPHEMERAL_PORTS[1]})")
     topology.add_argument("--network", type=string_value, default="data",
                           help="the network name of endpoints and applications (default data)")
     topology.add_argument("--name", type=string_value, metavar="NAME",
@@ -259,23 +275,56 @@ def accept_single_hyphen(argv, names):
 
 
 def validate(parser, args):
-    if args.rus > MAX_RUS:
-        parser.error(f"--rus {args.rus}: at most {MAX_RUS} RUs (their ids {RU_FIRST_ID}+i must stay below the "
-                     f"BUs' {BU_FIRST_ID})")
-    if args.output == "consumer" and args.bus > MAX_BUS_WITH_CONSUMERS:
-        parser.error(f"--bus {args.bus} with --output consumer: at most {MAX_BUS_WITH_CONSUMERS} BUs (the "
-                     f"consumers' ids {CONSUMER_FIRST_ID}+j must stay clear of the BUs')")
     if args.one_context and len(args.hosts) > 1:
         parser.error(f"--one-context puts every unit in one executive, but --hosts names {len(args.hosts)} hosts")
     if args.cores is not None and not args.pin:
         parser.error("--cores is for --pin")
+    choose_ports(parser, args)
+    if args.comment is not None and "--" in args.comment:
+        parser.error("--comment: an XML comment cannot hold '--'")
+
+
+# ---------------------------------------------------------------- ports
+
+def port_span(args):
+    """From the base port to the highest port a host's contexts use."""
     per_host = 1 + args.rus + args.bus if len(args.hosts) == 1 and not args.one_context else 1
-    highest = args.base_port + PORT_STEP * (per_host - 1) + (0 if args.one_context else 1)
+    return PORT_STEP * (per_host - 1) + (0 if args.one_context else 1)
+
+
+def this_machine_ephemeral_ports():
+    """The source ports this machine gives outgoing connections (Linux's default where it does not say)."""
+    try:
+        with open(EPHEMERAL_RANGE_FILE, encoding="ascii") as f:
+            low, high = (int(x) for x in f.read().split())
+        return low, high
+    except (OSError, ValueError):
+        return LINUX_EPHEMERAL_PORTS
+
+
+def choose_ports(parser, args):
+    """Sets args.base_port: the default one, or the one given, checked against 65535 and the ephemeral ranges.
+    The default depends on Linux's default range only, so that a command gives the same file on every machine;
+    this machine's own range is checked to warn, as the partition may be meant for other hosts."""
+    span = port_span(args)
+    if args.base_port is None:
+        below = LINUX_EPHEMERAL_PORTS[0] - 1 - span
+        args.base_port = min(DEFAULT_BASE_PORT, below - below % PORT_STEP)
+        if args.base_port < LOWEST_UNPRIVILEGED_PORT:
+            parser.error(f"the {span + 1} ports of {1 + args.rus + args.bus} contexts on one host do not fit between "
+                         f"{LOWEST_UNPRIVILEGED_PORT} and Linux's ephemeral ports ({LINUX_EPHEMERAL_PORTS[0]}-"
+                         f"{LINUX_EPHEMERAL_PORTS[1]}): spread the units over several --hosts, or give --base-port "
+                         f"(ports in the ephemeral range are then at risk)")
+    highest = args.base_port + span
     if highest > MAX_PORT:
         parser.error(f"--base-port {args.base_port} leaves no room: the contexts need ports up to {highest}, "
                      f"above {MAX_PORT}")
-    if args.comment is not None and "--" in args.comment:
-        parser.error("--comment: an XML comment cannot hold '--'")
+    low, high = this_machine_ephemeral_ports()
+    if args.base_port <= high and highest >= low:
+        print(f"{TOOL}: warning: ports {args.base_port}-{highest} reach into this machine's ephemeral range "
+              f"{low}-{high} ({EPHEMERAL_RANGE_FILE}): an outgoing connection may hold a port before its context "
+              f"listens on it. Choose a --base-port below {low} or reserve the ports "
+              f"(sysctl net.ipv4.ip_local_reserved_ports)", file=sys.stderr)
 
 
 # ---------------------------------------------------------------- placement
@@ -284,14 +333,11 @@ def validate(parser, args):
 class Unit:
     kind: str   # evm, ru, bu; consumer: not placed, it follows its BU
     index: int
+    tid: int    # the application id
 
     @property
     def cls(self):
         return CLASS_OF[self.kind]
-
-    @property
-    def tid(self):
-        return FIRST_ID[self.kind] + self.index
 
     @property
     def label(self):
@@ -300,8 +346,7 @@ class Unit:
 
     @property
     def thread_prefix(self):
-        """The application's hierarchical name: class with :: as /, lower case, then the instance."""
-        return f"{self.cls.replace('::', '/').lower()}/{self.index}"
+        return thread_prefix(self.kind, self.index)
 
     @property
     def order(self):
@@ -334,13 +379,20 @@ class Context:
         return max(KIND_RANK[u.kind] for u in self.units)
 
 
+def thread_prefix(kind, index):
+    """An application's hierarchical name: class with :: as /, lower case, then the instance."""
+    return f"{CLASS_OF[kind].replace('::', '/').lower()}/{index}"
+
+
 def url_host(host):
     return f"[{host}]" if ":" in host else host
 
 
 def place(args):
     """The contexts in partition (enable) order. Ports count per host in placement order: EvM, RU0.., BU0.."""
-    units = [Unit("evm", 0)] + [Unit("ru", i) for i in range(args.rus)] + [Unit("bu", j) for j in range(args.bus)]
+    first = first_ids(args.rus, args.bus)
+    units = ([Unit("evm", 0, first["evm"])] + [Unit("ru", i, first["ru"] + i) for i in range(args.rus)] +
+             [Unit("bu", j, first["bu"] + j) for j in range(args.bus)])
     endpoint = not args.one_context
     if args.one_context:
         contexts = [Context(args.hosts[0], args.base_port, False, units)]
@@ -362,7 +414,7 @@ def place(args):
                      args.output == "consumer")
     if args.output == "consumer":
         for c in contexts:
-            c.units += [Unit("consumer", u.index) for u in c.units if u.kind == "bu"]
+            c.units += [Unit("consumer", u.index, first["consumer"] + u.index) for u in c.units if u.kind == "bu"]
 
     # The launcher enables contexts in file order and stops them in reverse: BU-only contexts first, those with
     # an RU next, the EvM's last; sorted() is stable, so placement order holds among equals.
@@ -387,7 +439,7 @@ def assign_cores(contexts, cores, consumers):
         elif len(c.units) == 1:
             groups = [["evb/*"]] + transport
         else:
-            groups = [[u.thread_prefix + "/*"] + ([Unit("consumer", u.index).thread_prefix + "/*"]
+            groups = [[u.thread_prefix + "/*"] + ([thread_prefix("consumer", u.index) + "/*"]
                                                   if consumers and u.kind == "bu" else [])
                       for u in c.units] + transport
         for patterns in groups:
