@@ -31,11 +31,16 @@ struct PoolUse {
   double bytes_total = 0;
 };
 
+// The down_state of a context the run has lost within the partition's allowance (<Launch><Expendable>): not
+// asked, not waited for; the run summary names its units.
+inline constexpr const char* kLostState = "lost";
+
 struct ContextSample {
   std::string url;
   bool answered = false;
   std::string error;     // why it did not answer (or answered what could not be read)
-  std::string down_state = "unreachable";  // what its units show when it did not answer (the launcher: "restarting")
+  std::string down_state = "unreachable";  // what its units show when it did not answer (the launcher: "restarting",
+                                          // or kLostState with `error` saying why)
   Clock::time_point at;  // when the applications were read: the middle of the request
   std::uint64_t run = 0;
   std::vector<UnitSample> units;

@@ -60,6 +60,21 @@ void add_row(TextTable& table, const Line& line, double seconds) {
              listed(line.errors)});
 }
 
+// "lost: evb/bu/3 (context URL, why)" per context the run lost within the partition's allowance, with the units
+// seen in it (its counters up to its last answer are in the table above).
+std::vector<std::string> lost_contexts(const std::vector<UnitTotals>& units, const std::vector<ContextSample>& contexts) {
+  std::vector<std::string> lines;
+  for (const ContextSample& context : contexts) {
+    if (context.answered || context.down_state != kLostState) continue;
+    std::string names;
+    for (const UnitTotals& unit : units)
+      if (unit.context == context.url) names.append(names.empty() ? "" : ", ").append(unit.name);
+    lines.push_back("lost: " + (names.empty() ? std::string("its units") : names) + " (context " + context.url + ", " +
+                    context.error + ")");
+  }
+  return lines;
+}
+
 }  // namespace
 
 bool is_error_counter(const std::string& name) {
@@ -118,6 +133,7 @@ std::vector<std::string> run_summary(const std::vector<UnitTotals>& units, const
   table.text(transports.empty() ? "transports: no errors, no reconnects, no refused or starved connections"
                                 : "transports:");
   for (std::string& line : transports) table.text(std::move(line));
+  for (const std::string& line : lost_contexts(units, contexts)) table.text(line);
   return table.lines();
 }
 

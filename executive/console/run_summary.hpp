@@ -13,6 +13,7 @@
 namespace daqx::console {
 
 // `enabled_seconds`: from the end of enable to the end of stop (stop drains, and what it drains is counted).
+// Contexts the run lost (down_state kLostState) get a line each naming their units and why.
 std::vector<std::string> run_summary(const std::vector<UnitTotals>& units, const std::vector<ContextSample>& contexts,
                                      double enabled_seconds, std::uint64_t run);
 

@@ -54,7 +54,8 @@ void usage(FILE* out) {
                "  run's summary (every counter in DIR/run-N-counters.txt). It runs until\n"
                "  --run seconds have passed (default: until Ctrl-C / SIGTERM / SIGHUP), then stops every executive\n"
                "  (stop, halt, then SIGTERM, SIGKILL after --stop-timeout, default 15 s). Contexts that end on their\n"
-               "  own are restarted by the partition's <Launch><Restart> rules and brought back into the run.\n"
+               "  own are restarted by the partition's <Launch><Restart> rules and brought back into the run; one\n"
+               "  that ends for good is lost without ending the run as far as its <Launch><Expendable> rules allow.\n"
                "  The run enabled with --drive gets --run-number N, or the next number of the run file (--run-file,\n"
                "  else $DAQX_RUN_FILE, else DIR/run-number), which the launcher owns.\n"
                "  Every request to an executive carries the bearer token of --token-file (else $DAQX_TOKEN_FILE, else\n"
@@ -70,7 +71,8 @@ void usage(FILE* out) {
                "  context) at http://HOST:PORT/partition and its JSON at /api/partition: by default on 127.0.0.1 and\n"
                "  a free port, printed at start; --dashboard [HOST:]PORT chooses (0.0.0.0: every interface),\n"
                "  --no-dashboard serves none.\n"
-               "Exit codes: 0 all clean, 1 a context failed to start, died for good, or an application failed,\n"
+               "Exit codes: 0 all clean (contexts lost within the allowance included), 1 a context failed to start,\n"
+               "            died for good beyond the allowance, or an application failed,\n"
                "            2 usage or configuration.\n");
 }
 
@@ -381,7 +383,7 @@ int main(int argc, char** argv) {
   std::optional<RunDisplay> display;
   if (options.drive && healthy) {
     // A first look right after enable: every unit's rates then come from two of its own samples a second apart.
-    display.emplace(partition, options.run_seconds, *run_number);
+    display.emplace(partition, options.run_seconds, *run_number, &supervisor.expendable());
     supervisor.set_before_message([&] { display->before_message(); });
     healthy = display->sample(0, up);
   }
@@ -417,6 +419,7 @@ int main(int argc, char** argv) {
     if (context.restarts != 0 || !context.last_failure.empty())
       std::printf("  %-32s %u restart(s), last failure: %s\n", context.url.c_str(), context.restarts,
                   context.last_failure.empty() ? "none" : context.last_failure.c_str());
+  for (const std::string& lost : supervisor.expendable().lost()) std::printf("daqx-launch: %s\n", lost.c_str());
   std::printf("daqx-launch: all contexts stopped%s\n", clean ? " cleanly" : " (not all cleanly)");
   return clean && healthy ? 0 : 1;
 }

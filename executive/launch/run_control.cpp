@@ -95,10 +95,12 @@ bool connect_one(const std::string& url, std::chrono::seconds limit) {
   return wait_connections(url, Clock::now() + limit, limit, up, total);
 }
 
-RunDisplay::RunDisplay(const config::Partition& partition, double planned_seconds, std::uint64_t run)
+RunDisplay::RunDisplay(const config::Partition& partition, double planned_seconds, std::uint64_t run,
+                       const ExpendableAllowance* lost)
     : partition_(partition),
       planned_seconds_(planned_seconds),
       run_(run),
+      lost_(lost),
       view_(stdout, console::LiveView::mode_for(stdout)) {}
 
 std::vector<console::ContextSample> RunDisplay::poll(const ContextFilter& filter, console::PollDetail detail) const {
@@ -106,7 +108,7 @@ std::vector<console::ContextSample> RunDisplay::poll(const ContextFilter& filter
   for (const auto& c : partition_.contexts)
     if (!filter || filter(c.url)) asked.push_back(c.url);
   std::vector<console::ContextSample> answers = console::poll_contexts(asked, detail, std::chrono::seconds(3));
-  // In partition order, with the contexts between restarts in their place.
+  // In partition order, with the contexts between restarts or lost in their place.
   std::vector<console::ContextSample> samples;
   auto answer = answers.begin();
   for (const auto& c : partition_.contexts) {
@@ -117,6 +119,10 @@ std::vector<console::ContextSample> RunDisplay::poll(const ContextFilter& filter
     console::ContextSample restarting;
     restarting.url = c.url;
     restarting.down_state = "restarting";
+    if (const std::string* why = lost_ != nullptr ? lost_->lost_because(c.url) : nullptr) {
+      restarting.down_state = console::kLostState;
+      restarting.error = *why;
+    }
     samples.push_back(std::move(restarting));
   }
   return samples;
@@ -134,7 +140,7 @@ bool RunDisplay::sample(double elapsed, const ContextFilter& filter) {
   bool healthy = true;
   for (const console::ContextSample& context : samples) {
     int& missed = missed_[context.url];
-    if (context.answered || context.down_state == "restarting") {
+    if (context.answered || context.down_state == "restarting" || context.down_state == console::kLostState) {
       missed = 0;
       continue;
     }

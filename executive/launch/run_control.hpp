@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "daqx/executive/partition.hpp"
+#include "expendable_allowance.hpp"
 #include "live_view.hpp"
 #include "partition_poll.hpp"
 #include "unit_rates.hpp"
@@ -34,11 +35,13 @@ bool connect_one(const std::string& url, std::chrono::seconds limit);
 class RunDisplay {
  public:
   // `planned_seconds`: the --run time, shown as "elapsed / planned"; 0 when the run goes until stopped.
-  RunDisplay(const config::Partition& partition, double planned_seconds, std::uint64_t run);
+  // `lost`: the contexts the run has lost within the partition's allowance (shown as lost), if any.
+  RunDisplay(const config::Partition& partition, double planned_seconds, std::uint64_t run,
+             const ExpendableAllowance* lost = nullptr);
 
-  // Reads every context that `filter` lets through (the others show as restarting) and shows the table.
-  // False, with the reason on stderr, when an application is Failed or a context that should answer has not
-  // answered kMissedSamples samples in a row.
+  // Reads every context that `filter` lets through (the others show as lost or restarting) and shows the table.
+  // False, with the reason on stderr, when an application is Failed or a context that should answer (not lost,
+  // not restarting) has not answered kMissedSamples samples in a row.
   bool sample(double elapsed, const ContextFilter& filter = {});
 
   // Takes a table drawn in place off the terminal, so that a message printed next stays readable.
@@ -53,6 +56,7 @@ class RunDisplay {
   const config::Partition& partition_;
   double planned_seconds_;
   std::uint64_t run_;
+  const ExpendableAllowance* lost_;
   console::RateTracker rates_;
   console::LiveView view_;
   // A context killed (or whose node went down) stops answering before its engine reports its end (srun tells of

@@ -43,7 +43,7 @@ std::string log_tail(const std::string& path, int lines) {
 
 Supervisor::Supervisor(Engine& engine, std::vector<ContextLaunch> contexts, const config::LaunchConfig& rules,
                        std::chrono::milliseconds ready_timeout, BringUp bring_up)
-    : engine_(engine), ready_timeout_(ready_timeout), bring_up_(std::move(bring_up)) {
+    : engine_(engine), ready_timeout_(ready_timeout), bring_up_(std::move(bring_up)), expendable_(rules) {
   for (ContextLaunch& launch : contexts) {
     Context context;
     context.rule = rules.restart_rule(launch.context->url);
@@ -148,12 +148,21 @@ void Supervisor::failed(Context& context, const std::string& why) {
                            context.rule->policy == config::LaunchRestartRule::Policy::on_failure &&
                            context.restarts < context.rule->max_restarts;
   if (!may_restart) {
-    std::fprintf(stderr, "daqx-launch: context %s on %s %s; %s; log %s:\n%s", context.launch.context->url.c_str(),
-                 context.where.c_str(), why.c_str(),
-                 context.rule == nullptr || context.rule->policy == config::LaunchRestartRule::Policy::never
-                     ? "its restart policy is never"
-                     : ("it was restarted " + std::to_string(context.restarts) + " times already, the most its rule allows").c_str(),
-                 context.launch.log_path.c_str(), log_tail(context.launch.log_path, 20).c_str());
+    const std::string not_restarted =
+        context.rule == nullptr || context.rule->policy == config::LaunchRestartRule::Policy::never
+            ? "its restart policy is never"
+            : "it was restarted " + std::to_string(context.restarts) + " times already, the most its rule allows";
+    const ExpendableAllowance::Verdict verdict = expendable_.lose(*context.launch.context, why);
+    if (verdict.run_goes_on) {
+      std::fprintf(stderr, "daqx-launch: %s; %s; %s; log %s:\n%s", expendable_.lost().back().c_str(),
+                   not_restarted.c_str(), verdict.message.c_str(), context.launch.log_path.c_str(),
+                   log_tail(context.launch.log_path, 8).c_str());
+      context.phase = Phase::lost;
+      return;
+    }
+    std::fprintf(stderr, "daqx-launch: context %s on %s %s; %s%s%s; log %s:\n%s", context.launch.context->url.c_str(),
+                 context.where.c_str(), why.c_str(), not_restarted.c_str(), verdict.message.empty() ? "" : "; ",
+                 verdict.message.c_str(), context.launch.log_path.c_str(), log_tail(context.launch.log_path, 20).c_str());
     context.phase = Phase::ended;
     return;
   }
@@ -203,6 +212,7 @@ bool Supervisor::tick() {
         }
         break;
       case Phase::ended:
+      case Phase::lost:
         break;
     }
     if (context.phase == Phase::ended) healthy = false;
@@ -234,7 +244,8 @@ bool Supervisor::stop_all(std::chrono::seconds grace) {
       const auto kill_deadline = Clock::now() + std::chrono::seconds(10);
       while (!context.process->poll() && Clock::now() < kill_deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
       all_clean = false;
-    } else if (!exited_cleanly(*status) && context.phase != Phase::ended && context.phase != Phase::waiting_restart) {
+    } else if (!exited_cleanly(*status) && context.phase != Phase::ended && context.phase != Phase::waiting_restart &&
+               context.phase != Phase::lost) {
       std::fprintf(stderr, "daqx-launch: %s on %s ended with %s; log %s:\n%s", context.launch.context->url.c_str(),
                    context.where.c_str(), describe_wait_status(*status).c_str(), context.launch.log_path.c_str(),
                    log_tail(context.launch.log_path, 10).c_str());

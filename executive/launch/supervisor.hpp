@@ -1,7 +1,8 @@
 // Watches every context the launcher started, whatever engine placed it: notices one that ended without
 // being asked to, restarts it by its restart rule (backoff doubling up to a limit, at most so many times) and
 // brings a restarted one back to where the partition is (configured, connected, enabled in the current run),
-// so that, e.g., the event builder takes a restarted BU back without an operator.
+// so that, e.g., the event builder takes a restarted BU back without an operator. One that ends for good is
+// lost without ending the run when the partition's <Expendable> rules allow it.
 #pragma once
 
 #include <chrono>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "engine.hpp"
+#include "expendable_allowance.hpp"
 
 namespace daqx::launch {
 
@@ -35,14 +37,17 @@ class Supervisor {
   bool start_all(const std::function<bool()>& interrupted);
 
   // One round of watching: exits noticed, restarts due started, restarted ones brought up. Returns false
-  // once a context has ended for good without being asked to (no restart rule, or restarts used up).
+  // once a context has ended for good without being asked to (no restart rule, or restarts used up) and the
+  // partition's <Expendable> rules do not let the run lose it.
   bool tick();
   void set_target(Target target) { target_ = target; }
   // Called before each message tick() prints, e.g. to take a table drawn in place off the terminal first.
   void set_before_message(std::function<void()> before_message) { before_message_ = std::move(before_message); }
 
-  // Whether the context is up and answering (not dead, not between restarts).
+  // Whether the context is up and answering (not dead, not between restarts, not lost).
   bool is_up(const std::string& url) const;
+  // The contexts lost within the partition's allowance, and why.
+  const ExpendableAllowance& expendable() const { return expendable_; }
   // Asks every context to stop (the engine's way: SIGTERM, end of the session), waits up to `grace`, then
   // kills what is left on its host. True when every one ended cleanly (exit code 0).
   bool stop_all(std::chrono::seconds grace);
@@ -57,7 +62,7 @@ class Supervisor {
   unsigned total_restarts() const;
 
  private:
-  enum class Phase { starting, up, waiting_restart, ended };
+  enum class Phase { starting, up, waiting_restart, ended, lost };
   struct Context {
     ContextLaunch launch;
     const config::LaunchRestartRule* rule = nullptr;
@@ -84,6 +89,7 @@ class Supervisor {
   std::function<void()> before_message_;
   Target target_ = Target::started;
   std::string unavailable_;  // set once the engine can start nothing more (the allocation ended)
+  ExpendableAllowance expendable_;
 };
 
 // The last `lines` lines of a log file, indented, for a message.

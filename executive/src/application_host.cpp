@@ -177,6 +177,11 @@ std::vector<ApplicationInfo> ApplicationHost::applications() const {
   return list;
 }
 
+std::optional<std::uint32_t> ApplicationHost::losses_allowed(const std::string& class_name) const {
+  const config::LaunchExpendableRule* rule = core_.partition().launch.expendable_rule(class_name);
+  return rule != nullptr ? std::optional<std::uint32_t>(rule->losses_allowed) : std::nullopt;
+}
+
 void ApplicationHost::fail(const std::string& reason) {
   {
     std::lock_guard lock(state_mutex_);

@@ -54,6 +54,7 @@ class ApplicationHost final : public ApplicationContext {
   void fail(const std::string& reason) override;
   void set_condition(const std::string& condition) override;
   void log(LogLevel level, const std::string& message) override;
+  std::optional<std::uint32_t> losses_allowed(const std::string& class_name) const override;
   std::uint64_t run_number() const noexcept override { return run_.load(std::memory_order_acquire); }
 
   // Executive side.

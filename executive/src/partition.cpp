@@ -66,6 +66,12 @@ const LaunchRestartRule* LaunchConfig::restart_rule(std::string_view url) const 
   return nullptr;
 }
 
+const LaunchExpendableRule* LaunchConfig::expendable_rule(std::string_view class_name) const noexcept {
+  for (const LaunchExpendableRule& rule : expendables)
+    if (rule.class_name == class_name) return &rule;
+  return nullptr;
+}
+
 const ContextConfig* Partition::find_context(std::string_view url) const noexcept {
   for (const ContextConfig& context : contexts)
     if (context.url == url) return &context;

@@ -358,6 +358,7 @@ class PartitionReader {
     if (partition_.contexts.empty())
       report(line_of(root), {"partition ", quoted(partition_.name), " has no <Context>"});
     check_policy_contexts();
+    check_expendable_classes();
     check_context_schemes();
   }
 
@@ -490,6 +491,8 @@ class PartitionReader {
         read_launch_host(child);
       } else if (name == "Restart") {
         read_launch_restart(child);
+      } else if (name == "Expendable") {
+        read_launch_expendable(child);
       } else {
         return false;
       }
@@ -563,6 +566,61 @@ class PartitionReader {
     seconds("maxBackoff", rule.max_backoff_seconds);
     read_children(element, [](pugi::xml_node, std::string_view) { return false; });
     partition_.launch.restarts.push_back(std::move(rule));
+  }
+
+  void read_launch_expendable(pugi::xml_node element) {
+    LaunchExpendableRule rule;
+    rule.where = where(element);
+    check_attributes(element, {"class"}, {"max", "min"});
+    rule.class_name = value_of(element, "class");
+    const auto count = [&](const char* name, std::optional<std::uint32_t>& into) {
+      const pugi::xml_attribute attribute = element.attribute(name);
+      if (!attribute) return;
+      into = parse_number<std::uint32_t>(attribute.value());
+      if (!into || *into == 0)
+        report(line_of(attribute, element), {name, " ", quoted(attribute.value()), " is not a whole number of at least 1"});
+    };
+    count("max", rule.max_lost);
+    count("min", rule.min_left);
+    const bool has_max = element.attribute("max"), has_min = element.attribute("min");
+    if (has_max == has_min)
+      report(line_of(element), {"<Expendable> needs one of 'max' (how many may be lost) and 'min' (how many must remain)",
+                                has_max ? ", not both" : ""});
+    if (!rule.class_name.empty()) {
+      for (const LaunchExpendableRule& earlier : partition_.launch.expendables)
+        if (earlier.class_name == rule.class_name)
+          report(line_of(element), {"the <Expendable> rule for class ", quoted(rule.class_name),
+                                    " repeats the one at line ", std::to_string(earlier.where.line)});
+    }
+    read_children(element, [](pugi::xml_node, std::string_view) { return false; });
+    partition_.launch.expendables.push_back(std::move(rule));
+  }
+
+  // Expendable rules count the applications of their class, so they are checked once every context is read:
+  // a class with none, or a rule that would let every one of them be lost (or none), is a mistake.
+  void check_expendable_classes() {
+    for (LaunchExpendableRule& rule : partition_.launch.expendables) {
+      if (rule.class_name.empty() || rule.max_lost.value_or(1) == 0 || rule.min_left.value_or(1) == 0 ||
+          rule.max_lost.has_value() == rule.min_left.has_value())
+        continue;  // reported where it was read
+      std::uint32_t applications = 0;
+      for (const ContextConfig& context : partition_.contexts)
+        for (const ApplicationConfig& application : context.applications)
+          applications += application.class_name == rule.class_name ? 1 : 0;
+      const std::string count = std::to_string(applications);
+      if (applications == 0) {
+        report(rule.where.line, {"the <Expendable> rule names class ", quoted(rule.class_name),
+                                 ", of which this partition has no application"});
+      } else if (rule.max_lost && *rule.max_lost >= applications) {
+        report(rule.where.line, {"max ", std::to_string(*rule.max_lost), " would let every ", rule.class_name, " (", count,
+                                 " in this partition) be lost: at most ", std::to_string(applications - 1)});
+      } else if (rule.min_left && *rule.min_left >= applications) {
+        report(rule.where.line, {"min ", std::to_string(*rule.min_left), " lets no ", rule.class_name, " (", count,
+                                 " in this partition) be lost: at most ", std::to_string(applications - 1)});
+      } else {
+        rule.losses_allowed = rule.max_lost ? *rule.max_lost : applications - *rule.min_left;
+      }
+    }
   }
 
   // Contexts may follow the policy, so rules are matched against them once all are read.

@@ -148,7 +148,7 @@ TEST_CASE("the partition schema refuses schema-level mistakes at the lines the e
        {"unknown_element.xml", "unknown_attribute.xml", "missing_attribute.xml", "bad_port.xml", "bad_number.xml",
         "id_zero.xml", "bad_context_url.xml", "bad_allocator.xml", "bad_cores.xml", "bad_launch.xml",
         "control_tls_value.xml", "no_context.xml", "root_not_partition.xml", "duplicate_id.xml",
-        "duplicate_endpoint.xml", "policy_unknown_context.xml", "duplicate_property.xml"}) {
+        "duplicate_endpoint.xml", "policy_unknown_context.xml", "duplicate_property.xml", "bad_expendable.xml"}) {
     const std::string path = bad + name;
     const ProcessResult result = validate(path);
     INFO(result.output);

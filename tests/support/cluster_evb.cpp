@@ -48,12 +48,6 @@ std::vector<std::string> executives_on(const VirtualCluster& cluster, int host) 
   return found;
 }
 
-pid_t executive_pid_in_log(const std::string& log_path) {
-  const std::string log = read_text(log_path);
-  const std::size_t at = log.rfind("ready (pid ");
-  return at == std::string::npos ? -1 : static_cast<pid_t>(std::stol(log.substr(at + 11)));
-}
-
 std::string cluster_evb_log(const VirtualCluster& cluster, const std::string& log_dir, int host) {
   return log_dir + "/" + cluster.address(host) + "_" + std::to_string(kClusterEvbControlPort) + ".log";
 }

@@ -32,9 +32,6 @@ PartitionBuilder& launch_through(PartitionBuilder& partition, const std::string&
 // The daqx-executive processes running in host's namespace ("pid: command line").
 std::vector<std::string> executives_on(const VirtualCluster& cluster, int host);
 
-// The pid in the last "ready (pid N)" line of a context's log (the executive that runs now), or -1.
-pid_t executive_pid_in_log(const std::string& log_path);
-
 // The log file the launcher keeps for the context on `host` of the cluster event builder.
 std::string cluster_evb_log(const VirtualCluster& cluster, const std::string& log_dir, int host);
 

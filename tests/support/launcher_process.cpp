@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "executive_process.hpp"
+#include "process.hpp"
 
 namespace daqx::test {
 
@@ -130,6 +131,12 @@ double LauncherProcess::summary_counter(const std::string& application, const st
     if (words >> name >> counter >> number && name == application && counter == metric) return number;
   }
   return -1;
+}
+
+pid_t executive_pid_in_log(const std::string& log_path) {
+  const std::string log = read_text(log_path);
+  const std::size_t at = log.rfind("ready (pid ");
+  return at == std::string::npos ? -1 : static_cast<pid_t>(std::stol(log.substr(at + 11)));
 }
 
 }  // namespace daqx::test

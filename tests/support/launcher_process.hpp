@@ -42,4 +42,8 @@ class LauncherProcess {
   std::optional<int> status_;
 };
 
+// The pid in the last "ready (pid N)" line of a context's log the launcher keeps (the executive that runs now), or
+// -1.
+pid_t executive_pid_in_log(const std::string& log_path);
+
 }  // namespace daqx::test

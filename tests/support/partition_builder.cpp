@@ -146,6 +146,14 @@ PartitionBuilder& PartitionBuilder::launch_restart(const LaunchRestartSettings& 
   return *this;
 }
 
+PartitionBuilder& PartitionBuilder::launch_expendable(const LaunchExpendableSettings& expendable) {
+  pugi::xml_node rule = launch().append_child("Expendable");
+  rule.append_attribute("class").set_value(expendable.class_name.c_str());
+  set_if_given(rule, "max", expendable.max);
+  set_if_given(rule, "min", expendable.min);
+  return *this;
+}
+
 std::string PartitionBuilder::xml() const {
   std::ostringstream out;
   document_->save(out, "  ", pugi::format_default | pugi::format_no_declaration);

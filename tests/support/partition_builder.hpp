@@ -78,6 +78,13 @@ struct LaunchRestartSettings {
   std::string max_backoff;
 };
 
+// <Launch><Expendable>: one of max and min, the other left empty (not written).
+struct LaunchExpendableSettings {
+  std::string class_name;
+  std::string max;
+  std::string min;
+};
+
 // Elements appear in the order they are first asked for; a builder of a child stays valid while this one lives.
 class PartitionBuilder {
  public:
@@ -93,6 +100,7 @@ class PartitionBuilder {
   PartitionBuilder& launch_engine(const std::string& engine);
   PartitionBuilder& launch_host(const LaunchHostSettings& host);
   PartitionBuilder& launch_restart(const LaunchRestartSettings& restart);
+  PartitionBuilder& launch_expendable(const LaunchExpendableSettings& expendable);
 
   std::string xml() const;
 

@@ -1,7 +1,7 @@
 // The EvM's failure policies as a specification, on the proxies' records alone (no messaging): when a silent
 // BU is dropped and what it loses, how a dropped or restarted BU is refused and taken in again without a storm
 // of resets, when the EvM says no builder is left; when an RU counts as down, and what each ruFailurePolicy
-// makes of it.
+// makes of it; how many units out of the run the partition's <Expendable> rule lets the run go on with.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "evm/bu_drop_policy.hpp"
+#include "evm/builder_totals.hpp"
 #include "evm/ru_failure_policy.hpp"
+#include "evm/unit_loss_allowance.hpp"
 #include "idle_context.hpp"
 #include "outbox.hpp"
 
@@ -163,4 +165,65 @@ TEST_CASE("RU down: policy fail fails the run, policy incomplete goes on and say
   CHECK(go_on.reason == fail.reason);
   CHECK_FALSE(go_on.fail_run);
   CHECK_THAT(go_on.log_line, Catch::Contains("built without it, flagged incomplete"));
+}
+
+TEST_CASE("expendable BUs: the BUs out of the run are those dropped and not taken in again, and one more than the "
+          "partition allows fails the run, naming the allowance and each BU out") {
+  Fixture f;
+  const BuDropPolicy policy(2.0);
+  std::vector<BuProxy> bus;
+  for (Tid tid : {201u, 202u, 203u}) bus.emplace_back(tid, f.context, f.outbox);
+  BuilderTotals totals;
+  totals.start(bus.size());
+  for (std::size_t i = 0; i < bus.size(); ++i) {
+    take_in(policy, bus[i], f.t0);
+    totals.note(i, bus[i]);
+  }
+  const UnitLossAllowance allowance("evb::BU", 1);
+  CHECK(totals.out() == 0);
+  policy.drop(bus[0], "no request for 2.5 s");
+  totals.note(0, bus[0]);
+  CHECK(totals.out() == 1);
+  CHECK_FALSE(allowance.exceeded(totals.out()));
+  // Taken in again (restarted, or resumed): no longer out, though it was dropped this run.
+  const Request again = request_of(bus[0], 9);
+  REQUIRE(policy.readmit(bus[0], again, f.t0 + milliseconds(100)));
+  totals.note(0, bus[0]);
+  CHECK(totals.out() == 1);  // reset sent, not answered yet: still out
+  REQUIRE(policy.admit(bus[0], request_of(bus[0], 9)) == BuDropPolicy::Admission::taken_in_again);
+  totals.note(0, bus[0]);
+  CHECK(totals.out() == 0);
+  CHECK(totals.dropped() == 1);
+  // Two out at once: past the allowance of one.
+  policy.drop(bus[1], "RU 101 lost its connection to it");
+  policy.drop(bus[2], "no request for 2.1 s");
+  totals.note(1, bus[1]);
+  totals.note(2, bus[2]);
+  CHECK(totals.out() == 2);
+  const auto exceeded = allowance.exceeded(totals.out());
+  REQUIRE(exceeded);
+  CHECK(*exceeded == "2 evb::BU lost, 1 allowed by the partition's <Expendable>");
+  CHECK(BuDropPolicy::out_of_run(bus) ==
+        "BU 202 dropped: RU 101 lost its connection to it; BU 203 dropped: no request for 2.1 s");
+  // Without a rule, losses do not fail the run by themselves.
+  CHECK_FALSE(UnitLossAllowance().limited());
+  CHECK_FALSE(UnitLossAllowance().exceeded(3));
+}
+
+TEST_CASE("expendable units: the allowance is the partition's rule for the class of the EvM's units, none without "
+          "one, and units of several classes under a rule are refused naming the parameter") {
+  test::IdleContext context;
+  context.peers = {{201, "evb::BU", 0, "http://a:1", false},
+                   {202, "evb::BU", 1, "http://b:1", false},
+                   {101, "evb::RU", 0, "http://c:1", false},
+                   {301, "my::BU", 0, "http://d:1", false}};
+  CHECK_FALSE(read_unit_loss_allowance(context, {201, 202}, "bus").limited());
+  context.expendable = {{"evb::BU", 1}};
+  const UnitLossAllowance bus = read_unit_loss_allowance(context, {202, 201}, "bus");
+  CHECK(bus.limited());
+  CHECK(bus.allowed() == 1);
+  CHECK(bus.class_name() == "evb::BU");
+  CHECK_FALSE(read_unit_loss_allowance(context, {101}, "rus").limited());
+  CHECK_THROWS_WITH(read_unit_loss_allowance(context, {201, 301}, "bus"),
+                    Catch::StartsWith("bus: its units are of 2 classes") && Catch::Contains("evb::BU"));
 }

@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -34,9 +36,17 @@ class IdleContext final : public ApplicationContext {
   void on_pool_available(std::function<void()>) override {}
   bool post_task(std::function<void()>) override { return false; }
   std::jthread start_worker(const std::string&, std::function<void(std::stop_token)>) override { return {}; }
-  std::vector<ApplicationInfo> applications() const override { return {}; }
+  std::vector<ApplicationInfo> applications() const override { return peers; }
+  std::optional<std::uint32_t> losses_allowed(const std::string& class_name) const override {
+    const auto rule = expendable.find(class_name);
+    return rule == expendable.end() ? std::nullopt : std::optional<std::uint32_t>(rule->second);
+  }
   void fail(const std::string& reason) override { FAIL_CHECK("IdleContext: failed: " << reason); }
   void log(LogLevel, const std::string&) override {}
+
+  // What the partition holds, for the decisions that read it: its applications and its <Expendable> rules.
+  std::vector<ApplicationInfo> peers;
+  std::map<std::string, std::uint32_t> expendable;  // class -> losses allowed
 
  private:
   std::string name_ = "evb/evm/0";

@@ -125,6 +125,27 @@ TEST_CASE("a run's summary has amounts, averages over the enabled time, losses a
   CHECK_FALSE(is_error_counter("events_built"));
 }
 
+TEST_CASE("a run's summary names the units of each context the run lost, and why, after the table", "[console]") {
+  UnitTotals bu0{"http://a", "evb/bu/0", "evb/bu", "Enabled", {"events_built", "events", ""}, {{"events_built", 10}}};
+  UnitTotals bu1{"http://b", "evb/bu/1", "evb/bu", "lost", {"events_built", "events", ""}, {{"events_built", 7}}};
+  ContextSample answered;
+  answered.url = "http://a";
+  answered.answered = true;
+  ContextSample lost;
+  lost.url = "http://b";
+  lost.down_state = kLostState;
+  lost.error = "died (killed by signal 9 (Killed))";
+  ContextSample unreachable;  // not lost: the launcher has not given up on it
+  unreachable.url = "http://c";
+  const std::vector<std::string> lines = run_summary({bu0, bu1}, {answered, lost, unreachable}, 2.0, 7);
+  std::string text;
+  for (const std::string& line : lines) text += line + "\n";
+  INFO(text);
+  CHECK(lines.back() == "lost: evb/bu/1 (context http://b, died (killed by signal 9 (Killed)))");
+  CHECK(text.find("lost: ") == text.rfind("lost: "));  // that one only
+  CHECK(text.find("evb/bu/1    7 events") != std::string::npos);  // its counts up to its death are in the table
+}
+
 TEST_CASE("the counters file lists every counter of every unit, zeros included, one per line", "[console]") {
   ContextSample context;
   context.url = "http://a";

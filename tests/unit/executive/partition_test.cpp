@@ -250,6 +250,17 @@ TEST_CASE("a partition covering every element and attribute is read field by fie
   CHECK(launch.restarts[0].where.line == line_in(text, "maxRestarts=\"4\""));
   CHECK(launch.restart_rule("http://node-b:9002") == &launch.restarts[0]);
   CHECK(launch.restart_rule("http://node-a:9001")->policy == LaunchRestartRule::Policy::never);
+  // Expendable rules: how many of a class may be lost, as max or as min remaining of those in the partition.
+  REQUIRE(launch.expendables.size() == 2);
+  CHECK(launch.expendables[0].class_name == "nton::Receiver");
+  CHECK(launch.expendables[0].max_lost == 1u);
+  CHECK_FALSE(launch.expendables[0].min_left.has_value());
+  CHECK(launch.expendables[0].losses_allowed == 1);
+  CHECK(launch.expendables[0].where.line == line_in(text, "<Expendable class=\"nton::Receiver\""));
+  CHECK(launch.expendables[1].min_left == 1u);
+  CHECK(launch.expendables[1].losses_allowed == 1);  // 2 monitors, 1 to remain
+  CHECK(launch.expendable_rule("nton::Monitor") == &launch.expendables[1]);
+  CHECK(launch.expendable_rule("nton::Sender") == nullptr);
 
   REQUIRE(partition.contexts.size() == 2);
   const ContextConfig& local = partition.contexts[0];

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -100,6 +101,14 @@ class ApplicationContext {
   // dropped), shown as its status reason; "" when nothing does. Cleared when it halts. Not pure, as run_number.
   virtual void set_condition(const std::string& condition) { (void)condition; }
   virtual void log(LogLevel level, const std::string& message) = 0;
+
+  // How many applications of `class_name` the partition lets the run lose and still go on (its
+  // <Launch><Expendable> rule), for an application that watches its peers (the EvM its builder units); nothing
+  // when the partition has no rule for the class. Not pure, as run_number.
+  virtual std::optional<std::uint32_t> losses_allowed(const std::string& class_name) const {
+    (void)class_name;
+    return std::nullopt;
+  }
 };
 
 // An application: the lifecycle hooks run on the control thread, never concurrently with each other;

@@ -54,4 +54,13 @@ std::optional<std::string> BuDropPolicy::no_builder_left(const std::vector<BuPro
   return condition;
 }
 
+std::string BuDropPolicy::out_of_run(const std::vector<BuProxy>& bus) {
+  std::string listed;
+  for (const BuProxy& bu : bus)
+    if (bu.drops() != 0 && bu.state() != BuProxy::State::alive)
+      listed.append(concatenate({listed.empty() ? "BU " : "; BU ", to_text(std::uint64_t{bu.tid()}), " dropped: ",
+                                 bu.dropped_because()}));
+  return listed;
+}
+
 }  // namespace daqx::evb

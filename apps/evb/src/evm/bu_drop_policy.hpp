@@ -40,6 +40,9 @@ class BuDropPolicy {
   // nothing otherwise.
   static std::optional<std::string> no_builder_left(const std::vector<BuProxy>& bus);
 
+  // The BUs dropped and not taken in again, each with its drop's reason: "BU 201 dropped: ...; BU 203 ...".
+  static std::string out_of_run(const std::vector<BuProxy>& bus);
+
  private:
   double bu_timeout_;  // s
 };

@@ -2,6 +2,7 @@
 #include "evm/evm.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "daqx/apps/text.hpp"
 
@@ -26,8 +27,17 @@ EvM::~EvM() { ticker_.stop(); }
 
 void EvM::configure() {
   const EvmConfiguration c = read_evm_configuration(context().params(), context().tid());
-  run_on_dispatch(context(), [this, c] {
+  const UnitLossAllowance bu_allowance = read_unit_loss_allowance(context(), c.bus, "bus");
+  const UnitLossAllowance ru_allowance = read_unit_loss_allowance(context(), c.rus, "rus");
+  // The launcher would let such an RU's context die and go on; the EvM would end the run at its first RU down.
+  if (ru_allowance.limited() && c.ru_failure == RuFailurePolicy::fail)
+    throw std::runtime_error(concatenate({"the partition's <Expendable> rule lets ", to_text(std::uint64_t{ru_allowance.allowed()}),
+                                          " ", ru_allowance.class_name(), " be lost, but ruFailurePolicy is fail: set it "
+                                          "to incomplete, so that events are built without a lost RU"}));
+  run_on_dispatch(context(), [this, c, bu_allowance, ru_allowance] {
     config_ = c;
+    bu_allowance_ = bu_allowance;
+    ru_allowance_ = ru_allowance;
     bu_drop_policy_ = BuDropPolicy(config_.bu_timeout);
     trigger_source_ = SyntheticSource(config_.trigger, context().tid());
     trigger_sender_.configure(trigger_source_, config_.block_size);
@@ -172,6 +182,7 @@ void EvM::on_request(Frame&& frame) {
       break;
     case BuDropPolicy::Admission::refused:
       if (was_alive) drop_builder(*bu, "it asked with another generation or restarted");
+      if (failed_) return;
       bump(stale_requests_);
       if (bu_drop_policy_.readmit(*bu, *request, now)) {
         send_to(*bu, bu->reset(run_), true);
@@ -241,6 +252,7 @@ void EvM::handle_failed_sends() {
   for (Tid target : outbox_.take_failed()) {
     if (BuProxy* bu = find_bu(target); bu != nullptr && bu->state() == BuProxy::State::alive) {
       drop_builder(*bu, "the EvM lost its connection to it");
+      if (failed_) return;
     } else if (RuProxy* ru = find_ru(target); ru != nullptr && ru->state() == RuProxy::State::alive) {
       ru_down(*ru, "the EvM lost its connection to it (allocations could not be sent)");
       if (failed_) return;
@@ -361,6 +373,10 @@ void EvM::drop_builder(BuProxy& bu, const std::string& why) {
   }
   note(bu);
   publish();  // the gauges and the status agree with the drop from now on, not from the next tick
+  // A drop at stop's drain timeout ends a run that is over anyway: only drops during the run count.
+  if (failed_ || draining_) return;
+  if (const std::optional<std::string> exceeded = bu_allowance_.exceeded(bu_totals_.out()))
+    fail_run(bu.tid(), concatenate({*exceeded, ": ", BuDropPolicy::out_of_run(bus_)}));
 }
 
 void EvM::ru_down(RuProxy& ru, const std::string& why) {
@@ -369,16 +385,25 @@ void EvM::ru_down(RuProxy& ru, const std::string& why) {
   note(ru, before);
   bump(ru_downs_);
   const RuDownVerdict verdict = ru_down_verdict(config_.ru_failure, ru, why);
-  // Before Failed is visible: a failed EvM publishes no more, and must not go on counting this RU alive.
-  publish();
   if (verdict.fail_run) {
-    failed_ = true;
-    broadcast(Control{ControlKind::run_failed, run_, 0, ru.tid(), verdict.reason});
-    context().fail(verdict.reason);
+    fail_run(ru.tid(), verdict.reason);
     return;
   }
+  if (const std::optional<std::string> exceeded = ru_allowance_.exceeded(rus_down_.size())) {
+    fail_run(ru.tid(), concatenate({*exceeded, "; the last: ", verdict.reason}));
+    return;
+  }
+  publish();
   context().log(LogLevel::warning, verdict.log_line);
   broadcast(Control{ControlKind::ru_down, run_, 0, ru.tid(), verdict.reason});
+}
+
+void EvM::fail_run(Tid subject, const std::string& reason) {
+  // Before Failed is visible: a failed EvM publishes no more, and must not go on counting a lost unit alive.
+  publish();
+  failed_ = true;
+  broadcast(Control{ControlKind::run_failed, run_, 0, subject, reason});
+  context().fail(reason);
 }
 
 void EvM::tick() {
@@ -390,8 +415,10 @@ void EvM::tick() {
     for (RuProxy& ru : rus_) ru.excuse_silence(now);
   }
   last_tick_ = now;
-  for (BuProxy& bu : bus_)
+  for (BuProxy& bu : bus_) {
     if (const std::optional<std::string> why = bu_drop_policy_.check_liveness(bu, now)) drop_builder(bu, *why);
+    if (failed_) return;
+  }
   for (RuProxy& ru : rus_) {
     if (const std::optional<std::string> why = ru_silence(ru, now, run_start_, config_.ru_timeout)) ru_down(ru, *why);
     if (failed_) return;

@@ -2,7 +2,8 @@
 // batches of them to the BUs' free slots, highest priority first, round-robin among equals, tells every RU
 // which BU gets which events, and contributes the trigger fragment itself (it is also a readout unit).
 // It watches BUs and RUs: a silent BU is dropped and its events counted lost; a silent RU fails the run or,
-// by policy, makes the BUs build without it. A request, a status or a batch costs the same whatever the number
+// by policy, makes the BUs build without it; more units out than the partition's <Expendable> rule for their
+// class allows fail the run. A request, a status or a batch costs the same whatever the number
 // of units: units are found by TID through an index, the BU to serve comes from a ranking kept as BUs change,
 // the counts it reports are kept as units change, and the RUs read one log of assignments; only the ticker
 // looks at every unit (once per period).
@@ -28,6 +29,7 @@
 #include "evm/evm_configuration.hpp"
 #include "evm/ru_failure_policy.hpp"
 #include "evm/ru_proxy.hpp"
+#include "evm/unit_loss_allowance.hpp"
 #include "fragment_sender.hpp"
 #include "ru/synthetic_source.hpp"
 #include "outbox.hpp"
@@ -58,6 +60,8 @@ class EvM final : public Application {
   void flush_allocations();
   void drop_builder(BuProxy& bu, const std::string& why);
   void ru_down(RuProxy& ru, const std::string& why);
+  // The run fails: every unit is told (naming `subject`, the unit it fails for) and the EvM goes to Failed.
+  void fail_run(Tid subject, const std::string& reason);
   template <class Unit>
   void send_to(const Unit& unit, const Control& control, bool queue);
   void resend_unsent_controls();
@@ -90,6 +94,8 @@ class EvM final : public Application {
   Clock::time_point last_heartbeat_{};
   Clock::time_point last_tick_{};
   BuDropPolicy bu_drop_policy_;
+  UnitLossAllowance bu_allowance_;  // BUs out of the run at once before the run fails
+  UnitLossAllowance ru_allowance_;  // RUs down before the run fails (ruFailurePolicy incomplete)
   EventAssigner assigner_;
   BatchSizer batch_sizer_;
   bool pump_posted_ = false;

@@ -94,14 +94,28 @@ struct LaunchRestartRule {
   SourceLocation where;
 };
 
-struct LaunchConfig {  // <Launch engine="..."> (optional): read by daqx-launch only
+// <Launch><Expendable>: how many applications of a class the run may lose (their contexts dead for good, or
+// dropped by the application that watches them, e.g. the EvM's BUs) and still go on; one more fails it. Given as
+// `max` (that many may be lost) or `min` (that many must remain); one rule per class.
+struct LaunchExpendableRule {
+  std::string class_name;
+  std::optional<std::uint32_t> max_lost;  // as written: max="N"
+  std::optional<std::uint32_t> min_left;  // as written: min="N"
+  std::uint32_t losses_allowed = 0;       // either one, against the class's applications in the partition
+  SourceLocation where;
+};
+
+struct LaunchConfig {  // <Launch engine="..."> (optional): read by daqx-launch; <Expendable> by the executives too
   std::string engine;  // local, ssh or slurm; empty: local unless the command line says otherwise
   std::vector<LaunchHostRule> hosts;
   std::vector<LaunchRestartRule> restarts;
+  std::vector<LaunchExpendableRule> expendables;
   SourceLocation where;
 
   const LaunchHostRule* host_rule(std::string_view host) const noexcept;        // null: defaults
   const LaunchRestartRule* restart_rule(std::string_view url) const noexcept;  // null: never restart
+  // null: no application of the class may be lost without failing the run.
+  const LaunchExpendableRule* expendable_rule(std::string_view class_name) const noexcept;
 };
 
 // <Control>: who may command the executives' control ports, and how they are reached. Paths are resolved
