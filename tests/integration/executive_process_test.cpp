@@ -374,7 +374,7 @@ TEST_CASE("whatever bytes a partition's names hold, every page and JSON answer o
   REQUIRE(executive.wait_ready());
   REQUIRE(executive.transition("configure").status == 200);
   for (const char* path : {"/", "/app/1", "/partition", "/api/executive", "/api/applications", "/api/applications/1",
-                           "/api/partition", "/api/nothing", "/nothing"}) {
+                           "/api/summary", "/api/partition", "/api/nothing", "/nothing"}) {
     INFO(path);
     const daqx::HttpReply reply = executive.get(path);
     CHECK(daqx::strings::valid_utf8(reply.body) == reply.body);

@@ -112,6 +112,11 @@ std::string json_transports(const std::vector<TransportStatus>& transports);
 std::string json_executive(const std::string& partition, const std::string& context, std::uint64_t run,
                            double run_seconds, const std::vector<Metric>& metrics);
 std::string json_connect_result(const ConnectResult& result);
+// GET /api/summary (summary_json.cpp): the context's states, unlabelled counters and gauges, connection counts and
+// pool levels in one document whose size does not grow with the partition: what the watchers poll every second.
+std::string json_summary(const ControlModel& model);
+// Remote addresses of connections down that a transport of the summary names; the count of all is beside them.
+inline constexpr std::size_t kSummaryDownListed = 8;
 // A reply of `status` with a JSON document as its body.
 Reply json_reply(int status, std::string body);
 

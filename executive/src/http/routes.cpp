@@ -114,6 +114,7 @@ class Router {
       if (s[1] == "pools") return get([&] { return json_reply(200, json_pools(model_.pools())); });
       if (s[1] == "threads") return get([&] { return json_reply(200, json_threads(model_.threads())); });
       if (s[1] == "transports") return get([&] { return json_reply(200, json_transports(model_.transports())); });
+      if (s[1] == "summary") return get([&] { return json_reply(200, json_summary(model_)); });
       if (s[1] == "executive") {
         return get([&] {
           return json_reply(200, json_executive(model_.partition_name(), model_.context_url(), model_.run_number(),
