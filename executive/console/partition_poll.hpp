@@ -1,6 +1,7 @@
-// One look at the executives of a partition through their JSON control API: per context whether it answered,
-// its applications (state, reason, counters) and, when asked, its connections and pool use. What the live
-// tables of daqx-launch and daqxctl watch and the launcher's end-of-run summary are made from.
+// One look at the executives of a partition through GET /api/summary (one request per context, over a
+// ContextPoller's fixed threads): per context whether it answered, its applications (state, reason, counters), its
+// connections, transport counters and pool use. What the live tables of daqx-launch and daqxctl watch and the
+// launcher's end-of-run summary are made from.
 #pragma once
 
 #include <chrono>
@@ -8,6 +9,8 @@
 #include <map>
 #include <string>
 #include <vector>
+
+#include "daqx/executive/context_poller.hpp"
 
 namespace daqx::console {
 
@@ -29,6 +32,7 @@ struct PoolUse {
   std::string name;
   double bytes_used = 0;
   double bytes_total = 0;
+  double failed_allocations = 0;
 };
 
 // The down_state of a context the run has lost within the partition's allowance (<Launch><Expendable>): not
@@ -40,28 +44,21 @@ struct ContextSample {
   bool answered = false;
   std::string error;     // why it did not answer (or answered what could not be read)
   std::string down_state = "unreachable";  // what its units show when it did not answer (the launcher: "restarting",
-                                          // or kLostState with `error` saying why)
-  Clock::time_point at;  // when the applications were read: the middle of the request
+                                           // or kLostState with `error` saying why)
+  Clock::time_point at;  // when its answer came (the counters were read just before)
   std::uint64_t run = 0;
   std::vector<UnitSample> units;
-  // With PollDetail::full only:
   std::size_t connections_up = 0;
   std::size_t connections_total = 0;
   std::map<std::string, double> transport_counters;  // "tcp send_errors" -> value, summed over endpoints
+  double connections_starved = 0;  // the transports' gauge: connections left without receive buffers now
   std::vector<PoolUse> pools;
 };
 
-enum class PollDetail {
-  applications,  // /api/applications only: what a rate table needs
-  full,          // also /api/transports (connections, transport counters) and /api/pools (pool use)
-};
-
-// Asks one context; never throws: a context that does not answer comes back with answered == false.
-ContextSample poll_context(const std::string& url, PollDetail detail, std::chrono::milliseconds timeout);
-
-// Asks every context at once (one thread each), so that one that hangs costs `timeout` once, not per context.
-// The results are in the order of `urls`.
-std::vector<ContextSample> poll_contexts(const std::vector<std::string>& urls, PollDetail detail,
+// Asks every context of `urls` for its summary over `poller` (each request bounded by `timeout`, so that one that
+// hangs costs `timeout` once, not per context). Never throws: a context that does not answer comes back with
+// answered == false and the reason. The results are in the order of `urls`.
+std::vector<ContextSample> poll_contexts(ContextPoller& poller, const std::vector<std::string>& urls,
                                          std::chrono::milliseconds timeout);
 
 }  // namespace daqx::console

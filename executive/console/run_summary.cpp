@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <unordered_map>
 
 #include "human_units.hpp"
 #include "rate_table.hpp"
@@ -95,18 +96,19 @@ std::vector<std::string> run_summary(const std::vector<UnitTotals>& units, const
   table.text("run " + std::to_string(run) + ": " + format_seconds(enabled_seconds) +
              " enabled; averages are over that time; bytes in decimal units (1 GB = 10^9 B)");
   table.row({"UNIT", "BUILT OR MOVED", "DATA", "AVERAGE RATE", "AVERAGE BANDWIDTH", "LOST OR DROPPED", "ERRORS"});
-  std::vector<Line> kinds;
+  std::vector<Line> kinds;  // in the order first seen
   std::vector<std::size_t> kind_units;
+  std::unordered_map<std::string, std::size_t> kind_index;
   for (const UnitTotals& unit : units) {
     const Line line = line_of(unit);
     add_row(table, line, enabled_seconds);
-    auto kind = std::find_if(kinds.begin(), kinds.end(), [&](const Line& k) { return k.name == unit.kind; });
-    if (kind == kinds.end()) {
+    const auto [found, first] = kind_index.try_emplace(unit.kind, kinds.size());
+    if (first) {
       kinds.push_back(Line{unit.kind, line.item_word, line.reports_bytes, 0, 0, {}, {}});
       kind_units.push_back(0);
-      kind = kinds.end() - 1;
     }
-    ++kind_units[static_cast<std::size_t>(kind - kinds.begin())];
+    Line* kind = &kinds[found->second];
+    ++kind_units[found->second];
     kind->items += line.items;
     kind->bytes += line.bytes;
     for (const auto& [name, value] : line.losses) kind->losses[name] += value;

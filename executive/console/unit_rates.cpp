@@ -1,6 +1,5 @@
 #include "unit_rates.hpp"
 
-#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -49,12 +48,6 @@ std::string kind_of(const std::string& unit_name) {
   return slash == std::string::npos ? unit_name : unit_name.substr(0, slash);
 }
 
-RateTracker::Unit* RateTracker::find(const std::string& context, const std::string& name) {
-  for (Unit& unit : units_)
-    if (unit.context == context && unit.name == name) return &unit;
-  return nullptr;
-}
-
 // A unit's row as it stands: its state now and its amounts this run, without rates.
 UnitRates RateTracker::row_of(const Unit& unit, const std::string& state, const std::string& reason) const {
   const Throughput throughput = throughput_of(unit.counters);
@@ -75,15 +68,15 @@ std::vector<UnitRates> RateTracker::update(const std::vector<ContextSample>& sam
   std::vector<UnitRates> rows;
   for (const ContextSample& context : samples) {
     if (!context.answered) {
-      bool known = false;
-      for (Unit& unit : units_) {
-        if (unit.context != context.url) continue;
-        known = true;
-        unit.enabled = false;  // no rate across a gap: the next answer starts a new window
-        unit.state = context.down_state;
-        rows.push_back(row_of(unit, context.down_state, context.error));
-      }
-      if (!known) {
+      const auto held = by_context_.find(context.url);
+      if (held != by_context_.end()) {
+        for (std::size_t i : held->second) {
+          Unit& unit = units_[i];
+          unit.enabled = false;  // no rate across a gap: the next answer starts a new window
+          unit.state = context.down_state;
+          rows.push_back(row_of(unit, context.down_state, context.error));
+        }
+      } else {
         UnitRates row;
         row.context = context.url;
         row.name = context.url;
@@ -95,12 +88,13 @@ std::vector<UnitRates> RateTracker::update(const std::vector<ContextSample>& sam
       continue;
     }
     for (const UnitSample& sample : context.units) {
-      Unit* unit = find(context.url, sample.name);
-      const bool first = unit == nullptr;
+      // A URL holds no newline: context and name joined by one are a unique key.
+      const auto [found, first] = index_.try_emplace(context.url + '\n' + sample.name, units_.size());
       if (first) {
         units_.push_back(Unit{context.url, sample.name, {}, sample.run, false, context.at, {}, {}});
-        unit = &units_.back();
+        by_context_[context.url].push_back(found->second);
       }
+      Unit* unit = &units_[found->second];
       const bool enabled = sample.state == "Enabled";
       const bool same_run = sample.run == unit->run;
       const bool restarted = !first && same_run && went_back(unit->counters, sample.counters);
@@ -151,14 +145,13 @@ std::vector<UnitTotals> RateTracker::totals() const {
 }
 
 std::vector<KindRates> kind_rates(const std::vector<UnitRates>& units) {
-  std::vector<KindRates> kinds;
+  std::vector<KindRates> kinds;  // in the order first seen
+  std::unordered_map<std::string, std::size_t> index;
   for (const UnitRates& unit : units) {
     if (unit.name == unit.context) continue;  // a context never seen: no kind
-    auto kind = std::find_if(kinds.begin(), kinds.end(), [&](const KindRates& k) { return k.kind == unit.kind; });
-    if (kind == kinds.end()) {
-      kinds.push_back(KindRates{unit.kind, unit.item_word, unit.reports_bytes, 0, 0, {}, {}, 0, 0});
-      kind = kinds.end() - 1;
-    }
+    const auto [found, first] = index.try_emplace(unit.kind, kinds.size());
+    if (first) kinds.push_back(KindRates{unit.kind, unit.item_word, unit.reports_bytes, 0, 0, {}, {}, 0, 0});
+    KindRates* kind = &kinds[found->second];
     ++kind->units;
     kind->items += unit.items;
     kind->bytes += unit.bytes;

@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "partition_poll.hpp"
@@ -81,9 +82,11 @@ class RateTracker {
     std::map<std::string, double> counters;  // as last reported
     std::map<std::string, double> carried;   // from before its context restarted, in this run
   };
-  Unit* find(const std::string& context, const std::string& name);
   UnitRates row_of(const Unit& unit, const std::string& state, const std::string& reason) const;
-  std::vector<Unit> units_;
+  std::vector<Unit> units_;  // in the order first seen
+  // Where each unit is in units_, by context and name, and which units each context holds: a round is O(units).
+  std::unordered_map<std::string, std::size_t> index_;
+  std::unordered_map<std::string, std::vector<std::size_t>> by_context_;
 };
 
 std::string kind_of(const std::string& unit_name);  // "evb/bu/1" -> "evb/bu"

@@ -315,11 +315,15 @@ int main(int argc, char** argv) {
     return transition_one(url, "enable", run_number);
   };
   // The live page of the partition, from the start: contexts coming up show as such.
+  // One fixed pool of threads polls the contexts for the live table and the dashboard alike, whatever their number.
+  daqx::ContextPoller poller;
   std::unique_ptr<daqx::PartitionView> view;
   std::unique_ptr<daqx::DashboardServer> dashboard;
   if (options.dashboard) {
     try {
-      view = std::make_unique<daqx::PartitionView>(partition, daqx::default_control_access());
+      daqx::PartitionViewOptions view_options;
+      view_options.poller = &poller;
+      view = std::make_unique<daqx::PartitionView>(partition, daqx::default_control_access(), view_options);
       view->start();
       // Reads need the token where the partition says so (<Control reads="token">), as on the executives.
       daqx::ControlServerSecurity security;
@@ -383,7 +387,7 @@ int main(int argc, char** argv) {
   std::optional<RunDisplay> display;
   if (options.drive && healthy) {
     // A first look right after enable: every unit's rates then come from two of its own samples a second apart.
-    display.emplace(partition, options.run_seconds, *run_number, &supervisor.expendable());
+    display.emplace(partition, poller, options.run_seconds, *run_number, &supervisor.expendable());
     supervisor.set_before_message([&] { display->before_message(); });
     healthy = display->sample(0, up);
   }

@@ -95,19 +95,20 @@ bool connect_one(const std::string& url, std::chrono::seconds limit) {
   return wait_connections(url, Clock::now() + limit, limit, up, total);
 }
 
-RunDisplay::RunDisplay(const config::Partition& partition, double planned_seconds, std::uint64_t run,
-                       const ExpendableAllowance* lost)
+RunDisplay::RunDisplay(const config::Partition& partition, ContextPoller& poller, double planned_seconds,
+                       std::uint64_t run, const ExpendableAllowance* lost)
     : partition_(partition),
+      poller_(poller),
       planned_seconds_(planned_seconds),
       run_(run),
       lost_(lost),
       view_(stdout, console::LiveView::mode_for(stdout)) {}
 
-std::vector<console::ContextSample> RunDisplay::poll(const ContextFilter& filter, console::PollDetail detail) const {
+std::vector<console::ContextSample> RunDisplay::poll(const ContextFilter& filter) const {
   std::vector<std::string> asked;
   for (const auto& c : partition_.contexts)
     if (!filter || filter(c.url)) asked.push_back(c.url);
-  std::vector<console::ContextSample> answers = console::poll_contexts(asked, detail, std::chrono::seconds(3));
+  std::vector<console::ContextSample> answers = console::poll_contexts(poller_, asked, std::chrono::seconds(3));
   // In partition order, with the contexts between restarts or lost in their place.
   std::vector<console::ContextSample> samples;
   auto answer = answers.begin();
@@ -129,7 +130,7 @@ std::vector<console::ContextSample> RunDisplay::poll(const ContextFilter& filter
 }
 
 bool RunDisplay::sample(double elapsed, const ContextFilter& filter) {
-  const std::vector<console::ContextSample> samples = poll(filter, console::PollDetail::applications);
+  const std::vector<console::ContextSample> samples = poll(filter);
   const std::vector<console::UnitRates> units = rates_.update(samples);
   const bool terminal = view_.mode() == console::LiveView::Mode::in_place;
   const std::string when = console::elapsed_of(elapsed, planned_seconds_);
@@ -158,7 +159,7 @@ bool RunDisplay::sample(double elapsed, const ContextFilter& filter) {
 }
 
 void RunDisplay::summary(double enabled_seconds, const std::string& counters_path, const ContextFilter& filter) {
-  const std::vector<console::ContextSample> samples = poll(filter, console::PollDetail::full);
+  const std::vector<console::ContextSample> samples = poll(filter);
   rates_.update(samples);  // the last counts, after stop drained the run
   std::printf("daqx-launch: summary of run %llu\n", static_cast<unsigned long long>(run_));
   for (const std::string& line : console::run_summary(rates_.totals(), samples, enabled_seconds, run_))

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "daqx/executive/context_poller.hpp"
 #include "daqx/executive/partition.hpp"
 #include "expendable_allowance.hpp"
 #include "live_view.hpp"
@@ -31,12 +32,14 @@ bool connect_all(const config::Partition& partition, std::chrono::seconds limit)
 bool connect_one(const std::string& url, std::chrono::seconds limit);
 
 // What --drive shows while the run goes and at its end: a table of every unit with its state and rates and the
-// totals per kind (redrawn in place on a terminal, plain lines otherwise), then the run's summary.
+// totals per kind (redrawn in place on a terminal, plain lines otherwise; folded to the totals and the units that
+// need attention in a large partition), then the run's summary. Each sample is one GET /api/summary per context
+// over `poller`'s fixed threads.
 class RunDisplay {
  public:
   // `planned_seconds`: the --run time, shown as "elapsed / planned"; 0 when the run goes until stopped.
   // `lost`: the contexts the run has lost within the partition's allowance (shown as lost), if any.
-  RunDisplay(const config::Partition& partition, double planned_seconds, std::uint64_t run,
+  RunDisplay(const config::Partition& partition, ContextPoller& poller, double planned_seconds, std::uint64_t run,
              const ExpendableAllowance* lost = nullptr);
 
   // Reads every context that `filter` lets through (the others show as lost or restarting) and shows the table.
@@ -51,9 +54,10 @@ class RunDisplay {
   void summary(double enabled_seconds, const std::string& counters_path, const ContextFilter& filter = {});
 
  private:
-  std::vector<console::ContextSample> poll(const ContextFilter& filter, console::PollDetail detail) const;
+  std::vector<console::ContextSample> poll(const ContextFilter& filter) const;
 
   const config::Partition& partition_;
+  ContextPoller& poller_;
   double planned_seconds_;
   std::uint64_t run_;
   const ExpendableAllowance* lost_;

@@ -48,7 +48,8 @@ enum ExitCode : int {
 constexpr const char* kUsageText =
     "usage: daqxctl (--config PARTITION.xml [--context URL] | --url URL) [--app TID] [--timeout SECONDS]\n"
     "               [--token-file FILE] [--ca-file FILE] COMMAND\n"
-    "       daqxctl (--config PARTITION.xml [--context URL] | --url URL) [--interval SECONDS] [--count N] watch\n"
+    "       daqxctl (--config PARTITION.xml [--context URL] | --url URL) [--interval SECONDS] [--count N]\n"
+    "               [--poll-threads N] watch\n"
     "commands:\n"
     "  status          state of every application: context, tid, class, instance, state, reason\n"
     "  configure       Halted -> Configured, context by context in partition order\n"
@@ -65,7 +66,9 @@ constexpr const char* kUsageText =
     "                  its counters) and what it moved this run; totals per kind. Every --interval SECONDS\n"
     "                  (default 1, 0.1 to 3600): redrawn in place on a terminal, else one line per context and per\n"
     "                  application per refresh. --count N: stop after N refreshes (default: at Ctrl-C). A context\n"
-    "                  that does not answer (within max(2, interval) s) is shown as unreachable; exit 0\n"
+    "                  that does not answer (within max(2, interval) s) is shown as unreachable; exit 0. One\n"
+    "                  GET /api/summary per context per refresh, N at once (--poll-threads, 1 to 64, default 8);\n"
+    "                  above 32 applications only the totals per kind and what needs attention are listed\n"
     "       daqxctl shm list|clean   (this host, no partition needed)\n"
     "       daqxctl --version | --help\n"
     "  shm list        the processes that hold daqx shared-memory segments (memfd, ptshm) and their sizes, and\n"
@@ -90,6 +93,7 @@ struct Options {
   daqx::ControlAccess::Files access;  // --token-file, --ca-file
   double interval_seconds = 1;        // watch: between refreshes
   unsigned count = 0;                 // watch: refreshes before it ends; 0: until interrupted
+  unsigned poll_threads = daqx::ContextPoller::kDefaultThreads;  // watch: contexts asked at once
 };
 
 struct UsageError {
@@ -134,6 +138,7 @@ double seconds_in(const std::string& text) {
 Options parse_options(int argc, char** argv) {
   Options options;
   std::vector<std::string> positional;
+  bool poll_threads_given = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::string value;
@@ -199,6 +204,12 @@ Options parse_options(int argc, char** argv) {
       if (error != std::errc() || end != text.data() + text.size() || options.count == 0) {
         throw UsageError{"--count needs a number of refreshes (1 or more), not '" + text + "'"};
       }
+    } else if (arg == "--poll-threads") {
+      const std::string text = take_value();
+      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), options.poll_threads);
+      if (error != std::errc() || end != text.data() + text.size() || options.poll_threads == 0 || options.poll_threads > 64)
+        throw UsageError{"--poll-threads needs a number of threads from 1 to 64, not '" + text + "'"};
+      poll_threads_given = true;
     } else if (arg == "--run-file") {
       options.run_file = take_value();
       if (options.run_file.empty()) throw UsageError{"--run-file needs a path"};
@@ -228,8 +239,8 @@ Options parse_options(int argc, char** argv) {
     throw UsageError{"--run and --run-file go with enable"};
   }
   if (options.run && !options.run_file.empty()) throw UsageError{"give either --run or --run-file"};
-  if (options.command != "watch" && (options.count != 0 || options.interval_seconds != 1))
-    throw UsageError{"--interval and --count go with watch"};
+  if (options.command != "watch" && (options.count != 0 || options.interval_seconds != 1 || poll_threads_given))
+    throw UsageError{"--interval, --count and --poll-threads go with watch"};
   if (options.command == "enable" && !options.run && options.run_file.empty()) {
     if (const char* run_file = std::getenv("DAQX_RUN_FILE"); run_file != nullptr) options.run_file = run_file;
   }
@@ -553,9 +564,10 @@ int watch(const std::vector<std::string>& urls, const Options& options, const st
   const auto interval = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(options.interval_seconds));
   RateTracker rates;
+  daqx::ContextPoller poller(options.poll_threads);  // after the access is set: its requests present it
   auto next = std::chrono::steady_clock::now();
   for (unsigned refresh = 1; !g_stop_watching; ++refresh) {
-    const std::vector<ContextSample> samples = poll_contexts(urls, PollDetail::full, timeout);
+    const std::vector<ContextSample> samples = poll_contexts(poller, urls, timeout);
     const std::vector<UnitRates> units = rates.update(samples);
     const std::string when = time_of_day();
     char every[32];

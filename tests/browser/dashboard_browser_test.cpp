@@ -190,3 +190,59 @@ TEST_CASE("a Failed application shows its reason on the partition page and on it
   CHECK(first.stop() == 0);
   CHECK(second.stop() == 0);
 }
+
+TEST_CASE("a partition page of more contexts than it lists shows the totals per kind first, then what needs "
+          "attention, and folds the contexts that are fine into one line that opens to list them", "[browser]") {
+  std::unique_ptr<Chromium> browser = start_browser();
+  constexpr std::size_t kGood = 17;  // with the one that fails: past the page's fold (16 contexts)
+  PartitionBuilder built("dashboard-folded");
+  std::vector<std::string> urls;
+  for (std::size_t i = 0; i <= kGood; ++i) {
+    urls.push_back("http://127.0.0.1:" + std::to_string(free_port()));
+    PropertiesBuilder probe = built.context(urls.back())
+                                  .module("libdaqx_test_probe.so")
+                                  .application("test::Probe", static_cast<std::uint32_t>(i + 1),
+                                               static_cast<std::uint32_t>(i));
+    if (i == kGood) probe.property("failIn", "configure");
+  }
+  const std::string partition = write_file("dashboard-folded.xml", built.xml());
+  std::vector<std::unique_ptr<ExecutiveProcess>> executives;
+  for (const std::string& url : urls) executives.push_back(std::make_unique<ExecutiveProcess>(partition, url));
+  for (const auto& executive : executives) REQUIRE(executive->wait_ready());
+  for (std::size_t i = 0; i < kGood; ++i) REQUIRE(executives[i]->transition("configure").status == 200);
+  REQUIRE(executives.back()->transition("configure").status == 500);
+  const std::string failed = urls.back();
+
+  DevToolsPage page(*browser);
+  page.navigate(urls.front() + "/partition");
+  page.drain(std::chrono::milliseconds(2500));  // redrawn by the script at least once
+  INFO(page.text("document.getElementById('live').innerText"));
+  CHECK(page.text(selector_text("#fine-count")) ==
+        std::to_string(kGood) + " contexts fine: up, " + std::to_string(kGood) + " applications Configured, every connection up");
+  CHECK(page.text("document.getElementById('fine').open") == "false");
+  // The totals, then what needs attention, then the context that needs it, outside the fold.
+  CHECK(page.text("String(document.getElementById('kinds').compareDocumentPosition(document.getElementById('problems')) & 4)") == "4");
+  CHECK(page.text(selector_text("#problems")).find("told to fail in configure") != std::string::npos);
+  const std::string failed_section = "document.querySelector('section.context[data-url=\"" + failed + "\"]')";
+  CHECK(page.text("String(" + failed_section + " !== null && " + failed_section + ".closest('#fine') === null)") == "true");
+  CHECK(page.text("document.querySelectorAll('#fine section.context').length") == "0");  // drawn when opened
+  shot(page, "partition-folded");
+
+  // Opened by the reader: the fine contexts are listed from the next redraw on, and it stays open.
+  page.text("document.getElementById('fine').open = true");
+  page.drain(std::chrono::milliseconds(2500));
+  CHECK(page.text("document.querySelectorAll('#fine section.context').length") == std::to_string(kGood));
+  CHECK(page.text("document.getElementById('fine').open") == "true");
+  shot(page, "partition-folded-opened");
+  require_no_problems(page);
+
+  // Without JavaScript the server's page holds the folded contexts, closed.
+  DevToolsPage plain(*browser);
+  plain.disable_scripts(true);
+  plain.navigate(urls.front() + "/partition");
+  const std::string html = plain.document_html();
+  CHECK(html.find("<details id=\"fine\" data-key=\"fine contexts\">") != std::string::npos);
+  CHECK(plain.text("document.querySelectorAll('#fine section.context').length") == std::to_string(kGood));
+  require_no_problems(plain);
+  for (const auto& executive : executives) CHECK(executive->stop() == 0);
+}

@@ -31,6 +31,7 @@ class LauncherProcess {
   // --run bound ends the run here instead of waiting for time to pass.
   void end_run() const;
   std::string output() const;  // everything it printed so far
+  pid_t pid() const noexcept { return pid_; }  // of daqx-launch, or of the wrapper when there is one
 
   // A counter of an application at the end of the run, from the file the launcher's summary names
   // ("evb/evm/0 events_assigned 123" per line, zeros included): its value, or -1 when there is none.

@@ -27,6 +27,7 @@ Object::Ptr application_object(const ApplicationSnapshot& app) {
   Object::Ptr rates = new_object();
   for (const auto& [name, value] : app.rates) rates->set(name, number(value));
   object->set("rates", rates);
+  object->set("attention", app.attention);
   return object;
 }
 
@@ -39,6 +40,8 @@ Object::Ptr transport_object(const TransportSnapshot& transport) {
   object->set("bytes_sent_per_second", number(transport.bytes_sent_per_second));
   object->set("bytes_received_per_second", number(transport.bytes_received_per_second));
   object->set("connections_up", transport.connections_up);
+  object->set("connections_total", transport.connections_total);
+  object->set("connections_starved", transport.connections_starved);
   Array::Ptr down = new Array;
   for (const std::string& remote : transport.down) down->add(remote);
   object->set("connections_down", down);
@@ -65,6 +68,7 @@ Object::Ptr context_object(const ContextSnapshot& context) {
   object->set("run", context.run);
   object->set("run_seconds", number(context.run_seconds));
   object->set("uptime_seconds", number(context.uptime_seconds));
+  object->set("attention", context.attention);
   Array::Ptr applications = new Array;
   for (const ApplicationSnapshot& app : context.applications) applications->add(application_object(app));
   object->set("applications", applications);
@@ -97,6 +101,8 @@ std::string partition_json(const PartitionSnapshot& snapshot) {
   object->set("polled", snapshot.polled);
   object->set("run", snapshot.run);
   object->set("run_seconds", number(snapshot.run_seconds));
+  object->set("usual_state", snapshot.usual_state);
+  object->set("fold_above", kFoldContextsAbove);
   Object::Ptr totals = new_object();
   totals->set("contexts", snapshot.contexts.size());
   totals->set("contexts_unreachable", snapshot.contexts_unreachable);
@@ -104,6 +110,8 @@ std::string partition_json(const PartitionSnapshot& snapshot) {
   totals->set("failed", snapshot.failed);
   totals->set("connections_up", snapshot.connections_up);
   totals->set("connections_down", snapshot.connections_down);
+  totals->set("connections_starved", snapshot.connections_starved);
+  totals->set("contexts_needing_attention", snapshot.contexts_needing_attention);
   object->set("totals", totals);
   Array::Ptr kinds = new Array;
   for (const KindSnapshot& kind : snapshot.kinds) {

@@ -1,5 +1,6 @@
 // GET /partition: the whole partition on one page. The server renders it complete (readable without JavaScript);
 // its script polls /api/partition every interval and redraws the same markup in place, with the same formats.
+#include <algorithm>
 #include <cstdio>
 
 #include "control_routes.hpp"
@@ -29,6 +30,8 @@ std::string summary(const PartitionSnapshot& s) {
   if (s.failed != 0) html += std::string(", <b id=\"failed\" class=\"bad\">") + std::to_string(s.failed) + " Failed</b>";
   html += std::string("</span><span>connections <b class=\"good\">") + std::to_string(s.connections_up) + " up</b>";
   if (s.connections_down != 0) html += std::string(", <b class=\"bad\">") + std::to_string(s.connections_down) + " down</b>";
+  if (s.connections_starved != 0)
+    html += std::string(", <b class=\"bad\">") + std::to_string(s.connections_starved) + " starved</b>";
   html += std::string("</span><span class=\"muted\">updated <span id=\"updated\">") + utc_time_text(s.time_ms) + "</span>";
   if (!s.polled) html += " (waiting for the first answers)";
   return html + "</span></p>\n";
@@ -45,17 +48,37 @@ std::string unreachable_text(const ContextSnapshot& context, std::int64_t now_ms
   return text + ": " + context.reason;
 }
 
+bool unreachable(const ContextSnapshot& context) {
+  return context.status == ContextSnapshot::Status::unreachable || context.status == ContextSnapshot::Status::refused;
+}
+
+bool needs_attention(const ContextSnapshot& context) {
+  if (!context.attention.empty()) return true;
+  for (const ApplicationSnapshot& app : context.applications)
+    if (!app.attention.empty()) return true;
+  return false;
+}
+
+// Contexts not answering, connections down or starved, failed allocations; Failed applications with their reasons,
+// applications not in the usual state or without progress while their kind moves.
 std::string problems(const PartitionSnapshot& s) {
   std::string items;
   for (const ContextSnapshot& context : s.contexts) {
-    if (context.status == ContextSnapshot::Status::unreachable || context.status == ContextSnapshot::Status::refused)
+    if (unreachable(context))
       items += std::string("<li class=\"problem-context\"><b>") + e(context.url) + "</b> " + e(unreachable_text(context, s.time_ms)) +
                "</li>\n";
-    for (const ApplicationSnapshot& app : context.applications)
+    else if (!context.attention.empty())
+      items += std::string("<li class=\"problem-context\"><b>") + e(context.url) + "</b> " + e(context.attention) + "</li>\n";
+    for (const ApplicationSnapshot& app : context.applications) {
       if (app.state == "Failed")
         items += std::string("<li class=\"problem-application\"><b>") + e(app.class_name) + " " + std::to_string(app.instance) +
                  "</b> (tid " + std::to_string(app.tid) + ", " + e(context.url) + ") Failed: <span class=\"reason\">" +
                  e(app.reason) + "</span></li>\n";
+      else if (!app.attention.empty())
+        items += std::string("<li class=\"problem-application\"><b>") + e(app.class_name) + " " + std::to_string(app.instance) +
+                 "</b> (tid " + std::to_string(app.tid) + ", " + e(context.url) + ") " + e(app.state) + ": " +
+                 e(app.attention) + "</li>\n";
+    }
   }
   if (items.empty()) return {};
   return std::string("<section id=\"problems\" class=\"problems\"><h2>Needs attention</h2>\n<ul>\n") + items + "</ul></section>\n";
@@ -97,7 +120,7 @@ std::string applications_table(const ContextSnapshot& context) {
             e(app.class_name) + "</td><td class=\"number\">" + std::to_string(app.instance) + "</td><td class=\"state " +
             css + "\">" + e(app.state) + "</td><td class=\"number events\">" + rate_text(app.events_per_second) +
             "</td><td class=\"number bytes\">" + byte_rate_text(app.bytes_per_second) + "</td><td class=\"reason\">" +
-            e(app.reason) + "</td></tr>\n";
+            e(app.reason.empty() ? app.attention : app.reason) + "</td></tr>\n";
   }
   return html + "</table>\n";
 }
@@ -109,11 +132,15 @@ std::string transports_table(const ContextSnapshot& context) {
       "<th>GB/s out</th><th>GB/s in</th><th>Connections</th></tr>\n";
   for (const TransportSnapshot& t : context.transports) {
     std::string connections = std::string("<span class=\"good\">") + std::to_string(t.connections_up) + " up</span>";
-    if (!t.down.empty()) {
-      connections += std::string(", <span class=\"bad\">") + std::to_string(t.down.size()) + " down:";
+    const unsigned down = t.connections_total - std::min(t.connections_up, t.connections_total);
+    if (down != 0) {
+      connections += std::string(", <span class=\"bad\">") + std::to_string(down) + " down:";
       for (const std::string& remote : t.down) connections += std::string(" ") + e(remote);
+      if (down > t.down.size()) connections += " ...";
       connections += "</span>";
     }
+    if (t.connections_starved != 0)
+      connections += std::string(", <span class=\"bad\">") + std::to_string(t.connections_starved) + " starved</span>";
     html += std::string("<tr><td>") + e(t.protocol) + "</td><td>" + e(t.endpoint) + "</td><td class=\"number\">" +
             rate_text(t.frames_sent_per_second) + "</td><td class=\"number\">" +
             rate_text(t.frames_received_per_second) + "</td><td class=\"number\">" +
@@ -167,10 +194,41 @@ std::string context_section(const ContextSnapshot& context, std::int64_t now_ms)
             ", up " + duration_text(context.uptime_seconds) + "</span>";
   }
   html += "</h3>\n";
-  if (context.status == ContextSnapshot::Status::unreachable || context.status == ContextSnapshot::Status::refused)
+  if (unreachable(context))
     html += std::string("<p class=\"status-reason\">") + e(unreachable_text(context, now_ms)) + "</p>\n";
+  else if (!context.attention.empty())
+    html += std::string("<p class=\"status-reason\">") + e(context.attention) + "</p>\n";
   html += applications_table(context) + transports_table(context) + pools_details(context);
   return html + "</section>\n";
+}
+
+// The opening of the fold and its one line: "251 contexts fine: up, 251 applications Enabled, every connection up".
+std::string fine_summary(const PartitionSnapshot& s, std::size_t contexts, std::size_t applications) {
+  return std::string("<details id=\"fine\" data-key=\"fine contexts\"><summary id=\"fine-count\">") +
+         std::to_string(contexts) + " contexts fine: up, " + std::to_string(applications) + " applications " +
+         e(s.usual_state) + ", every connection up</summary>\n";
+}
+
+// Every context; above kFoldContextsAbove those that need attention first and the others folded in one closed
+// <details>, so that hundreds of contexts read as the few that matter and one line for the rest.
+std::string contexts(const PartitionSnapshot& s) {
+  std::string html = "<h2>Contexts</h2>\n";
+  if (s.contexts.size() <= kFoldContextsAbove) {
+    for (const ContextSnapshot& context : s.contexts) html += context_section(context, s.time_ms);
+    return html;
+  }
+  std::string fine;
+  std::size_t fine_count = 0, fine_applications = 0;
+  for (const ContextSnapshot& context : s.contexts) {
+    if (needs_attention(context)) {
+      html += context_section(context, s.time_ms);
+    } else {
+      fine += context_section(context, s.time_ms);
+      ++fine_count;
+      fine_applications += context.applications.size();
+    }
+  }
+  return html + fine_summary(s, fine_count, fine_applications) + fine + "</details>\n";
 }
 
 // The same markup as the C++ above, from the JSON of /api/partition. Everything from the JSON goes through esc().
@@ -195,19 +253,27 @@ function summary(s) {
   if (t.failed) h += ', <b id="failed" class="bad">' + t.failed + ' Failed</b>';
   h += '</span><span>connections <b class="good">' + t.connections_up + ' up</b>';
   if (t.connections_down) h += ', <b class="bad">' + t.connections_down + ' down</b>';
+  if (t.connections_starved) h += ', <b class="bad">' + t.connections_starved + ' starved</b>';
   h += '</span><span class="muted">updated <span id="updated">' + utcTime(s.time_ms) + '</span>';
   if (!s.polled) h += ' (waiting for the first answers)';
   return h + '</span></p>\n';
 }
+function needsAttention(c) { return !!c.attention || c.applications.some(a => a.attention); }
 function problems(s) {
   let items = '';
   for (const c of s.contexts) {
     if (problemContext(c))
       items += '<li class="problem-context"><b>' + esc(c.url) + '</b> ' + esc(unreachableText(c, s.time_ms)) + '</li>\n';
-    for (const a of c.applications)
+    else if (c.attention)
+      items += '<li class="problem-context"><b>' + esc(c.url) + '</b> ' + esc(c.attention) + '</li>\n';
+    for (const a of c.applications) {
       if (a.state === 'Failed')
         items += '<li class="problem-application"><b>' + esc(a.class) + ' ' + a.instance + '</b> (tid ' + a.tid + ', ' +
                  esc(c.url) + ') Failed: <span class="reason">' + esc(a.reason) + '</span></li>\n';
+      else if (a.attention)
+        items += '<li class="problem-application"><b>' + esc(a.class) + ' ' + a.instance + '</b> (tid ' + a.tid + ', ' +
+                 esc(c.url) + ') ' + esc(a.state) + ': ' + esc(a.attention) + '</li>\n';
+    }
   }
   if (!items) return '';
   return '<section id="problems" class="problems"><h2>Needs attention</h2>\n<ul>\n' + items + '</ul></section>\n';
@@ -235,7 +301,7 @@ function applications(c) {
          (linked ? '<a href="' + esc(c.url) + '/app/' + a.tid + '">' + a.tid + '</a>' : a.tid) + '</td><td>' +
          esc(a.class) + '</td><td class="number">' + a.instance + '</td><td class="state ' + css + '">' + esc(a.state) +
          '</td><td class="number events">' + rate(a.events_per_second) + '</td><td class="number bytes">' +
-         byteRate(a.bytes_per_second) + '</td><td class="reason">' + esc(a.reason) + '</td></tr>\n';
+         byteRate(a.bytes_per_second) + '</td><td class="reason">' + esc(a.reason || a.attention) + '</td></tr>\n';
   }
   return h + '</table>\n';
 }
@@ -245,8 +311,11 @@ function transports(c) {
           '<th>GB/s out</th><th>GB/s in</th><th>Connections</th></tr>\n';
   for (const t of c.transports) {
     let conn = '<span class="good">' + t.connections_up + ' up</span>';
-    if (t.connections_down.length)
-      conn += ', <span class="bad">' + t.connections_down.length + ' down:' + t.connections_down.map(r => ' ' + esc(r)).join('') + '</span>';
+    const down = Math.max(0, t.connections_total - t.connections_up);
+    if (down)
+      conn += ', <span class="bad">' + down + ' down:' + t.connections_down.map(r => ' ' + esc(r)).join('') +
+              (down > t.connections_down.length ? ' ...' : '') + '</span>';
+    if (t.connections_starved) conn += ', <span class="bad">' + t.connections_starved + ' starved</span>';
     h += '<tr><td>' + esc(t.protocol) + '</td><td>' + esc(t.endpoint) + '</td><td class="number">' +
          rate(t.frames_sent_per_second) + '</td><td class="number">' + rate(t.frames_received_per_second) +
          '</td><td class="number">' + byteRate(t.bytes_sent_per_second) + '</td><td class="number">' +
@@ -279,10 +348,28 @@ function context(c, now) {
     h += ' <span class="muted">run ' + (c.run ? c.run : 'none') + ', up ' + duration(c.uptime_seconds) + '</span>';
   h += '</h3>\n';
   if (problemContext(c)) h += '<p class="status-reason">' + esc(unreachableText(c, now)) + '</p>\n';
+  else if (c.attention) h += '<p class="status-reason">' + esc(c.attention) + '</p>\n';
   return h + applications(c) + transports(c) + pools(c) + '</section>\n';
 }
+// Above fold_above contexts the fine ones are folded; their sections are drawn only while the fold is open, so a
+// page of hundreds of contexts redraws what is read.
+function contexts(s) {
+  let h = '<h2>Contexts</h2>\n';
+  if (s.contexts.length <= s.fold_above) return h + s.contexts.map(c => context(c, s.time_ms)).join('');
+  const open = !!document.querySelector('#live details[data-key="fine contexts"][open]');
+  let fine = '', count = 0, applications = 0;
+  for (const c of s.contexts) {
+    if (needsAttention(c)) { h += context(c, s.time_ms); continue; }
+    ++count;
+    applications += c.applications.length;
+    if (open) fine += context(c, s.time_ms);
+  }
+  return h + '<details id="fine" data-key="fine contexts"><summary id="fine-count">' + count + ' contexts fine: up, ' +
+         applications + ' applications ' + esc(s.usual_state) + ', every connection up</summary>\n' +
+         (open ? fine : '<p class="muted">(listed at the next update)</p>\n') + '</details>\n';
+}
 function render(s) {
-  return summary(s) + problems(s) + kinds(s) + '<h2>Contexts</h2>\n' + s.contexts.map(c => context(c, s.time_ms)).join('');
+  return summary(s) + kinds(s) + problems(s) + contexts(s);
 }
 live('/api/partition', render);
 )JS";
@@ -295,8 +382,7 @@ std::string partition_page(const PartitionSnapshot& s) {
           "</span></h1><p class=\"links\"><a href=\"/api/partition\">JSON</a><span id=\"connection\" "
           "class=\"muted\"></span></p></header>\n";
   html += std::string("<main id=\"live\" data-interval=\"") + std::to_string(static_cast<int>(s.interval_seconds * 1000)) + "\">\n";
-  html += summary(s) + problems(s) + kinds(s) + "<h2>Contexts</h2>\n";
-  for (const ContextSnapshot& context : s.contexts) html += context_section(context, s.time_ms);
+  html += summary(s) + kinds(s) + problems(s) + contexts(s);
   html += "</main>\n<script>\n";
   html += script_helpers();
   html += kPartitionScript;

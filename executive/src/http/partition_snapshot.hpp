@@ -14,6 +14,10 @@ namespace daqx::http {
 
 inline constexpr double kNoRate = NAN;  // not known yet (one sample so far) or not reported
 
+// A partition of more contexts than this is folded on the page: the totals per kind, then what needs attention,
+// then the contexts that are fine in one closed <details> (readable at hundreds of contexts).
+inline constexpr std::size_t kFoldContextsAbove = 16;
+
 
 struct ApplicationSnapshot {
   std::uint32_t tid = 0;
@@ -26,6 +30,7 @@ struct ApplicationSnapshot {
   double events_per_second = kNoRate;  // the application's headline counters (see partition_view.cpp)
   double bytes_per_second = kNoRate;
   std::vector<std::pair<std::string, double>> rates;  // per second, of every counter without labels
+  std::string attention;  // why it needs a look (Failed, not in the usual state, no progress), or empty
 };
 
 struct TransportSnapshot {
@@ -36,7 +41,9 @@ struct TransportSnapshot {
   double bytes_sent_per_second = kNoRate;
   double bytes_received_per_second = kNoRate;
   unsigned connections_up = 0;
-  std::vector<std::string> down;  // remote address of each connection down
+  unsigned connections_total = 0;
+  unsigned connections_starved = 0;  // left without receive buffers now (the transport's gauge)
+  std::vector<std::string> down;  // remote addresses of the first few connections down (all: total - up)
 };
 
 struct PoolSnapshot {
@@ -60,6 +67,7 @@ struct ContextSnapshot {
   std::vector<ApplicationSnapshot> applications;  // from the partition until it first answers
   std::vector<TransportSnapshot> transports;
   std::vector<PoolSnapshot> pools;
+  std::string attention;  // why it needs a look (not answering, connections down or starved, ...), or empty
 };
 
 struct KindSnapshot {  // the applications of one class
@@ -80,6 +88,9 @@ struct PartitionSnapshot {
   std::vector<ContextSnapshot> contexts;
   std::vector<KindSnapshot> kinds;
   unsigned applications = 0, failed = 0, contexts_unreachable = 0, connections_up = 0, connections_down = 0;
+  unsigned connections_starved = 0;
+  std::string usual_state;  // the state most applications are in
+  unsigned contexts_needing_attention = 0;  // contexts with an attention of their own or of an application
 };
 
 const char* to_string(ContextSnapshot::Status status);

@@ -1,22 +1,20 @@
-// PartitionView: one thread that, while the view is watched, polls every context's JSON API (a few contexts at
-// once, each request bounded by a short timeout), turns counters into rates, and keeps the merged picture.
+// PartitionView: one thread that, while the view is watched, asks every context for GET /api/summary over a
+// ContextPoller (a fixed number of contexts at once, each request bounded by a short timeout), turns counters into
+// rates, and keeps the merged picture.
 #include "daqx/executive/partition_view.hpp"
 
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
-#include <optional>
-#include <sstream>
 #include <thread>
+#include <unordered_map>
 
-#include <Poco/Dynamic/Var.h>
-#include <Poco/Exception.h>
-#include <Poco/JSON/Array.h>
 #include <Poco/JSON/Object.h>
 #include <Poco/JSON/Parser.h>
 
 #include "control_routes.hpp"
+#include "daqx/executive/context_summary.hpp"
 #include "daqx/executive/headline_counters.hpp"
 #include "partition_snapshot.hpp"
 
@@ -24,7 +22,6 @@ namespace daqx {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using Poco::JSON::Array;
 using Poco::JSON::Object;
 using http::ApplicationSnapshot;
 using http::ContextSnapshot;
@@ -42,42 +39,48 @@ std::string base_name(std::string name) {
   return name;
 }
 
-// What one context answered, parsed; or why it did not.
+// What one context answered, read; or why it did not.
 struct Answer {
   ContextSnapshot::Status status = ContextSnapshot::Status::up;
   std::string reason;
-  Object::Ptr executive;
-  Array::Ptr applications, transports, pools;
+  ContextSummary summary;
 };
 
-double number_or(const Object::Ptr& object, const std::string& key, double fallback) {
-  if (!object || !object->has(key) || object->isNull(key)) return fallback;
-  try {
-    return object->getValue<double>(key);
-  } catch (const Poco::Exception&) {
-    return fallback;
+// A reply of GET /api/summary as an Answer: unreachable without an answer, refused with an error or a document
+// that is not the summary.
+Answer answer_of(int status, const std::string& body) {
+  Answer answer;
+  if (status == 0) {
+    answer.status = ContextSnapshot::Status::unreachable;
+    answer.reason = body.empty() ? std::string("no answer") : body;
+    return answer;
   }
-}
-
-std::string string_or(const Object::Ptr& object, const std::string& key) {
-  if (!object || !object->has(key) || object->isNull(key)) return {};
-  try {
-    return object->getValue<std::string>(key);
-  } catch (const Poco::Exception&) {
-    return {};
+  if (status != 200) {
+    answer.status = ContextSnapshot::Status::refused;
+    std::string text = body.substr(0, 300);
+    try {  // an /api error is {"error": "..."}: its text reads better than the document
+      Poco::JSON::Parser parser;
+      const Object::Ptr error = parser.parse(body).extract<Object::Ptr>();
+      if (error && error->has("error")) text = error->getValue<std::string>("error");
+    } catch (...) {
+    }
+    answer.reason = "HTTP " + std::to_string(status) + " for /api/summary: " + text;
+    return answer;
   }
-}
-
-bool has_labels(const Object::Ptr& metric) {
-  const Object::Ptr labels = metric->getObject("labels");
-  return labels && labels->size() != 0;
+  try {
+    answer.summary = parse_context_summary(body);
+  } catch (const std::exception& error) {
+    answer.status = ContextSnapshot::Status::refused;
+    answer.reason = error.what();
+  }
+  return answer;
 }
 
 }  // namespace
 
 struct PartitionView::Impl {
   struct ContextState {  // the poller's own, per context: the counters of the last answer, for rates
-    std::map<std::string, double> counters;
+    std::unordered_map<std::string, double> counters;
     Clock::time_point sampled_at{};
     bool sampled = false;
     std::uint64_t run = 0;
@@ -109,95 +112,36 @@ struct PartitionView::Impl {
     return view;
   }
 
-  std::optional<std::string> fetch_text(std::size_t index, const std::string& path, Answer& answer) {
-    const std::string& url = partition.contexts[index].url;
-    if (local != nullptr && url == local_url) {
-      http::Request request;
-      request.method = "GET";
-      request.target = path;
-      static const http::AccessCheck open;
-      const http::Reply reply = http::handle_request(*local, request, open);
-      if (reply.status == 200) return reply.body;
-      answer.status = ContextSnapshot::Status::refused;
-      answer.reason = "HTTP " + std::to_string(reply.status) + " for " + path;
-      return std::nullopt;
-    }
-    const HttpReply reply = ControlClient(url, options.timeout, access).get(path);
-    if (reply.status == 200) return reply.body;
-    if (!reply.answered()) {
-      answer.status = ContextSnapshot::Status::unreachable;
-      answer.reason = reply.body.empty() ? std::string("no answer") : reply.body;
-    } else {
-      answer.status = ContextSnapshot::Status::refused;
-      std::string body = reply.body.substr(0, 300);
-      try {  // an /api error is {"error": "..."}: its text reads better than the document
-        Poco::JSON::Parser parser;
-        const Object::Ptr error = parser.parse(reply.body).extract<Object::Ptr>();
-        if (error && error->has("error")) body = error->getValue<std::string>("error");
-      } catch (...) {
-      }
-      answer.reason = "HTTP " + std::to_string(reply.status) + " for " + path + ": " + body;
-    }
-    return std::nullopt;
-  }
-
-  Answer poll(std::size_t index) {
-    Answer answer;
-    try {
-      Poco::JSON::Parser parser;
-      auto get = [&](const char* path) -> Poco::Dynamic::Var {
-        if (answer.status != ContextSnapshot::Status::up) return {};
-        if (stopping.load()) {  // stop() waits for the polls under way: no more requests for them
-          answer.status = ContextSnapshot::Status::unreachable;
-          answer.reason = "not polled: the view is stopping";
-          return {};
-        }
-        const std::optional<std::string> text = fetch_text(index, path, answer);
-        if (!text) return {};
-        parser.reset();
-        return parser.parse(*text);
-      };
-      const Poco::Dynamic::Var executive = get("/api/executive");
-      const Poco::Dynamic::Var applications = get("/api/applications");
-      const Poco::Dynamic::Var transports = get("/api/transports");
-      const Poco::Dynamic::Var pools = get("/api/pools");
-      if (answer.status != ContextSnapshot::Status::up) return answer;
-      answer.executive = executive.extract<Object::Ptr>();
-      answer.applications = applications.extract<Array::Ptr>();
-      answer.transports = transports.extract<Array::Ptr>();
-      answer.pools = pools.extract<Array::Ptr>();
-    } catch (const Poco::Exception& error) {
-      answer.status = ContextSnapshot::Status::refused;
-      answer.reason = "not the JSON expected: " + error.displayText();
-    } catch (const std::exception& error) {
-      answer.status = ContextSnapshot::Status::refused;
-      answer.reason = std::string("not the JSON expected: ") + error.what();
-    }
-    return answer;
+  // This executive itself, through the same route as over HTTP.
+  Answer ask_local() const {
+    http::Request request;
+    request.method = "GET";
+    request.target = "/api/summary";
+    static const http::AccessCheck open;
+    const http::Reply reply = http::handle_request(*local, request, open);
+    return answer_of(reply.status, reply.body);
   }
 
   // The rate of a counter since the last answer; kNoRate on the first or after a reset (a restarted context).
-  static double rate(const std::map<std::string, double>& before, std::map<std::string, double>& now,
-                     const std::string& key, double value, double seconds) {
+  static double rate(const ContextState& before, std::unordered_map<std::string, double>& now, const std::string& key,
+                     double value, double seconds) {
     now[key] = value;
-    const auto found = before.find(key);
-    if (found == before.end() || seconds <= 0 || value < found->second) return http::kNoRate;
+    const auto found = before.counters.find(key);
+    if (found == before.counters.end() || seconds <= 0 || value < found->second) return http::kNoRate;
     return (value - found->second) / seconds;
   }
 
-  // Rates of every unlabelled counter of `metrics`, under `prefix` in the state's counters.
-  static std::vector<std::pair<std::string, double>> counter_rates(const Array::Ptr& metrics, const std::string& prefix,
-                                                                   const ContextState& state,
-                                                                   std::map<std::string, double>& counters,
+  // Rates of every counter of `counters`, under `prefix` in the state's counters.
+  static std::vector<std::pair<std::string, double>> counter_rates(const std::map<std::string, double>& counters,
+                                                                   const std::string& prefix, const ContextState& state,
+                                                                   std::unordered_map<std::string, double>& now,
                                                                    double seconds) {
     std::vector<std::pair<std::string, double>> rates;
-    for (std::size_t m = 0; metrics && m < metrics->size(); ++m) {
-      const Object::Ptr metric = metrics->getObject(static_cast<unsigned>(m));
-      if (!metric || string_or(metric, "kind") != "counter" || has_labels(metric)) continue;
-      const std::string name = base_name(string_or(metric, "name"));
-      const double value = number_or(metric, "value", http::kNoRate);
+    rates.reserve(counters.size());
+    for (const auto& [counter, value] : counters) {
       if (std::isnan(value)) continue;
-      rates.emplace_back(name, rate(state.counters, counters, prefix + name, value, seconds));
+      const std::string name = base_name(counter);
+      rates.emplace_back(name, rate(state, now, prefix + name, value, seconds));
     }
     return rates;
   }
@@ -209,9 +153,16 @@ struct PartitionView::Impl {
     return http::kNoRate;
   }
 
+  static double rate_of(const std::map<std::string, double>& counters, const char* name, const std::string& prefix,
+                        const ContextState& state, std::unordered_map<std::string, double>& now, double seconds) {
+    const auto found = counters.find(name);
+    if (found == counters.end()) return http::kNoRate;
+    return rate(state, now, prefix + name, found->second, seconds);
+  }
+
   // The new picture of context `index` from its answer; `state` keeps the counters for the next rates.
   ContextSnapshot update(std::size_t index, const Answer& answer, const ContextSnapshot& before, ContextState& state,
-                         Clock::time_point when) {
+                         Clock::time_point when) const {
     if (answer.status != ContextSnapshot::Status::up) {
       // Who it held stays on the page; what it no longer tells (states, rates, pools, links) does not.
       ContextSnapshot view = before;
@@ -230,6 +181,7 @@ struct PartitionView::Impl {
       state.sampled = false;  // rates start again when it is back (it may have restarted)
       return view;
     }
+    const ContextSummary& summary = answer.summary;
     ContextSnapshot view;
     view.url = partition.contexts[index].url;
     view.status = ContextSnapshot::Status::up;
@@ -237,76 +189,48 @@ struct PartitionView::Impl {
     // No rate over a gap (the view was idle, or the context slow to answer): it would be an average, not now.
     const bool recent = state.sampled && when - state.sampled_at <= 5 * std::max(options.interval, options.timeout);
     const double seconds = recent ? std::chrono::duration<double>(when - state.sampled_at).count() : 0;
-    std::map<std::string, double> counters;
+    std::unordered_map<std::string, double> counters;
+    view.run = summary.run;
+    view.run_seconds = summary.run_seconds;
+    view.uptime_seconds = summary.uptime_seconds;
 
-    view.run = static_cast<std::uint64_t>(number_or(answer.executive, "run", 0));
-    view.run_seconds = number_or(answer.executive, "run_seconds", http::kNoRate);
-    const Array::Ptr executive_metrics = answer.executive ? answer.executive->getArray("metrics") : nullptr;
-    for (std::size_t m = 0; executive_metrics && m < executive_metrics->size(); ++m) {
-      const Object::Ptr metric = executive_metrics->getObject(static_cast<unsigned>(m));
-      if (metric && string_or(metric, "name") == "uptime_seconds") view.uptime_seconds = number_or(metric, "value", http::kNoRate);
-    }
-
-    for (std::size_t a = 0; a < answer.applications->size(); ++a) {
-      const Object::Ptr object = answer.applications->getObject(static_cast<unsigned>(a));
-      if (!object) continue;
+    for (const UnitSummary& unit : summary.units) {
       ApplicationSnapshot app;
-      app.tid = static_cast<std::uint32_t>(number_or(object, "tid", 0));
-      app.class_name = string_or(object, "class");
-      app.instance = static_cast<std::uint32_t>(number_or(object, "instance", 0));
-      app.name = string_or(object, "name");
-      app.state = string_or(object, "state");
-      app.reason = string_or(object, "reason");
-      app.run = static_cast<std::uint64_t>(number_or(object, "run", 0));
-      app.rates = counter_rates(object->getArray("metrics"), "app/" + std::to_string(app.tid) + "/", state, counters,
-                                seconds);
+      app.tid = unit.tid;
+      app.class_name = unit.class_name;
+      app.instance = unit.instance;
+      app.name = unit.name;
+      app.state = unit.state;
+      app.reason = unit.reason;
+      app.run = unit.run;
+      app.rates = counter_rates(unit.counters, "app/" + std::to_string(app.tid) + "/", state, counters, seconds);
       app.events_per_second = pick(app.rates, kHeadlineItemCounters);
       app.bytes_per_second = pick(app.rates, kHeadlineByteCounters);
       view.applications.push_back(std::move(app));
     }
 
-    for (std::size_t t = 0; t < answer.transports->size(); ++t) {
-      const Object::Ptr object = answer.transports->getObject(static_cast<unsigned>(t));
-      if (!object) continue;
+    for (const TransportSummary& summary_transport : summary.transports) {
       TransportSnapshot transport;
-      transport.protocol = string_or(object, "protocol");
-      transport.endpoint = string_or(object, "endpoint");
-      const auto rates = counter_rates(object->getArray("metrics"), "transport/" + transport.protocol + "/" +
-                                       transport.endpoint + "/", state, counters, seconds);
-      transport.frames_sent_per_second = pick(rates, std::initializer_list<const char*>{"frames_sent"});
-      transport.frames_received_per_second = pick(rates, std::initializer_list<const char*>{"frames_received"});
-      transport.bytes_sent_per_second = pick(rates, std::initializer_list<const char*>{"bytes_sent"});
-      transport.bytes_received_per_second = pick(rates, std::initializer_list<const char*>{"bytes_received"});
-      const Array::Ptr connections = object->getArray("connections");
-      for (std::size_t c = 0; connections && c < connections->size(); ++c) {
-        const Object::Ptr connection = connections->getObject(static_cast<unsigned>(c));
-        if (!connection) continue;
-        if (connection->optValue<bool>("up", false))
-          ++transport.connections_up;
-        else
-          transport.down.push_back(string_or(connection, "remote"));
-      }
+      transport.protocol = summary_transport.protocol;
+      transport.endpoint = summary_transport.endpoint;
+      const std::string prefix = "transport/" + transport.protocol + "/" + transport.endpoint + "/";
+      const auto& moved = summary_transport.counters;
+      transport.frames_sent_per_second = rate_of(moved, "frames_sent", prefix, state, counters, seconds);
+      transport.frames_received_per_second = rate_of(moved, "frames_received", prefix, state, counters, seconds);
+      transport.bytes_sent_per_second = rate_of(moved, "bytes_sent", prefix, state, counters, seconds);
+      transport.bytes_received_per_second = rate_of(moved, "bytes_received", prefix, state, counters, seconds);
+      transport.connections_up = static_cast<unsigned>(summary_transport.connections_up);
+      transport.connections_total = static_cast<unsigned>(summary_transport.connections_total);
+      if (const auto starved = summary_transport.gauges.find("connections_starved"); starved != summary_transport.gauges.end())
+        transport.connections_starved = static_cast<unsigned>(std::max(0.0, starved->second));
+      transport.down = summary_transport.down;
       view.transports.push_back(std::move(transport));
     }
 
-    for (std::size_t p = 0; p < answer.pools->size(); ++p) {
-      const Object::Ptr object = answer.pools->getObject(static_cast<unsigned>(p));
-      if (!object) continue;
-      PoolSnapshot pool;
-      pool.name = string_or(object, "name");
-      pool.bytes_reserved = static_cast<std::uint64_t>(number_or(object, "bytes_reserved", 0));
-      const Array::Ptr classes = object->getArray("classes");
-      for (std::size_t c = 0; classes && c < classes->size(); ++c) {
-        const Object::Ptr size_class = classes->getObject(static_cast<unsigned>(c));
-        if (!size_class) continue;
-        const auto used = static_cast<std::uint64_t>(number_or(size_class, "blocks_used", 0));
-        pool.blocks_used += used;
-        pool.blocks_total += static_cast<std::uint64_t>(number_or(size_class, "blocks_total", 0));
-        pool.bytes_used += used * static_cast<std::uint64_t>(number_or(size_class, "block_size", 0));
-        pool.failed_allocations += static_cast<std::uint64_t>(number_or(size_class, "failed_allocations", 0));
-      }
-      view.pools.push_back(std::move(pool));
-    }
+    for (const PoolSummary& summary_pool : summary.pools)
+      view.pools.push_back(PoolSnapshot{summary_pool.name, summary_pool.bytes_reserved, summary_pool.bytes_used,
+                                        summary_pool.blocks_total, summary_pool.blocks_used,
+                                        summary_pool.failed_allocations});
 
     // A new run starts every rate again: counters are per run and would show a drop as a reset anyway.
     if (view.run != state.run) counters.clear();
@@ -317,11 +241,14 @@ struct PartitionView::Impl {
     return view;
   }
 
-  // Sums per kind and over the partition.
+  // Sums per kind and over the partition, the usual state, and what needs attention: one pass over the contexts
+  // and one over the applications, whatever their number.
   static void merge(http::PartitionSnapshot& snapshot) {
     std::map<std::string, http::KindSnapshot> kinds;
+    std::unordered_map<std::string, unsigned> states;
     snapshot.applications = snapshot.failed = snapshot.contexts_unreachable = 0;
-    snapshot.connections_up = snapshot.connections_down = 0;
+    snapshot.connections_up = snapshot.connections_down = snapshot.connections_starved = 0;
+    snapshot.contexts_needing_attention = 0;
     snapshot.run = 0;
     snapshot.run_seconds = http::kNoRate;
     auto add = [](double& sum, double value) {
@@ -340,6 +267,7 @@ struct PartitionView::Impl {
       }
       for (const ApplicationSnapshot& app : context.applications) {
         ++snapshot.applications;
+        ++states[app.state];
         if (app.state == "Failed") ++snapshot.failed;
         http::KindSnapshot& kind = kinds[app.class_name];
         kind.class_name = app.class_name;
@@ -350,34 +278,85 @@ struct PartitionView::Impl {
       }
       for (const TransportSnapshot& transport : context.transports) {
         snapshot.connections_up += transport.connections_up;
-        snapshot.connections_down += static_cast<unsigned>(transport.down.size());
+        snapshot.connections_down += transport.connections_total - std::min(transport.connections_up, transport.connections_total);
+        snapshot.connections_starved += transport.connections_starved;
       }
+    }
+    snapshot.usual_state.clear();
+    unsigned most = 0;
+    for (const auto& [state, count] : states)
+      if (count > most || (count == most && state < snapshot.usual_state)) {
+        most = count;
+        snapshot.usual_state = state;
+      }
+    for (ContextSnapshot& context : snapshot.contexts) {
+      context.attention = context_attention(context);
+      bool applications_need_attention = false;
+      for (ApplicationSnapshot& app : context.applications) {
+        // The applications of a context that does not answer are Unknown: the context's line says why.
+        app.attention = context.status == ContextSnapshot::Status::up ? application_attention(app, snapshot.usual_state)
+                                                                      : std::string();
+        applications_need_attention = applications_need_attention || !app.attention.empty();
+      }
+      if (!context.attention.empty() || applications_need_attention) ++snapshot.contexts_needing_attention;
     }
     snapshot.kinds.clear();
     for (auto& [name, kind] : kinds) snapshot.kinds.push_back(std::move(kind));
   }
 
-  // Polls every context, a few at once; each answer is in the picture as soon as it comes, so one context that
-  // takes its whole timeout delays no other.
-  void round() {
-    const std::size_t count = partition.contexts.size();
-    std::atomic<std::size_t> next{0};
-    auto work = [&] {
-      for (std::size_t i = next.fetch_add(1); i < count && !stopping.load(); i = next.fetch_add(1)) {
-        const Answer answer = poll(i);
-        const Clock::time_point when = Clock::now();
-        std::lock_guard lock(mutex);
-        snapshot.contexts[i] = update(i, answer, snapshot.contexts[i], states[i], when);
-        merge(snapshot);
-      }
+  // A rate of zero is no reason: at a few events per second per application a one-second window often holds none.
+  static std::string application_attention(const ApplicationSnapshot& app, const std::string& usual_state) {
+    if (app.state == "Failed") return "Failed";
+    if (app.state != usual_state) return "not " + usual_state;
+    return {};
+  }
+
+  static std::string context_attention(const ContextSnapshot& context) {
+    if (context.status == ContextSnapshot::Status::unreachable || context.status == ContextSnapshot::Status::refused)
+      return http::to_string(context.status);
+    std::vector<std::string> why;
+    unsigned down = 0, starved = 0;
+    std::uint64_t failed = 0;
+    for (const TransportSnapshot& transport : context.transports) {
+      down += transport.connections_total - std::min(transport.connections_up, transport.connections_total);
+      starved += transport.connections_starved;
+    }
+    for (const PoolSnapshot& pool : context.pools) failed += pool.failed_allocations;
+    if (down != 0) why.push_back(std::to_string(down) + (down == 1 ? " connection down" : " connections down"));
+    if (starved != 0) why.push_back(std::to_string(starved) + (starved == 1 ? " connection starved" : " connections starved"));
+    if (failed != 0) why.push_back(std::to_string(failed) + " failed allocations");
+    std::string text;
+    for (const std::string& reason : why) text += (text.empty() ? "" : ", ") + reason;
+    return text;
+  }
+
+  // Polls every context once: the executive itself directly, the others over the poller. Each answer is in the
+  // picture as soon as it comes (its context's entry replaced, O(1) under the lock), so one context that takes
+  // its whole timeout delays no other; the sums are made again when the picture is next read.
+  void round(ContextPoller& poller) {
+    auto take = [&](std::size_t index, const Answer& answer) {
+      const Clock::time_point when = Clock::now();
+      std::lock_guard lock(mutex);
+      snapshot.contexts[index] = update(index, answer, snapshot.contexts[index], states[index], when);
+      merged = false;
     };
-    const std::size_t workers = std::min<std::size_t>(options.max_parallel, count);
-    std::vector<std::thread> threads;
-    for (std::size_t w = 1; w < workers; ++w) threads.emplace_back(work);
-    work();
-    for (std::thread& worker : threads) worker.join();
+    std::vector<std::string> urls;
+    std::vector<std::size_t> indices;
+    for (std::size_t i = 0; i < partition.contexts.size(); ++i) {
+      const std::string& url = partition.contexts[i].url;
+      if (local != nullptr && url == local_url) {
+        take(i, ask_local());
+        continue;
+      }
+      urls.push_back(url);
+      indices.push_back(i);
+    }
+    poller.round(urls, "/api/summary", options.timeout, [&](std::size_t at, HttpReply reply) {
+      take(indices[at], answer_of(reply.status, reply.body));
+    });
     {
       std::lock_guard lock(mutex);
+      if (stopping.load()) return;  // a round cut short by stop(): not a complete one
       snapshot.polled = true;
       ++rounds;
     }
@@ -385,16 +364,32 @@ struct PartitionView::Impl {
   }
 
   void run() {
+    std::unique_ptr<ContextPoller> own;  // when no poller is shared: made when watched, ended when idle
     std::unique_lock lock(mutex);
     while (!stopping.load()) {
       if (Clock::now() - last_asked >= options.idle_after) {
         watched = false;
+        if (own) {  // its threads end while nobody watches
+          own_poller = nullptr;
+          lock.unlock();
+          own.reset();
+          lock.lock();
+          continue;
+        }
         wake.wait(lock, [&] { return stopping.load() || Clock::now() - last_asked < options.idle_after; });
         continue;
       }
+      ContextPoller* poller = options.poller;
+      if (poller == nullptr) {
+        if (!own) {
+          own = std::make_unique<ContextPoller>(options.max_parallel, access);
+          own_poller = own.get();
+        }
+        poller = own.get();
+      }
       const auto started = Clock::now();
       lock.unlock();
-      round();
+      round(*poller);
       lock.lock();
       wake.wait_until(lock, started + options.interval, [&] { return stopping.load(); });
     }
@@ -411,6 +406,10 @@ struct PartitionView::Impl {
       // Bounded: a context that takes its whole timeout shows as "waiting" on this first answer, not for long.
       round_done.wait_for(lock, options.timeout + std::chrono::milliseconds(500),
                           [&] { return rounds != before || stopping.load(); });
+    }
+    if (!merged) {
+      merge(snapshot);
+      merged = true;
     }
     http::PartitionSnapshot copy = snapshot;
     copy.time_ms = unix_ms();
@@ -429,6 +428,8 @@ struct PartitionView::Impl {
   std::condition_variable wake;
   std::condition_variable round_done;
   http::PartitionSnapshot snapshot;
+  bool merged = true;  // the sums of `snapshot` are those of its contexts
+  ContextPoller* own_poller = nullptr;  // the view's own workers while it has them, for stop()
   std::uint64_t rounds = 0;
   bool watched = false;
   Clock::time_point last_asked{};
@@ -456,6 +457,9 @@ void PartitionView::stop() {
   {
     std::lock_guard lock(impl_->mutex);
     if (impl_->stopping.exchange(true)) return;
+    // The round under way ends after the requests in flight. A shared poller is not stopped: its owner's
+    // other rounds go on; the view's round on it ends within one request timeout.
+    if (impl_->own_poller != nullptr) impl_->own_poller->stop();
   }
   impl_->wake.notify_all();
   impl_->round_done.notify_all();

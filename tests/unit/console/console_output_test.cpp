@@ -64,6 +64,69 @@ TEST_CASE("a plain table has one self-contained line per unit and per kind, alig
   CHECK(terminal[1].rfind("UNIT", 0) == 0);
 }
 
+TEST_CASE("above kFoldAbove units a table shows the totals per kind first, then only the units that need attention, "
+          "and one line that counts the rest", "[console]") {
+  std::vector<UnitRates> units;
+  for (std::size_t i = 0; i < kFoldAbove + 8; ++i)
+    units.push_back(UnitRates{"http://c" + std::to_string(i), "evb/bu/" + std::to_string(i), "evb/bu", "Enabled", "",
+                              "events", true, 10.0, 1e6, 50, 5e6});
+  units[3].state = "Failed";
+  units[3].reason = "lost its RU";
+  units[7].state = "unreachable";
+  units[7].reason = "Connection refused";
+  units[7].items_per_second.reset();
+  units[7].bytes_per_second.reset();
+  const std::vector<std::string> lines = unit_table(units, Layout::plain, "heading", "1.0 s  ");
+  std::string text;
+  for (const std::string& line : lines) text += line + "\n";
+  INFO(text);
+  REQUIRE(lines.size() == 4);
+  CHECK(lines[0].find("evb/bu (40)") != std::string::npos);  // the totals first
+  CHECK(lines[0].find("total of 39/40") != std::string::npos);
+  CHECK(lines[1].find("evb/bu/3") != std::string::npos);
+  CHECK(lines[1].find("FAILED: lost its RU") != std::string::npos);
+  CHECK(lines[2].find("evb/bu/7") != std::string::npos);
+  CHECK(lines[2].find("Connection refused") != std::string::npos);
+  CHECK(lines[3] == "1.0 s  38 units Enabled, not listed (tables of up to 32 units list every one)");
+
+  units.resize(kFoldAbove);  // small enough: every unit listed, then the kind
+  CHECK(unit_table(units, Layout::plain, "heading", "").size() == kFoldAbove + 1);
+}
+
+TEST_CASE("a folded partition table lists the contexts that need attention with their units: not answering, a "
+          "connection down or starved, failed allocations", "[console]") {
+  std::vector<ContextSample> contexts;
+  std::vector<UnitRates> units;
+  for (std::size_t i = 0; i < 40; ++i) {
+    ContextSample context;
+    context.url = "http://c" + std::to_string(i);
+    context.answered = true;
+    context.connections_up = context.connections_total = 2;
+    contexts.push_back(context);
+    units.push_back(UnitRates{context.url, "evb/ru/" + std::to_string(i), "evb/ru", "Enabled", "", "fragments", true,
+                              100.0, 1e6, 500, 5e6});
+  }
+  contexts[5].connections_up = 1;
+  contexts[9].connections_starved = 1;
+  contexts[12].pools.push_back(PoolUse{"evb/ru/12/pool", 10, 100, 3});
+  contexts[20].answered = false;
+  contexts[20].error = "Connection refused";
+  units[20].state = "unreachable";
+  const std::vector<std::string> lines = partition_table(contexts, units, Layout::terminal, "heading", "");
+  std::string text;
+  for (const std::string& line : lines) text += line + "\n";
+  INFO(text);
+  REQUIRE(lines.size() == 2 + 1 + 4 * 2 + 1);  // heading, columns, the kind, 4 contexts with a unit each, the rest
+  CHECK(lines[2].rfind("evb/ru (40)", 0) == 0);
+  CHECK(text.find("http://c5  answering  connections 1/2 up") != std::string::npos);
+  CHECK(text.find("http://c9  answering  connections 2/2 up  1 connections starved") != std::string::npos);
+  CHECK(text.find("(3 failed allocations)") != std::string::npos);
+  CHECK(text.find("http://c20  unreachable: Connection refused") != std::string::npos);
+  CHECK(text.find("http://c1  ") == std::string::npos);  // fine: folded
+  CHECK(lines.back() == "36 contexts answering with every connection up, and 36 units Enabled, not listed (tables of up "
+                        "to 32 units list every one)");
+}
+
 TEST_CASE("in place on a terminal a view moves back over what it drew, appended it never does", "[console]") {
   std::FILE* file = std::tmpfile();
   REQUIRE(file != nullptr);

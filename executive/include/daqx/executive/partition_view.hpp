@@ -1,5 +1,6 @@
-// The whole partition at a glance: polls every context's JSON API in the background and keeps the merged picture
-// (states, rates, pools, connections, who does not answer) that GET /api/partition and GET /partition serve.
+// The whole partition at a glance: polls every context's GET /api/summary in the background (one request per
+// context per round over a fixed pool of threads) and keeps the merged picture (states, rates, pools,
+// connections, who does not answer, what needs attention) that GET /api/partition and GET /partition serve.
 #pragma once
 
 #include <chrono>
@@ -7,6 +8,7 @@
 #include <string>
 
 #include "daqx/executive/control.hpp"
+#include "daqx/executive/context_poller.hpp"
 #include "daqx/executive/control_client.hpp"
 #include "daqx/executive/partition.hpp"
 
@@ -18,7 +20,10 @@ struct PartitionViewOptions {
   // Polling stops this long after the last request for the view, so that the contexts of a large partition are
   // not polled by every executive all the time; it resumes with the next request.
   std::chrono::milliseconds idle_after{std::chrono::seconds(60)};
-  unsigned max_parallel = 8;  // contexts polled at once: a few dead ones do not delay the others much
+  unsigned max_parallel = ContextPoller::kDefaultThreads;  // contexts polled at once, by that many threads
+  // Workers to share (daqx-launch: those of its live table), which must outlive the view; null: the view starts
+  // max_parallel of its own when it is first watched and ends them when it idles.
+  ContextPoller* poller = nullptr;
 };
 
 // Thread-safe. Polls only from its own threads, never from the caller's: a request for the view reads the last
