@@ -21,6 +21,7 @@
 #include "daqx/executive/run_number.hpp"
 #include "daqx/services/version.hpp"
 #include "engine.hpp"
+#include "partition_drive.hpp"
 #include "run_command.hpp"
 #include "run_control.hpp"
 #include "slurm_allocation.hpp"
@@ -38,6 +39,7 @@ void usage(FILE* out) {
   std::fprintf(out,
                "usage: daqx-launch --config PARTITION.xml [--engine local|ssh|slurm] [--log-dir DIR]\n"
                "                   [--drive [--connect]] [--run SECONDS] [--ready-timeout SECONDS]\n"
+               "                   [--fanout N] [--transition-timeout SECONDS] [--stop-timeout SECONDS]\n"
                "                   [--run-number N | --run-file FILE] [--token-file FILE] [--ca-file FILE]\n"
                "                   [--executive PATH] [--log-level LEVEL] [--log-format text|json]\n"
                "                   [--ssh-config FILE] [--ssh-option NAME=VALUE]...\n"
@@ -67,6 +69,13 @@ void usage(FILE* out) {
                "  runs the partition through Slurm with this launcher and ARGS, then exits.\n"
                "  With --connect, every transport connection is opened after configure and must be up (within\n"
                "  30 s) before anything is enabled.\n"
+               "  Transitions go in phases: consecutive contexts of the partition file that host the same set of\n"
+               "  application classes form one phase; configure and enable take the phases in file order (a phase\n"
+               "  in which a context fails ends the transition), stop and halt in reverse (on past failures). The\n"
+               "  contexts of a phase are asked at once, at most --fanout N at a time (default 32, 1 to 1024), each\n"
+               "  answering within --transition-timeout seconds (default 60) or named as not answering; the\n"
+               "  others go on. Each transition ends with a line per context that did not do it and a total line\n"
+               "  (\"configure: 64/64 contexts in 1.02 s (1 phase)\").\n"
                "  While it runs it serves the partition's live page (states, rates, pools, connections of every\n"
                "  context) at http://HOST:PORT/partition and its JSON at /api/partition: by default on 127.0.0.1 and\n"
                "  a free port, printed at start; --dashboard [HOST:]PORT chooses (0.0.0.0: every interface),\n"
@@ -91,6 +100,7 @@ struct Options {
   std::string executive;  // empty: the one beside this program (the same path on every host)
   bool drive = false;
   bool connect = false;
+  DriveSettings drive_settings;  // --fanout, --transition-timeout
   double run_seconds = 0;
   double ready_timeout = 20;
   double stop_timeout = 15;
@@ -181,6 +191,25 @@ int main(int argc, char** argv) {
     else if (a == "--run") options.run_seconds = seconds();
     else if (a == "--ready-timeout") options.ready_timeout = seconds();
     else if (a == "--stop-timeout") options.stop_timeout = seconds();
+    else if (a == "--transition-timeout") {
+      const double limit = seconds();
+      if (!(limit > 0) || limit > 86400) {
+        std::fprintf(stderr, "daqx-launch: --transition-timeout needs seconds above 0 and at most 86400\n");
+        return 2;
+      }
+      options.drive_settings.deadline = std::chrono::milliseconds(static_cast<long long>(limit * 1000));
+    }
+    else if (a == "--fanout") {
+      const std::string text = value();
+      char* end = nullptr;
+      const unsigned long parsed = std::strtoul(text.c_str(), &end, 10);
+      if (text.empty() || *end != '\0' || text[0] == '-' || parsed == 0 || parsed > daqx::kMaxControlFanout) {
+        std::fprintf(stderr, "daqx-launch: --fanout '%s' is not a number of contexts asked at once (1 to %u)\n",
+                     text.c_str(), daqx::kMaxControlFanout);
+        return 2;
+      }
+      options.drive_settings.fanout = static_cast<unsigned>(parsed);
+    }
     else if (a == "--run-number") {
       const std::string text = value();
       char* end = nullptr;
@@ -309,10 +338,10 @@ int main(int argc, char** argv) {
   std::optional<std::uint64_t> run_number;
   // A restarted context is brought back to where the others are: configured, connected, enabled in this run.
   auto bring_up = [&](const std::string& url, Target to) {
-    if (!transition_one(url, "configure")) return false;
+    if (!transition_one(url, "configure", options.drive_settings)) return false;
     if (to == Target::configured) return true;
     if (options.connect && !connect_one(url, std::chrono::seconds(30))) return false;
-    return transition_one(url, "enable", run_number);
+    return transition_one(url, "enable", options.drive_settings, run_number);
   };
   // The live page of the partition, from the start: contexts coming up show as such.
   // One fixed pool of threads polls the contexts for the live table and the dashboard alike, whatever their number.
@@ -373,10 +402,11 @@ int main(int argc, char** argv) {
       }
       std::printf("daqx-launch: run %llu (from %s)\n", static_cast<unsigned long long>(*run_number), path.c_str());
     }
-    healthy = transition_all(partition, "configure", false);
+    healthy = transition_all(partition, "configure", options.drive_settings);
     if (healthy) target = Target::configured;
-    healthy = healthy && (!options.connect || connect_all(partition, std::chrono::seconds(30))) &&
-              transition_all(partition, "enable", false, run_number);
+    healthy = healthy &&
+              (!options.connect || connect_all(partition, std::chrono::seconds(30), options.drive_settings.fanout)) &&
+              transition_all(partition, "enable", options.drive_settings, run_number);
     if (healthy) {
       target = Target::enabled;
       std::printf("daqx-launch: configured and enabled, run %llu\n", static_cast<unsigned long long>(*run_number));
@@ -410,12 +440,12 @@ int main(int argc, char** argv) {
     healthy = false;
   }
   if (options.drive && gone.empty()) {
-    transition_all(partition, "stop", true, {}, up);
+    transition_all(partition, "stop", options.drive_settings, {}, up);
     // Enabled from the end of enable to the end of stop: stop drains, and what it drains is counted.
     const double enabled_seconds = std::chrono::duration<double>(Clock::now() - start).count();
     if (display)
       display->summary(enabled_seconds, options.log_dir + "/run-" + std::to_string(*run_number) + "-counters.txt", up);
-    transition_all(partition, "halt", true, {}, up);
+    transition_all(partition, "halt", options.drive_settings, {}, up);
   }
   const bool clean = supervisor.stop_all(grace);
   std::printf("daqx-launch: restarts: %u\n", supervisor.total_restarts());

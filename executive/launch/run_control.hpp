@@ -1,5 +1,5 @@
-// Driving a partition through the control API and watching it: transitions in partition order (or reverse),
-// opening every connection before a run, and what the launcher shows of the run: its table of rates and summary.
+// Watching a partition the launcher drives (its transitions: partition_drive.hpp): what it shows of the run, its
+// table of rates and summary.
 #pragma once
 
 #include <chrono>
@@ -21,15 +21,6 @@ namespace daqx::launch {
 
 // Which contexts take part (the others are dead or between restarts); all when empty.
 using ContextFilter = std::function<bool(const std::string& url)>;
-
-// POST /api/transition to one context; `run` goes with enable. False (reason printed) when refused.
-bool transition_one(const std::string& url, const std::string& command, std::optional<std::uint64_t> run = {});
-bool transition_all(const config::Partition& partition, const std::string& command, bool reverse,
-                    std::optional<std::uint64_t> run = {}, const ContextFilter& filter = {});
-
-// Every outgoing connection opened and up within `limit` (POST /api/connect), for all contexts or one.
-bool connect_all(const config::Partition& partition, std::chrono::seconds limit);
-bool connect_one(const std::string& url, std::chrono::seconds limit);
 
 // What --drive shows while the run goes and at its end: a table of every unit with its state and rates and the
 // totals per kind (redrawn in place on a terminal, plain lines otherwise; folded to the totals and the units that

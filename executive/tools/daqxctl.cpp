@@ -28,7 +28,10 @@
 #include <thread>
 
 #include "daqx/executive/control_client.hpp"
+#include "daqx/executive/control_fanout.hpp"
 #include "daqx/executive/partition.hpp"
+#include "daqx/executive/partition_connect.hpp"
+#include "daqx/executive/partition_transition.hpp"
 #include "daqx/executive/run_number.hpp"
 #include "daqx/services/version.hpp"
 #include "live_view.hpp"
@@ -47,16 +50,16 @@ enum ExitCode : int {
 
 constexpr const char* kUsageText =
     "usage: daqxctl (--config PARTITION.xml [--context URL] | --url URL) [--app TID] [--timeout SECONDS]\n"
-    "               [--token-file FILE] [--ca-file FILE] COMMAND\n"
+    "               [--fanout N] [--token-file FILE] [--ca-file FILE] COMMAND\n"
     "       daqxctl (--config PARTITION.xml [--context URL] | --url URL) [--interval SECONDS] [--count N]\n"
     "               [--poll-threads N] watch\n"
     "commands:\n"
     "  status          state of every application: context, tid, class, instance, state, reason\n"
-    "  configure       Halted -> Configured, context by context in partition order\n"
-    "  enable          Configured -> Enabled, in partition order (receivers are ready before senders start),\n"
-    "                  in run --run N, or in the next run of --run-file PATH (default: $DAQX_RUN_FILE)\n"
-    "  stop            Enabled -> Configured, in reverse partition order (senders stop first)\n"
-    "  halt            -> Halted (also from Failed), in reverse partition order\n"
+    "  configure       Halted -> Configured, in phases in partition order (below)\n"
+    "  enable          Configured -> Enabled, in phases in partition order (receivers are ready before senders\n"
+    "                  start), in run --run N, or in the next run of --run-file PATH (default: $DAQX_RUN_FILE)\n"
+    "  stop            Enabled -> Configured, in phases in reverse order (senders stop first)\n"
+    "  halt            -> Halted (also from Failed), in phases in reverse order\n"
     "  params          parameters of every application (or of --app)\n"
     "  set NAME=VALUE  sets a parameter of --app (only while Halted)\n"
     "  connect         opens every outgoing transport connection of every context ahead of a run and waits\n"
@@ -69,6 +72,12 @@ constexpr const char* kUsageText =
     "                  that does not answer (within max(2, interval) s) is shown as unreachable; exit 0. One\n"
     "                  GET /api/summary per context per refresh, N at once (--poll-threads, 1 to 64, default 8);\n"
     "                  above 32 applications only the totals per kind and what needs attention are listed\n"
+    "  Transitions go in phases: consecutive contexts of the partition file that host the same set of\n"
+    "  application classes form one phase; configure and enable take the phases in file order and end after\n"
+    "  one in which a context did not do it, stop and halt take them in reverse and go on, to bring down all\n"
+    "  they can. The contexts of a phase are asked at once, at most --fanout N at a time (default 32, 1 to\n"
+    "  1024; connect too), each answering within --timeout or named. Printed: a line per context that did it,\n"
+    "  one per context that did not (stderr) and a total (\"configure: 64/64 contexts in 1.02 s (1 phase)\")\n"
     "       daqxctl shm list|clean   (this host, no partition needed)\n"
     "       daqxctl --version | --help\n"
     "  shm list        the processes that hold daqx shared-memory segments (memfd, ptshm) and their sizes, and\n"
@@ -86,6 +95,7 @@ struct Options {
   std::string context;  // only this context of the partition
   std::optional<std::uint32_t> app;
   double timeout_seconds = 30;  // configure may allocate and register large pools: give it time
+  unsigned fanout = daqx::kDefaultControlFanout;  // transitions and connect: contexts asked at once
   std::string command;
   std::string argument;  // NAME=VALUE for set
   std::optional<std::uint64_t> run;  // enable: the run given
@@ -182,6 +192,14 @@ Options parse_options(int argc, char** argv) {
       options.timeout_seconds = seconds_in(text);
       if (!(options.timeout_seconds > 0) || !std::isfinite(options.timeout_seconds)) {
         throw UsageError{"--timeout needs a positive number of seconds, not '" + text + "'"};
+      }
+    } else if (arg == "--fanout") {
+      const std::string text = take_value();
+      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), options.fanout);
+      if (error != std::errc() || end != text.data() + text.size() || options.fanout == 0 ||
+          options.fanout > daqx::kMaxControlFanout) {
+        throw UsageError{"--fanout needs a number of contexts asked at once, 1 to " +
+                         std::to_string(daqx::kMaxControlFanout) + ", not '" + text + "'"};
       }
     } else if (arg == "--run") {
       const std::string text = take_value();
@@ -405,55 +423,45 @@ int params(const std::vector<std::string>& urls, const Options& options) {
   return exit_code;
 }
 
-// Bringing up goes in partition order and stops at the first refusal, since later contexts rely on the earlier
-// ones; bringing down goes in reverse and carries on, to bring down as much as it can.
-int transition(std::vector<std::string> urls, const Options& options) {
-  const bool bringing_down = options.command == "stop" || options.command == "halt";
-  if (bringing_down) std::reverse(urls.begin(), urls.end());
-  const std::string path = options.app ? "/api/applications/" + std::to_string(*options.app) + "/transition"
-                                       : std::string("/api/transition");
-  std::string body = R"({"command":")" + options.command + R"(")";
+// The contexts a transition takes, in phases: the partition's (daqx/executive/partition_transition.hpp), or the
+// one context asked for.
+daqx::ContextPhases phases_of(const std::vector<std::string>& urls, const Options& options,
+                              const daqx::config::Partition* partition) {
+  if (partition == nullptr || !options.context.empty() || options.app) return {urls};
+  daqx::ContextPhases phases = daqx::transition_phases(*partition);
+  for (auto& phase : phases)
+    for (std::string& url : phase) url = normalized_url(url);
+  return phases;
+}
+
+// Bringing up goes phase by phase in partition order and ends after a phase where a context did not do it, since
+// later contexts rely on the earlier ones; bringing down goes in reverse and carries on, to bring down as much as it
+// can. Inside a phase the contexts are asked at once.
+int transition(const daqx::ContextPhases& phases, const Options& options) {
+  daqx::TransitionRequest request;
+  request.command = options.command;
+  request.path = options.app ? "/api/applications/" + std::to_string(*options.app) + "/transition"
+                             : std::string("/api/transition");
+  request.fanout = options.fanout;
+  request.deadline = std::chrono::milliseconds(static_cast<std::int64_t>(options.timeout_seconds * 1000));
   if (options.command == "enable") {
     // One number for every context, allocated once the partition is known to be readable.
     std::uint64_t run = options.run.value_or(0);
     if (!options.run_file.empty()) run = daqx::RunNumberFile(options.run_file).next();
     if (run != 0) {
-      body += R"(,"run":)" + std::to_string(run);
+      request.run = run;
       std::cout << "run " << run << (options.run_file.empty() ? "" : " (from " + options.run_file + ")") << "\n";
     }
   }
-  body += "}";
-  int exit_code = kSuccess;
-  for (const std::string& url : urls) {
-    try {
-      const Answer answer = call(url, "POST", path, body, options.timeout_seconds);
-      const auto result = object_of(answer.json);
-      const bool ok = answer.status == 200 && result && result->optValue<bool>("ok", false);
-      const auto states = result ? result->getArray("states") : Poco::JSON::Array::Ptr();
-      std::string summary;
-      for (std::size_t i = 0; states && i < states->size(); ++i) {
-        const auto state = states->getObject(static_cast<unsigned>(i));
-        summary += ' ';
-        summary += text(state, "tid");
-        summary += ':';
-        summary += text(state, "state");
-      }
-      if (ok) {
-        std::cout << url << " " << options.command << " done:" << summary << "\n";
-        continue;
-      }
-      std::string reason = text(result, "message");
-      if (reason.empty()) reason = text(result, "error");
-      std::cerr << "daqxctl: " << url << " refused " << options.command << " (" << answer.status << "): " << reason
-                << (summary.empty() ? "" : " [states:" + summary + "]") << "\n";
-      if (exit_code == kSuccess) exit_code = kRefused;
-    } catch (const Unreachable& error) {
-      report_unreachable(error);
-      exit_code = kUnreachable;
-    }
-    if (exit_code != kSuccess && !bringing_down) break;
-  }
-  return exit_code;
+  const daqx::TransitionOutcome outcome = daqx::run_transition(phases, request);
+  for (const daqx::ContextOutcome& context : outcome.contexts)
+    if (context.result == daqx::ContextOutcome::Result::done)
+      std::cout << context.url << " " << options.command << " done: " << context.states << "\n";
+  std::cout.flush();
+  for (const std::string& line : outcome.failure_lines()) std::cerr << "daqxctl: " << line << "\n";
+  std::cout << outcome.total_line() << "\n";
+  if (outcome.count(daqx::ContextOutcome::Result::no_answer) != 0) return kUnreachable;
+  return outcome.ok() ? kSuccess : kRefused;
 }
 
 int set_parameter(const std::vector<std::string>& urls, const Options& options) {
@@ -483,55 +491,26 @@ int set_parameter(const std::vector<std::string>& urls, const Options& options) 
 // Every context opens its connections (POST /api/connect): first all of them without waiting, so that they come
 // up together, then each is asked to wait for its own within what is left of --timeout (at most 120 s).
 int connect_all(const std::vector<std::string>& urls, const Options& options) {
-  using Clock = std::chrono::steady_clock;
+  const auto limit = std::chrono::milliseconds(static_cast<std::int64_t>(std::min(options.timeout_seconds, 120.0) * 1000));
+  const auto ask = std::chrono::milliseconds(static_cast<std::int64_t>(options.timeout_seconds * 1000));
   int exit_code = kSuccess;
-  const auto started = Clock::now();
-  const auto deadline = started + std::chrono::milliseconds(static_cast<std::int64_t>(std::min(options.timeout_seconds, 120.0) * 1000));
-  const auto refused = [&](const std::string& url, const Answer& answer) {
-    std::cerr << "daqxctl: " << url << " refused connect (" << answer.status
-              << "): " << text(object_of(answer.json), "error") << "\n";
-    if (exit_code == kSuccess) exit_code = kRefused;
-  };
-  std::vector<std::string> opening;
-  for (const std::string& url : urls) {
-    try {
-      const Answer answer = call(url, "POST", "/api/connect?timeout=0", "{}", options.timeout_seconds);
-      if (answer.status == 200 || answer.status == 504)
-        opening.push_back(url);
-      else
-        refused(url, answer);
-    } catch (const Unreachable& error) {
-      report_unreachable(error);
+  for (const daqx::ContextConnections& context : daqx::connect_contexts(urls, limit, options.fanout, ask)) {
+    if (!context.answered()) {
+      report_unreachable(Unreachable{context.url, context.error});
       exit_code = kUnreachable;
+      continue;
     }
-  }
-  for (const std::string& url : opening) {
-    const auto left = std::max<std::int64_t>(
-        0, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
-    try {
-      // The HTTP wait is a little longer than the executive's, which answers 504 itself when time is up.
-      const Answer answer = call(url, "POST", "/api/connect?timeout=" + std::to_string(left), "{}",
-                                 static_cast<double>(left) / 1000 + 5);
-      if (answer.status != 200 && answer.status != 504) {
-        refused(url, answer);
-        continue;
-      }
-      const auto result = object_of(answer.json);
-      char seconds[32];
-      std::snprintf(seconds, sizeof seconds, "%.2f", std::chrono::duration<double>(Clock::now() - started).count());
-      std::cout << url << ": " << text(result, "up") << "/" << text(result, "total") << " connections up in " << seconds
-                << " s\n";
-      const auto down = result ? result->getArray("down") : nullptr;
-      for (std::size_t i = 0; down && i < down->size(); ++i) {
-        const auto entry = down->getObject(static_cast<unsigned>(i));
-        std::cout << "  down: " << text(entry, "protocol") << " peer " << text(entry, "peer") << " "
-                  << text(entry, "remote") << "\n";
-      }
-      if (answer.status != 200 && exit_code == kSuccess) exit_code = kRefused;
-    } catch (const Unreachable& error) {
-      report_unreachable(error);
-      exit_code = kUnreachable;
+    if (!context.error.empty()) {
+      std::cerr << "daqxctl: " << context.url << " refused connect (" << context.status << "): " << context.error << "\n";
+      if (exit_code == kSuccess) exit_code = kRefused;
+      continue;
     }
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.2f", context.seconds);
+    std::cout << context.url << ": " << context.up << "/" << context.total << " connections up in " << seconds << " s\n";
+    for (const daqx::DownConnection& down : context.down)
+      std::cout << "  down: " << down.protocol << " peer " << down.peer << " " << down.remote << "\n";
+    if (!context.all_up() && exit_code == kSuccess) exit_code = kRefused;
   }
   return exit_code;
 }
@@ -693,7 +672,7 @@ int main(int argc, char** argv) {
       std::string name = partition ? "partition " + partition->name : "executive " + options.url;
       return watch(urls, options, name);
     }
-    return transition(urls, options);
+    return transition(phases_of(urls, options, partition ? &*partition : nullptr), options);
   } catch (const UsageError& error) {
     std::cerr << "daqxctl: " << error.message << " (daqxctl --help for usage)\n";
     return kUsage;

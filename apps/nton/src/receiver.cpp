@@ -42,6 +42,10 @@ std::vector<ParamSpec> Receiver::parameters() {
       param("holdFor", ParamType::real, to_text(d.hold_for), "s",
             "a receiver that stops releasing: keeps every frame for this long after the first arrives, then "
             "takes them in order (tests back-pressure; 0: never)", 0.0, 3600.0),
+      // What registering gigabytes of memory costs some transports at configure, for tests and benchmarks of how
+      // a partition is driven through its transitions.
+      param("configureDelay", ParamType::real, to_text(d.configure_delay), "s",
+            "configure takes this long before it does anything (a slow configure, emulated)", 0.0, 600.0),
   };
 }
 
@@ -60,7 +64,9 @@ void Receiver::configure() {
   c.ack_every = context().params().unsigned_integer("ackEvery");
   c.verify = context().params().boolean("verify");
   c.hold_for = context().params().real("holdFor");
+  c.configure_delay = context().params().real("configureDelay");
   if (c.ack_every == 0) throw std::runtime_error("ackEvery must be at least 1");
+  if (c.configure_delay > 0) std::this_thread::sleep_for(std::chrono::duration<double>(c.configure_delay));
   // Every application of the partition could send to us: room for all, so no sender allocates on arrival.
   const std::size_t capacity = context().applications().size();
   on_dispatch_thread([this, c, capacity] {

@@ -22,6 +22,7 @@ struct ReceiverConfiguration {
   std::uint64_t ack_every = 16;  // acknowledge every this many frames when a frame does not say (senders do)
   bool verify = true;            // check the pattern of every frame that carries one
   double hold_for = 0;           // seconds from the first frame during which frames are kept, not released
+  double configure_delay = 0;    // seconds configure takes before it does anything (a slow configure, emulated)
 };
 
 class Receiver final : public Application {

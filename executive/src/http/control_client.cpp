@@ -87,6 +87,10 @@ HttpReply ControlClient::request(const std::string& method, const std::string& p
   } catch (const Poco::Net::ConnectionResetException& e) {
     reply.status = 0;
     reply.body = e.displayText() + plain_to_tls_hint();
+  } catch (const Poco::TimeoutException& e) {
+    reply.status = 0;
+    reply.timed_out = true;
+    reply.body = e.displayText();
   } catch (const Poco::Exception& e) {
     reply.status = 0;
     reply.body = e.displayText();
