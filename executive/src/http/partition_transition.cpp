@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <iterator>
 
 namespace daqx {
 namespace {
@@ -139,7 +138,6 @@ std::string TransitionOutcome::total_line() const {
 TransitionOutcome run_transition(const ContextPhases& phases, const TransitionRequest& request) {
   TransitionOutcome outcome;
   outcome.command = request.command;
-  outcome.deadline = request.deadline;
   outcome.phases = phases.size();
   std::string body = R"({"command":")" + request.command + "\"";
   if (request.run) body += R"(,"run":)" + std::to_string(*request.run);

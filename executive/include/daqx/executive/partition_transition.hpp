@@ -50,7 +50,6 @@ struct ContextOutcome {
 
 struct TransitionOutcome {
   std::string command;
-  std::chrono::milliseconds deadline{0};
   std::vector<ContextOutcome> contexts;  // phase by phase as taken, the contexts not asked last
   std::size_t phases = 0;
   double seconds = 0;  // from the first request to the last answer
