@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace daqx::detail {
 namespace {
@@ -23,59 +24,129 @@ const std::string& selector_of(const config::ApplicationConfig& application, con
 
 }  // namespace
 
-ConnectionPlan::ConnectionPlan(const config::Partition& partition, const ClassParams& class_params,
-                               std::optional<std::size_t> targets_of)
-    : outgoing_(partition.contexts.size()), incoming_(partition.contexts.size()) {
-  // Where each application lives, so that a selector's TIDs find their context without a scan.
+// Where each application lives, so that a selector's TIDs find their context without a scan.
+struct ConnectionPlan::Placements {
   struct Placement {
     std::size_t context;
     const config::ApplicationConfig* application;
   };
-  std::unordered_map<std::uint32_t, Placement> placement;
-  for (std::size_t c = 0; c < partition.contexts.size(); ++c)
-    for (const config::ApplicationConfig& application : partition.contexts[c].applications)
-      placement.emplace(application.id, Placement{c, &application});
+  std::unordered_map<std::uint32_t, Placement> of;
+  explicit Placements(const config::Partition& partition) {
+    for (std::size_t c = 0; c < partition.contexts.size(); ++c)
+      for (const config::ApplicationConfig& application : partition.contexts[c].applications)
+        of.emplace(application.id, Placement{c, &application});
+  }
+};
 
-  // One sending context at a time: its targets (receiving context, network) once each, then only counted.
-  std::set<std::pair<std::size_t, std::string_view>> planned;
-  const auto plan = [&](std::size_t from, std::uint32_t target, std::string_view network) {
-    auto found = placement.find(target);
-    if (found == placement.end() || found->second.context == from) return;  // unknown, or local: no connection
+void ConnectionPlan::plan_targets(const config::Partition& partition, const ClassParams& class_params,
+                                  const Placements& placements, std::size_t from, Targets& planned) {
+  const auto plan = [&](std::uint32_t target, std::string_view network) {
+    auto found = placements.of.find(target);
+    if (found == placements.of.end() || found->second.context == from) return;  // unknown, or local: no connection
     if (found->second.application->network != network) return;  // a send across networks is refused anyway
     if (!has_endpoint_on(partition.contexts[found->second.context], network)) return;
     planned.emplace(found->second.context, network);
   };
+  const config::ContextConfig& context = partition.contexts[from];
+  for (const config::ApplicationConfig& application : context.applications) {
+    if (application.network.empty() || !has_endpoint_on(context, application.network)) continue;
+    const std::vector<ParamSpec>* specs = class_params(context, application.class_name);
+    if (specs == nullptr) {  // it may send to anyone on its network
+      for (const auto& [tid, where] : placements.of) plan(tid, application.network);
+      continue;
+    }
+    for (const ParamSpec& spec : *specs) {
+      if (spec.type != ParamType::applications || spec.peers != PeerUse::sends_to) continue;
+      std::string error;  // a selector that selects nothing is the partition check's to report
+      for (std::uint32_t target : config::resolve_selector(partition, selector_of(application, spec), error))
+        plan(target, application.network);
+    }
+  }
+}
+
+void ConnectionPlan::count(std::size_t from, std::size_t to, std::string_view network) {
+  ++total_;
+  ++outgoing_[from].total;
+  ++incoming_[to].total;
+  const auto add = [](Count& of, std::string_view name) {
+    auto at = of.by_network.find(name);
+    if (at == of.by_network.end()) at = of.by_network.emplace(std::string(name), 0).first;
+    ++at->second;
+  };
+  add(outgoing_[from], network);
+  add(incoming_[to], network);
+}
+
+ConnectionPlan::ConnectionPlan(const config::Partition& partition, const ClassParams& class_params,
+                               std::optional<std::size_t> targets_of)
+    : outgoing_(partition.contexts.size()), incoming_(partition.contexts.size()) {
+  const Placements placements(partition);
+  // One sending context at a time: its targets (receiving context, network) once each, then only counted.
+  Targets planned;
   for (std::size_t from = 0; from < partition.contexts.size(); ++from) {
-    const config::ContextConfig& context = partition.contexts[from];
     planned.clear();
-    for (const config::ApplicationConfig& application : context.applications) {
-      if (application.network.empty() || !has_endpoint_on(context, application.network)) continue;
-      const std::vector<ParamSpec>* specs = class_params(context, application.class_name);
+    plan_targets(partition, class_params, placements, from, planned);
+    for (const auto& [to, network] : planned) {
+      count(from, to, network);
+      if (targets_of == from) targets_.emplace(to, std::string(network));
+    }
+  }
+}
+
+ConnectionPlan ConnectionPlan::of_context(const config::Partition& partition, const ClassParams& class_params,
+                                          std::size_t context) {
+  ConnectionPlan plan;
+  plan.outgoing_.resize(partition.contexts.size());
+  plan.incoming_.resize(partition.contexts.size());
+  const Placements placements(partition);
+  Targets planned;
+  plan_targets(partition, class_params, placements, context, planned);
+  for (const auto& [to, network] : planned) {
+    plan.count(context, to, network);
+    plan.targets_.emplace(to, std::string(network));
+  }
+
+  // Incoming: each other context once per network on which one of its applications sends to one here. Whether a
+  // selector picks an application here is asked of the set it selects, made once per distinct selector text
+  // (partitions repeat a few: every RU's default bus), so this stays linear in the partition.
+  const config::ContextConfig& here = partition.contexts[context];
+  std::unordered_map<std::string_view, std::unordered_set<std::uint32_t>> selections;
+  const auto picks = [&](std::string_view selector, std::uint32_t tid) {
+    auto [selection, fresh] = selections.try_emplace(selector);
+    if (fresh) {
+      std::string error;  // as in plan_targets: a selector that selects nothing plans nothing
+      for (std::uint32_t selected : config::resolve_selector(partition, selector, error)) selection->second.insert(selected);
+    }
+    return selection->second.count(tid) != 0;
+  };
+  const auto receives_here = [&](std::string_view network, const auto& picked) {
+    if (!has_endpoint_on(here, network)) return false;
+    return std::any_of(here.applications.begin(), here.applications.end(), [&](const config::ApplicationConfig& a) {
+      return a.network == network && picked(a.id);
+    });
+  };
+  std::set<std::string_view> networks;  // on which the context `from` connects here
+  for (std::size_t from = 0; from < partition.contexts.size(); ++from) {
+    if (from == context) continue;
+    const config::ContextConfig& sender = partition.contexts[from];
+    networks.clear();
+    for (const config::ApplicationConfig& application : sender.applications) {
+      const std::string& network = application.network;
+      if (network.empty() || !has_endpoint_on(sender, network)) continue;
+      const std::vector<ParamSpec>* specs = class_params(sender, application.class_name);
       if (specs == nullptr) {  // it may send to anyone on its network
-        for (const auto& [tid, where] : placement) plan(from, tid, application.network);
+        if (receives_here(network, [](std::uint32_t) { return true; })) networks.insert(network);
         continue;
       }
       for (const ParamSpec& spec : *specs) {
         if (spec.type != ParamType::applications || spec.peers != PeerUse::sends_to) continue;
-        std::string error;  // a selector that selects nothing is the partition check's to report
-        for (std::uint32_t target : config::resolve_selector(partition, selector_of(application, spec), error))
-          plan(from, target, application.network);
+        const std::string& selector = selector_of(application, spec);
+        if (receives_here(network, [&](std::uint32_t tid) { return picks(selector, tid); })) networks.insert(network);
       }
     }
-    for (const auto& [to, network] : planned) {
-      ++total_;
-      ++outgoing_[from].total;
-      ++incoming_[to].total;
-      const auto count = [](Count& of, std::string_view name) {
-        auto at = of.by_network.find(name);
-        if (at == of.by_network.end()) at = of.by_network.emplace(std::string(name), 0).first;
-        ++at->second;
-      };
-      count(outgoing_[from], network);
-      count(incoming_[to], network);
-      if (targets_of == from) targets_.emplace(to, std::string(network));
-    }
+    for (std::string_view network : networks) plan.count(from, context, network);
   }
+  return plan;
 }
 
 bool ConnectionPlan::connects(std::size_t to, std::string_view network) const {

@@ -32,6 +32,11 @@ class ConnectionPlan {
   // `targets_of`: the context (index into partition.contexts) whose connections connects() answers for.
   ConnectionPlan(const config::Partition& partition, const ClassParams& class_params,
                  std::optional<std::size_t> targets_of = std::nullopt);
+  // The plan of one context: its targets, its outgoing and its incoming counts (every other context's are 0, and
+  // total() counts this context's connections). Linear in the partition, where the whole plan lists every
+  // sender's targets (quadratic in an event builder): what each executive of a large partition makes at start.
+  static ConnectionPlan of_context(const config::Partition& partition, const ClassParams& class_params,
+                                   std::size_t context);
 
   std::size_t total() const noexcept { return total_; }
   // Whether the context `targets_of` connects to `to` on `network`.
@@ -50,6 +55,12 @@ class ConnectionPlan {
     std::size_t total = 0;
     std::map<std::string, std::size_t, std::less<>> by_network;
   };
+  struct Placements;
+  using Targets = std::set<std::pair<std::size_t, std::string_view>>;  // (receiving context, network)
+  // The contexts `from` connects to, and on which network, each once.
+  static void plan_targets(const config::Partition& partition, const ClassParams& class_params,
+                           const Placements& placements, std::size_t from, Targets& planned);
+  void count(std::size_t from, std::size_t to, std::string_view network);
   std::size_t total_ = 0;
   std::vector<Count> outgoing_;
   std::vector<Count> incoming_;

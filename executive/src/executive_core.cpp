@@ -207,7 +207,7 @@ void ExecutiveCore::make_plan() {
       if (tried.insert(module.path).second) plan_modules_.load(module.path, partition_dir);  // else: not known here
     return plan_modules_.application_params(class_name);
   };
-  plan_ = ConnectionPlan(partition_, class_params, context_index_);
+  plan_ = ConnectionPlan::of_context(partition_, class_params, context_index_);
   // Every connection is a descriptor or more: a plan the process cannot open is refused now, with the numbers,
   // not found out at the thousandth connection.
   const std::size_t connections = plan_.outgoing(context_index_) + plan_.incoming(context_index_);

@@ -155,7 +155,7 @@ class ExecutiveCore final : public ControlModel {
   std::vector<std::unique_ptr<TransportBinding>> bindings_;
   std::vector<std::unique_ptr<ApplicationHost>> hosts_;  // in partition order
   std::unordered_map<Tid, Route> routes_;                // built once before any application starts
-  ConnectionPlan plan_;                                  // the whole partition's, made before the transports
+  ConnectionPlan plan_;                                  // this context's, made before the transports
   std::size_t context_index_ = 0;                        // this context's index in partition_.contexts
   ModuleRegistry plan_modules_;                          // other contexts' modules, for their classes' parameters
   // Every remote endpoint some route goes to (never shrinks: routes point into it). Naming a connection outside

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "../../support/partition_builder.hpp"
+#include "connection_plan.hpp"  // the executive's own (executive/src), to compare its two ways of planning
+#include "module_loader.hpp"
 #include "daqx/executive/executive.hpp"
 #include "daqx/executive/partition.hpp"
 
@@ -79,4 +81,109 @@ TEST_CASE("connection plan: an application whose class is not known here may sen
   REQUIRE(plan.size() == 2);
   CHECK(plan[0].find("22 connections planned between 7 contexts") == 0);
   CHECK(plan[1] == "context " + url(31100) + ": 6 outgoing (6 on data), 0 incoming; about 262 file descriptors");
+}
+
+namespace {
+
+using daqx::ParamSpec;
+using daqx::ParamType;
+using daqx::PeerUse;
+using daqx::detail::ConnectionPlan;
+
+// Classes made up for the plan, declared here: a Sender sends to its `to` (default: every Receiver), a Relay to
+// its `next` (default: every application) and names its `from` without sending there; Receivers send nowhere.
+// Any other class is not known here and may send anywhere on its network.
+ParamSpec selector(const std::string& name, const std::string& default_value, PeerUse peers = PeerUse::sends_to) {
+  ParamSpec spec;
+  spec.name = name;
+  spec.type = ParamType::applications;
+  spec.default_value = default_value;
+  spec.peers = peers;
+  return spec;
+}
+
+const std::vector<ParamSpec>* made_up_params(const daqx::config::ContextConfig&, std::string_view class_name) {
+  static const std::vector<ParamSpec> sender = {selector("to", "class:test::Receiver")};
+  static const std::vector<ParamSpec> relay = {selector("next", "*"),
+                                               selector("from", "class:test::Sender", PeerUse::receives_from)};
+  static const std::vector<ParamSpec> receiver = {};
+  if (class_name == "test::Sender") return &sender;
+  if (class_name == "test::Relay") return &relay;
+  if (class_name == "test::Receiver") return &receiver;
+  return nullptr;
+}
+
+// Senders, receivers and relays over two networks, with contexts on one network, on both, or holding several
+// applications; selectors by class, by ids (one of them naming an id that does not exist), all, none.
+daqx::config::Partition mixed_partition() {
+  PartitionBuilder builder("mixed");
+  int port = 32000;
+  const auto context = [&](const std::vector<std::string>& networks) {
+    daqx::test::ContextBuilder made = builder.context(url(port));
+    for (const std::string& network : networks)
+      made.endpoint("tcp", "127.0.0.1", static_cast<std::uint16_t>(++port), network);
+    port += 10 - static_cast<int>(networks.size());
+    return made;
+  };
+  context({"data"}).application("test::Sender", 1, 0, "data");
+  context({"data"}).application("test::Sender", 2, 1, "data").property("to", "3, 5");
+  context({"data"}).application("test::Receiver", 3, 0, "data");
+  daqx::test::ContextBuilder both = context({"data", "slow"});
+  both.application("test::Receiver", 4, 1, "data");
+  both.application("test::Relay", 5, 0, "slow");
+  context({"slow"}).application("test::Receiver", 6, 2, "slow");
+  context({"slow"}).application("test::Sender", 7, 2, "slow").property("to", "6, 99");  // 99: none, so nowhere
+  context({"data"}).application("other::Unknown", 8, 0, "data");
+  daqx::test::ContextBuilder quiet = context({"data"});
+  quiet.application("test::Relay", 9, 1, "data").property("next", "3");
+  quiet.application("test::Receiver", 10, 3, "data");
+  context({}).application("test::Sender", 11, 3);  // no network: reaches nobody, nobody reaches it
+  return daqx::config::parse_partition(builder.xml(), "mixed.xml");
+}
+
+void check_each_context_plan_is_its_part_of_the_whole(const daqx::config::Partition& partition,
+                                                       const ConnectionPlan::ClassParams& params) {
+  const ConnectionPlan whole(partition, params);
+  for (std::size_t c = 0; c < partition.contexts.size(); ++c) {
+    INFO("context " << partition.contexts[c].url);
+    const ConnectionPlan own = ConnectionPlan::of_context(partition, params, c);
+    const ConnectionPlan whole_with_targets(partition, params, c);
+    CHECK(own.outgoing(c) == whole.outgoing(c));
+    CHECK(own.incoming(c) == whole.incoming(c));
+    CHECK(own.outgoing_by_network(c) == whole.outgoing_by_network(c));
+    for (const std::string network : {"data", "slow", "none"}) {
+      CHECK(own.incoming(c, network) == whole.incoming(c, network));
+      for (std::size_t to = 0; to < partition.contexts.size(); ++to)
+        CHECK(own.connects(to, network) == whole_with_targets.connects(to, network));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("connection plan: each executive's plan of its own context, made in time linear in the partition, is its "
+          "part of the whole partition's plan") {
+  SECTION("senders, receivers and relays over two networks, selectors by class, ids and all, a class not known") {
+    const daqx::config::Partition partition = mixed_partition();
+    check_each_context_plan_is_its_part_of_the_whole(partition, made_up_params);
+    // What the comparison compares, worked out by hand for a few contexts.
+    const auto own = [&](std::size_t c) { return ConnectionPlan::of_context(partition, made_up_params, c); };
+    CHECK(own(1).outgoing(1) == 1);  // Sender 2 to 3 and 5: Relay 5 is on slow, so Receiver 3 only
+    CHECK(own(2).incoming(2) == 4);  // Receiver 3 from Senders 1 and 2, the unknown class and Relay 9
+    CHECK(own(3).outgoing_by_network(3).at("slow") == 2);  // Relay 5 to every application on slow
+    CHECK(own(3).incoming(3, "data") == 2);                 // Receiver 4 from Sender 1 and the unknown class
+    CHECK(own(3).incoming(3, "slow") == 0);                 // Sender 7's selector names id 99: it selects nothing
+    CHECK(own(5).outgoing(5) == 0);
+    CHECK(own(6).outgoing(6) == 5);  // the unknown class to every context with an application on data
+  }
+  SECTION("the event builder, with the evb module's own parameters") {
+    PartitionBuilder builder = event_builder();
+    const daqx::config::Partition partition = daqx::config::parse_partition(builder.xml(), "plan.xml");
+    daqx::detail::ModuleRegistry registry;
+    REQUIRE(registry.load("libdaqx_evb.so", "").empty());
+    check_each_context_plan_is_its_part_of_the_whole(
+        partition, [&](const daqx::config::ContextConfig&, std::string_view class_name) {
+          return registry.application_params(class_name);
+        });
+  }
 }
