@@ -213,3 +213,38 @@ TEST_CASE("peers that announce huge frames and stall, or open connections past m
   CHECK(receiving.stop() == 0);
   CHECK(sending.stop() == 0);
 }
+
+TEST_CASE("a peer whose host name does not resolve is said once in the log and retried, while the executive opens "
+          "its control port and its other peers connect",
+          "[pttcp][process]") {
+  Host a, b, unnamed;
+  const PartitionProperties endpoint_properties{{"reconnectMin", "50", ""}, {"reconnectMax", "100", ""}};
+  PartitionBuilder partition("tcp-unresolved");
+  pttcp_context(partition, a, endpoint_properties).application("nton::Receiver", 21, 0, "data");
+  // Never started: its endpoint's name is what the sender cannot resolve (.invalid never resolves, RFC 2606).
+  ContextBuilder nowhere = partition.context(unnamed.url());
+  nowhere.endpoint("tcp", "no-such-host.invalid", unnamed.data, "data");
+  nowhere.module("libdaqx_pttcp.so").module("libdaqx_nton.so");
+  nowhere.application("nton::Receiver", 22, 1, "data");
+  ContextBuilder sending = pttcp_context(partition, b, endpoint_properties);
+  sending.application("nton::Sender", 11, 0, "data").properties({{"frameCount", "1", ""}, {"receivers", "21", ""}});
+  sending.application("nton::Sender", 12, 1, "data").properties({{"frameCount", "1", ""}, {"receivers", "22", ""}});
+  const std::string path = write_file("tcp-unresolved.xml", partition.xml());
+  ExecutiveProcess receiver(path, a.url()), sender(path, b.url());
+  REQUIRE(receiver.wait_ready());
+  REQUIRE(sender.wait_ready());
+  INFO(sender.output());
+  const std::string warning = "cannot resolve 'no-such-host.invalid'";
+  CHECK(wait_until([&] { return sender.output().find(warning) != std::string::npos; }));
+  // The connect command names the peer down, after the connection was retried several times (every 100 ms).
+  const auto answer = sender.post("/api/connect?timeout=1000", "{}");
+  CHECK(answer.status == 504);
+  CHECK(answer.body.find("no-such-host.invalid") != std::string::npos);
+  CHECK(wait_until([&] { return transport_metric(receiver, "incoming_connections") == 1; }));
+  const std::string output = sender.output();
+  const std::size_t first = output.find(warning);
+  CHECK(first != std::string::npos);
+  CHECK(output.find(warning, first + warning.size()) == std::string::npos);
+  CHECK(sender.stop() == 0);
+  CHECK(receiver.stop() == 0);
+}

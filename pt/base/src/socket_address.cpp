@@ -21,6 +21,13 @@ SocketAddress resolve_address(const std::string& host, std::uint16_t port, bool 
   const int error = getaddrinfo(host.c_str(), service.c_str(), &hints, &found);
   if (error != 0) throw std::runtime_error("cannot resolve '" + host + "': " + gai_strerror(error));
   if (found == nullptr) throw std::runtime_error("cannot resolve '" + host + "': no address");
+  const SocketAddress address = preferred_address(found);
+  freeaddrinfo(found);
+  return address;
+}
+
+SocketAddress preferred_address(const addrinfo* found) {
+  if (found == nullptr) throw std::invalid_argument("preferred_address: no address to choose from");
   // Prefer IPv4 where a name has both: loopback tests and most DAQ networks are IPv4.
   const addrinfo* chosen = found;
   for (const addrinfo* a = found; a != nullptr; a = a->ai_next)
@@ -31,7 +38,6 @@ SocketAddress resolve_address(const std::string& host, std::uint16_t port, bool 
   SocketAddress address;
   address.length = static_cast<socklen_t>(std::min<std::size_t>(chosen->ai_addrlen, sizeof address.storage));
   std::memcpy(&address.storage, chosen->ai_addr, address.length);
-  freeaddrinfo(found);
   return address;
 }
 

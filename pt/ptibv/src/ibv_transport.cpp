@@ -12,6 +12,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "daqx/pt/host_resolver.hpp"
+
 namespace daqx::ptibv {
 namespace {
 
@@ -382,7 +384,7 @@ bool IbvTransport::move_qp(rdma_cm_id* id, ibv_qp* qp, ibv_qp_state state, std::
 // ---- send side ------------------------------------------------------------------------------------------
 
 std::unique_ptr<pt::OutgoingConnection> IbvTransport::make_outgoing(const EndpointAddress& remote) {
-  pt::SocketAddress address = pt::resolve_address(remote.hostname, remote.port);
+  pt::SocketAddress address = pt::HostResolver::shared().resolve(remote.hostname, remote.port);
   if (context_ == nullptr) {
     // A context that only sends: its device is the one named, or the one its first peer is reached by.
     if (!settings_.device.empty()) {

@@ -11,6 +11,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <stdexcept>
+#include <utility>
+
+#include "daqx/pt/host_resolver.hpp"
 
 namespace daqx::pttcp {
 namespace {
@@ -66,13 +69,23 @@ void TcpTransport::stop_endpoints() noexcept {
 // ---- send side ------------------------------------------------------------------------------------------
 
 std::unique_ptr<pt::OutgoingConnection> TcpTransport::make_outgoing(const EndpointAddress& remote) {
-  auto c = std::make_unique<Outgoing>(connection_settings().send_queue);
-  c->address = pt::resolve_address(remote.hostname, remote.port);
-  return c;
+  // The name is looked up in the background, with every other peer's, and resolved when the connection starts:
+  // naming hundreds of peers at start waits for none of them.
+  pt::HostResolver::shared().prefetch(remote.hostname);
+  return std::make_unique<Outgoing>(connection_settings().send_queue);
 }
 
 void TcpTransport::start_connect(pt::OutgoingConnection& base) {
   auto& c = static_cast<Outgoing&>(base);
+  try {
+    c.address = pt::HostResolver::shared().resolve(c.remote.hostname, c.remote.port);
+  } catch (const std::exception& e) {
+    // Unlike a peer not listening yet, a name that does not resolve is a mistake to see: said once, then retried.
+    if (!std::exchange(c.unresolved_told, true))
+      host().log(LogLevel::warning, "connection to " + c.remote.text() + ": " + e.what());
+    teardown(c, e.what());
+    return;
+  }
   c.fd = socket(c.address.storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (c.fd < 0) {
     teardown(c, "socket: " + errno_text(errno));

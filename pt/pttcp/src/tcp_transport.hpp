@@ -31,7 +31,8 @@ class TcpTransport final : public pt::ConnectionTransport {
  private:
   struct Outgoing : pt::OutgoingConnection {
     using OutgoingConnection::OutgoingConnection;
-    pt::SocketAddress address;
+    pt::SocketAddress address;   // resolved when a connection starts
+    bool unresolved_told = false;  // the host name did not resolve, and the log said so once
     int fd = -1;
     std::size_t head_written = 0;  // bytes of queue.front() already written
     bool output_armed = false;     // EPOLLOUT requested: the socket was full (or connecting)

@@ -2,6 +2,7 @@
 // (IPv4 preferred where a name has both), and a socket address as "host:port" for logs and pages.
 #pragma once
 
+#include <netdb.h>
 #include <sys/socket.h>
 
 #include <cstdint>
@@ -18,6 +19,9 @@ struct SocketAddress {
 
 // getaddrinfo for a stream socket; passive: for binding. Throws std::runtime_error naming the host.
 SocketAddress resolve_address(const std::string& host, std::uint16_t port, bool passive = false);
+
+// The address to use from a getaddrinfo answer: the first IPv4 one, else the first; throws when it is empty.
+SocketAddress preferred_address(const addrinfo* found);
 
 // "host:port", "?" when there is no address or it is not IPv4 or IPv6.
 std::string address_text(const sockaddr* address);
