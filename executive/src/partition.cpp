@@ -114,8 +114,7 @@ std::vector<std::uint32_t> resolve_selector(const Partition& partition, std::str
     return selected;
   }
 
-  std::set<std::uint32_t> ids;
-  std::string unknown;
+  std::vector<std::uint32_t> given;
   std::size_t start = 0;
   while (start <= wanted.size()) {
     const std::size_t comma = std::min(wanted.find(',', start), wanted.size());
@@ -127,21 +126,21 @@ std::vector<std::uint32_t> resolve_selector(const Partition& partition, std::str
                            "' is not an application id (expected class:NAME, *, or ids such as 3,4,5)"});
       return {};
     }
-    if (partition.application(*id) == nullptr) {
-      unknown += concatenate({unknown.empty() ? "" : ", ", std::to_string(*id)});
-      continue;
-    }
-    ids.insert(*id);
+    given.push_back(*id);
   }
-  if (!unknown.empty()) {
-    error = concatenate({"no application with id ", unknown, " in the partition"});
-    return {};
-  }
-  // In partition order, like the other forms, so every executive derives the same order.
+  // One pass over the partition for all the ids (a list of every BU's id is not a scan per id), in partition
+  // order like the other forms, so every executive derives the same order.
+  const std::set<std::uint32_t> ids(given.begin(), given.end());
   for (const ContextConfig& context : partition.contexts)
     for (const ApplicationConfig& candidate : context.applications)
       if (ids.count(candidate.id) != 0) selected.push_back(candidate.id);
-  return selected;
+  if (selected.size() == ids.size()) return selected;
+  const std::set<std::uint32_t> found(selected.begin(), selected.end());
+  std::string unknown;
+  for (std::uint32_t id : given)
+    if (found.count(id) == 0) unknown += concatenate({unknown.empty() ? "" : ", ", std::to_string(id)});
+  error = concatenate({"no application with id ", unknown, " in the partition"});
+  return {};
 }
 
 bool shares_network(const Partition& partition, std::uint32_t from, std::uint32_t to) {
@@ -150,10 +149,15 @@ bool shares_network(const Partition& partition, std::uint32_t from, std::uint32_
   const ContextConfig* from_context = partition.context_of(from);
   const ContextConfig* to_context = partition.context_of(to);
   if (source == nullptr || target == nullptr || from_context == nullptr || to_context == nullptr) return false;
-  if (from_context == to_context) return true;  // delivered in process, no network involved
-  const std::string& network = source->network;
-  if (network.empty() || network != target->network) return false;
-  return std::any_of(to_context->endpoints.begin(), to_context->endpoints.end(),
+  return shares_network(*from_context, *source, *to_context, *target);
+}
+
+bool shares_network(const ContextConfig& from_context, const ApplicationConfig& source, const ContextConfig& to_context,
+                    const ApplicationConfig& target) {
+  if (&from_context == &to_context) return true;  // delivered in process, no network involved
+  const std::string& network = source.network;
+  if (network.empty() || network != target.network) return false;
+  return std::any_of(to_context.endpoints.begin(), to_context.endpoints.end(),
                      [&](const EndpointConfig& endpoint) { return endpoint.network == network; });
 }
 

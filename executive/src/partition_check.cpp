@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <unordered_map>
 #include <utility>
 
 namespace daqx::config {
@@ -124,19 +125,31 @@ class CatalogueCheck {
       return;
     }
     if (source == nullptr) return;
+    const auto& placed = placements();
     for (std::uint32_t tid : selected) {
-      if (shares_network(partition_, source->id, tid)) continue;
-      const ContextConfig* target_context = partition_.context_of(tid);
+      const auto target = placed.find(tid);  // resolve_selector selects only applications of the partition
+      if (target == placed.end() || shares_network(context_, *source, *target->second.first, *target->second.second))
+        continue;
       report(property.where, {subject, " parameter ", quoted(property.name), " selects application ", std::to_string(tid),
-                              " in context ", target_context != nullptr ? std::string_view(target_context->url) : "?",
-                              ", with which it shares no network"});
+                              " in context ", target->second.first->url, ", with which it shares no network"});
     }
+  }
+
+  // Every application with its context, made at the first selection checked: a selector picks up to every
+  // application of the partition, which must not mean a search of the partition for each.
+  const std::unordered_map<std::uint32_t, std::pair<const ContextConfig*, const ApplicationConfig*>>& placements() {
+    if (placements_.empty())
+      for (const ContextConfig& context : partition_.contexts)
+        for (const ApplicationConfig& application : context.applications)
+          placements_.emplace(application.id, std::pair{&context, &application});
+    return placements_;
   }
 
   const Partition& partition_;
   const ContextConfig& context_;
   const Catalogue& catalogue_;
   std::vector<Finding> findings_;
+  std::unordered_map<std::uint32_t, std::pair<const ContextConfig*, const ApplicationConfig*>> placements_;
 };
 
 }  // namespace

@@ -189,5 +189,8 @@ std::vector<std::uint32_t> resolve_selector(const Partition& partition, std::str
 
 // Whether `from` can send to `to`: same context, or same network and `to`'s context has an endpoint on it.
 bool shares_network(const Partition& partition, std::uint32_t from, std::uint32_t to);
+// The same for applications already found, with the contexts that hold them (no search of the partition).
+bool shares_network(const ContextConfig& from_context, const ApplicationConfig& source, const ContextConfig& to_context,
+                    const ApplicationConfig& target);
 
 }  // namespace daqx::config
