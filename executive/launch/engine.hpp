@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "daqx/executive/control_fanout.hpp"
 #include "daqx/executive/partition.hpp"
 
 namespace daqx::launch {
@@ -50,7 +51,7 @@ class Engine {
   virtual ~Engine() = default;
   virtual std::string name() const = 0;
   // Once, before any context starts: e.g. the partition copied to every host. Throws LaunchError naming
-  // the host that failed.
+  // every host that failed, having left nothing behind that the engine's destructor would not remove.
   virtual void prepare(const std::string& partition_path, const std::vector<ContextLaunch>& contexts) = 0;
   // Starts (or starts again) one context; its output is appended to log_fd (the engine keeps its own copy
   // if it needs one). Throws LaunchError.
@@ -70,6 +71,7 @@ struct SshOptions {
   std::string program = "ssh";
   std::string config_file;               // -F; empty: the user's own ssh configuration
   std::vector<std::string> options;      // further -o NAME=VALUE
+  unsigned fanout = daqx::kDefaultControlFanout;  // hosts the partition is copied to (and removed from) at a time
 };
 
 struct SlurmOptions {

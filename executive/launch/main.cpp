@@ -49,11 +49,15 @@ void usage(FILE* out) {
                "  Starts one daqx-executive per context of the partition on the host its URL names, through the\n"
                "  engine (--engine, else the partition's <Launch engine>, else local): local runs it here, ssh over\n"
                "  OpenSSH in batch mode (the user's ssh configuration, or --ssh-config), slurm as tasks of the\n"
-               "  current allocation. Waits until each answers on its control URL; each context's output goes to\n"
-               "  DIR/HOST_PORT.log (default daqx-logs). With --drive it configures and enables every context,\n"
-               "  shows every application's state and rates each second (a table redrawn in place on a terminal,\n"
-               "  one line per application per second otherwise), stops and halts them at the end and prints the\n"
-               "  run's summary (every counter in DIR/run-N-counters.txt). It runs until\n"
+               "  current allocation. Waits until each answers on its control URL within --ready-timeout (default\n"
+               "  20 s) of its own start; each context's output goes to DIR/HOST_PORT.log (default daqx-logs).\n"
+               "  --fanout N (below) also bounds the start: ssh copies the partition to N hosts at a time, and N\n"
+               "  contexts are checked for their control port at a time. The first host or context that fails\n"
+               "  stops the launch, named, and whatever started is stopped.\n"
+               "  With --drive it configures and enables every context, shows every application's state and rates\n"
+               "  each second (a table redrawn in place on a terminal, one line per application per second\n"
+               "  otherwise), stops and halts them at the end and prints the run's summary (every counter in\n"
+               "  DIR/run-N-counters.txt). It runs until\n"
                "  --run seconds have passed (default: until Ctrl-C / SIGTERM / SIGHUP), then stops every executive\n"
                "  (stop, halt, then SIGTERM, SIGKILL after --stop-timeout, default 15 s). Contexts that end on their\n"
                "  own are restarted by the partition's <Launch><Restart> rules and brought back into the run; one\n"
@@ -284,7 +288,10 @@ int main(int argc, char** argv) {
                                   : !partition.launch.engine.empty() ? partition.launch.engine : "local";
   std::unique_ptr<Engine> engine;
   if (engine_name == "local") engine = make_local_engine();
-  else if (engine_name == "ssh") engine = make_ssh_engine(options.ssh);
+  else if (engine_name == "ssh") {
+    options.ssh.fanout = options.drive_settings.fanout;
+    engine = make_ssh_engine(options.ssh);
+  }
   else if (engine_name != "slurm") { std::fprintf(stderr, "daqx-launch: engine '%s' is not local, ssh or slurm\n", engine_name.c_str()); return 2; }
 
   // Remote contexts with open control ports: anyone who reaches a port can halt the run. Allowed (a closed
@@ -374,7 +381,7 @@ int main(int argc, char** argv) {
   Supervisor supervisor(*engine, contexts, partition.launch,
                         std::chrono::milliseconds(static_cast<long long>(options.ready_timeout * 1000)), bring_up);
   const auto grace = std::chrono::seconds(static_cast<long long>(options.stop_timeout));
-  if (!supervisor.start_all([] { return g_stop != 0; })) {
+  if (!supervisor.start_all([] { return g_stop != 0; }, options.drive_settings.fanout)) {
     supervisor.stop_all(std::chrono::seconds(10));
     return 1;
   }

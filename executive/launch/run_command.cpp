@@ -16,6 +16,12 @@ std::string CommandResult::describe() const {
   std::string text = timed_out ? std::string("no answer in time") : "exit code " + std::to_string(exit_code);
   std::string trimmed = output;
   while (!trimmed.empty() && (trimmed.back() == '\n' || trimmed.back() == '\r')) trimmed.pop_back();
+  trimmed.erase(0, trimmed.find_first_not_of("\r\n"));
+  // The reason is at the end (ssh prints its error last, after warnings and whatever the remote shell said).
+  std::size_t from = trimmed.size();
+  for (int lines = 0; lines < kDescribedLines && from != std::string::npos && from > 0; ++lines)
+    from = trimmed.rfind('\n', from - 1);
+  if (from != std::string::npos && from < trimmed.size()) trimmed = "..." + trimmed.substr(from);
   if (!trimmed.empty()) text += ": " + trimmed;
   return text;
 }

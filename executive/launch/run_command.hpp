@@ -13,7 +13,9 @@ struct CommandResult {
   std::string output;   // standard output and error, interleaved
   bool timed_out = false;
   bool ok() const noexcept { return exit_code == 0; }
-  std::string describe() const;  // "exit code 255: ssh: connect to host ... refused"
+  // "exit code 255: ssh: connect to host ... refused": the last kDescribedLines lines of the output.
+  std::string describe() const;
+  static constexpr int kDescribedLines = 5;
 };
 
 // Runs argv (argv[0] looked up in PATH) with `input` as its standard input, killed past `limit`.

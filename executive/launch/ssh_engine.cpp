@@ -1,15 +1,21 @@
 // The ssh engine: each executive runs on its host under an OpenSSH session held by the launcher. Batch mode,
-// the user's own ssh configuration (or the one given); the partition is copied to each host first. The
-// session's standard input is the executive's: when the launcher or the connection dies, the executive stops.
+// the user's own ssh configuration (or the one given); the partition is copied to every host first, --fanout
+// hosts at a time. The session's standard input is the executive's: when the launcher or the connection dies,
+// the executive stops.
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <map>
+#include <optional>
+#include <set>
 #include <sstream>
+#include <vector>
 
 #include "child_process.hpp"
+#include "daqx/executive/control_fanout.hpp"
 #include "engine.hpp"
 #include "partition_copy.hpp"
 #include "run_command.hpp"
@@ -24,6 +30,14 @@ std::string target_of(const ContextLaunch& context) {
   return context.ssh_target.empty() ? context.context->host : context.ssh_target;
 }
 
+// "host daq-bu3", with the ssh target when it is another: how messages name a host.
+std::string host_of(const ContextLaunch& context) {
+  const std::string target = target_of(context);
+  std::string text = "host " + context.context->host;
+  if (target != context.context->host) text.append(" (ssh ").append(target).append(")");
+  return text;
+}
+
 std::string work_dir_of(const ContextLaunch& context) {
   if (!context.work_dir.empty()) return context.work_dir;
   return "/tmp/daqx-launch";
@@ -34,18 +48,14 @@ class SshEngine;
 class SshProcess final : public ContextProcess {
  public:
   SshProcess(const SshEngine& engine, const ContextLaunch& context, const std::vector<std::string>& argv, int log_fd)
-      : engine_(engine), target_(target_of(context)), host_(context.context->host), log_path_(context.log_path),
+      : engine_(engine), target_(target_of(context)), host_(host_of(context)), log_path_(context.log_path),
         child_(argv, {}, log_fd) {}
   std::optional<int> poll() override { return child_.poll(); }
   // The end of the session's input reaches the executive as the end of its own: it stops as on SIGTERM, and
   // ssh returns its exit code.
   void request_stop() override { child_.close_input(); }
   void kill() override;
-  std::string where() const override {
-    std::string text = "host " + host_;
-    if (target_ != host_) text.append(" (ssh ").append(target_).append(")");
-    return text.append(" over ssh");
-  }
+  std::string where() const override { return host_ + " over ssh"; }
 
  private:
   // The remote shell prints its pid before it becomes the executive (exec keeps the pid).
@@ -71,26 +81,54 @@ class SshEngine final : public Engine {
     copy_name_ = "partition." + std::string(host) + "." + std::to_string(getpid()) + ".xml";
   }
   ~SshEngine() override {
-    for (const auto& [target, path] : copies_) run_command(ssh_argv(target, "rm -f " + shell_quote(path)), "", std::chrono::seconds(10));
+    std::vector<std::pair<std::string, std::string>> made(copies_.begin(), copies_.end());
+    daqx::for_each_fanned_out(made.size(), options_.fanout, [&](std::size_t i) {
+      run_command(ssh_argv(made[i].first, "rm -f " + shell_quote(made[i].second)), "", std::chrono::seconds(10));
+    });
   }
 
   std::string name() const override { return "ssh"; }
 
+  // One copy per ssh target, made by options_.fanout sessions at a time. The first host that fails stops
+  // further copies; those under way finish, every one made is removed again by the destructor, and every host
+  // that failed is named.
   void prepare(const std::string& partition_path, const std::vector<ContextLaunch>& contexts) override {
     const std::string text = partition_for_hosts(partition_path);
+    struct Copy {
+      const ContextLaunch* context;
+      std::string target, dir, path;
+      std::optional<CommandResult> result;  // empty: not tried (a host before it failed)
+    };
+    std::vector<Copy> copies;
+    std::set<std::string> targets;
     for (const ContextLaunch& context : contexts) {
       const std::string target = target_of(context);
-      const std::string dir = work_dir_of(context);
-      const std::string path = dir + "/" + copy_name_;
-      if (copies_.count(target) != 0) continue;
-      // Written beside and renamed: an executive never reads half a partition.
-      const std::string command = "umask 077 && mkdir -p " + shell_quote(dir) + " && cat > " + shell_quote(path + ".part") +
-                                  " && mv -f " + shell_quote(path + ".part") + " " + shell_quote(path);
-      const CommandResult copied = run_command(ssh_argv(target, command), text, kCommandLimit);
-      if (!copied.ok())
-        throw LaunchError("host " + context.context->host + " (ssh " + target + ") cannot be reached or written: " +
-                          copied.describe());
-      copies_[target] = path;
+      if (targets.insert(target).second && copies_.count(target) == 0)
+        copies.push_back({&context, target, work_dir_of(context), work_dir_of(context) + "/" + copy_name_, {}});
+    }
+    std::atomic<bool> failed{false};
+    daqx::for_each_fanned_out(copies.size(), options_.fanout, [&](std::size_t i) {
+      Copy& copy = copies[i];
+      if (failed) return;  // a host has failed: no further copy begins
+      // Written beside, under a name of this session's own ($$), and renamed: an executive never reads half a
+      // partition, and hosts that share the folder (a network file system) never write the same file.
+      const std::string part = shell_quote(copy.path) + ".$$.part";
+      const std::string command = "umask 077 && mkdir -p " + shell_quote(copy.dir) + " && cat > " + part + " && mv -f " +
+                                  part + " " + shell_quote(copy.path);
+      copy.result = run_command(ssh_argv(copy.target, command), text, kCommandLimit);
+      if (!copy.result->ok()) failed = true;
+    });
+    std::vector<std::string> failures;
+    for (const Copy& copy : copies) {
+      if (copy.result && copy.result->ok()) copies_[copy.target] = copy.path;
+      else if (copy.result)
+        failures.push_back(host_of(*copy.context) + " cannot be reached or written: " + copy.result->describe());
+    }
+    if (failures.size() == 1) throw LaunchError(failures.front() + "; nothing was started");
+    if (!failures.empty()) {
+      std::string message = std::to_string(failures.size()) + " hosts cannot be reached or written; nothing was started:";
+      for (const std::string& failure : failures) message.append("\n  ").append(failure);
+      throw LaunchError(message);
     }
   }
 

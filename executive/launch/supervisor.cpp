@@ -4,15 +4,19 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include "child_process.hpp"
 #include "daqx/executive/control_client.hpp"
+#include "daqx/executive/control_fanout.hpp"
 #include "daqx/services/log_line.hpp"
 
 namespace daqx::launch {
@@ -27,6 +31,8 @@ std::string utc_now() {
 }
 
 double seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+constexpr std::size_t kListedNotUp = 10;  // contexts named when a launch stops before they answered
 
 }  // namespace
 
@@ -90,7 +96,7 @@ bool Supervisor::answers(const Context& context) const {
   return ControlClient(context.launch.context->url, std::chrono::seconds(1)).get("/api/executive").status == 200;
 }
 
-bool Supervisor::start_all(const std::function<bool()>& interrupted) {
+bool Supervisor::start_all(const std::function<bool()>& interrupted, unsigned fanout) {
   std::vector<const ContextLaunch*> launches;
   std::vector<int> fds;
   try {
@@ -109,29 +115,99 @@ bool Supervisor::start_all(const std::function<bool()>& interrupted) {
     return false;
   }
   for (int fd : fds) close(fd);
-  const auto deadline = Clock::now() + ready_timeout_;
-  for (Context& context : contexts_) {
+  return wait_until_answering(interrupted, fanout);
+}
+
+bool Supervisor::wait_until_answering(const std::function<bool()>& interrupted, unsigned fanout) {
+  // The contexts not up yet, oldest check first: `fanout` threads take them round-robin, each context checked
+  // at most every kReadyPoll, so a slow or unreachable one (a 1 s request) holds one thread, not the others.
+  constexpr auto kReadyPoll = std::chrono::milliseconds(100);
+  struct Pending {
+    std::size_t index;
+    Clock::time_point check_at;
+  };
+  enum class Outcome { pending, up, ended, late };
+  std::vector<Outcome> outcomes(contexts_.size(), Outcome::pending);
+  std::vector<std::optional<int>> statuses(contexts_.size());
+  std::deque<Pending> queue;
+  for (std::size_t i = 0; i < contexts_.size(); ++i) queue.push_back({i, Clock::now()});
+  std::mutex lock;
+  std::atomic<bool> stop{false}, was_interrupted{false};
+  daqx::for_each_fanned_out(std::min<std::size_t>(std::max(fanout, 1u), contexts_.size()), fanout, [&](std::size_t) {
     for (;;) {
-      if (const std::optional<int> status = context.process->poll()) {
-        std::fprintf(stderr, "daqx-launch: context %s on %s failed to start (%s); log %s:\n%s",
-                     context.launch.context->url.c_str(), context.where.c_str(), describe_wait_status(*status).c_str(),
-                     context.launch.log_path.c_str(), log_tail(context.launch.log_path, 20).c_str());
-        context.last_failure = "failed to start (" + describe_wait_status(*status) + ")";
-        context.phase = Phase::ended;  // reported: stop_all need not report it again
-        return false;
+      Pending pending;
+      {
+        const std::lock_guard<std::mutex> held(lock);
+        if (stop || queue.empty()) return;
+        pending = queue.front();
+        queue.pop_front();
       }
-      if (answers(context)) break;
-      if (Clock::now() > deadline || interrupted()) {
-        std::fprintf(stderr, "daqx-launch: context %s on %s did not answer within %.0f s; log %s:\n%s",
-                     context.launch.context->url.c_str(), context.where.c_str(), seconds(ready_timeout_),
-                     context.launch.log_path.c_str(), log_tail(context.launch.log_path, 20).c_str());
-        return false;
+      std::this_thread::sleep_until(pending.check_at);
+      // One thread holds a context at a time: its process and its entry are this thread's until it is put back.
+      Context& context = contexts_[pending.index];
+      Outcome& outcome = outcomes[pending.index];
+      if ((statuses[pending.index] = context.process->poll())) outcome = Outcome::ended;
+      else if (answers(context)) outcome = Outcome::up;
+      else if (Clock::now() - context.since > ready_timeout_) outcome = Outcome::late;
+      if (outcome == Outcome::up) continue;
+      if (outcome != Outcome::pending) {
+        stop = true;  // the launch has failed: the others need not be waited for
+        return;
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if (interrupted()) {
+        was_interrupted = stop = true;
+        return;
+      }
+      const std::lock_guard<std::mutex> held(lock);
+      queue.push_back({pending.index, Clock::now() + kReadyPoll});
     }
-    context.phase = Phase::up;
+  });
+  std::vector<std::string> not_up, ended_too;
+  for (std::size_t i = 0; i < contexts_.size(); ++i) {
+    Context& context = contexts_[i];
+    const char* url = context.launch.context->url.c_str();
+    switch (outcomes[i]) {
+      case Outcome::up:
+        context.phase = Phase::up;
+        break;
+      case Outcome::ended:
+        std::fprintf(stderr, "daqx-launch: context %s on %s failed to start (%s); log %s:\n%s", url, context.where.c_str(),
+                     describe_wait_status(*statuses[i]).c_str(), context.launch.log_path.c_str(),
+                     log_tail(context.launch.log_path, 20).c_str());
+        context.last_failure = "failed to start (" + describe_wait_status(*statuses[i]) + ")";
+        context.phase = Phase::ended;  // reported: stop_all need not report it again
+        break;
+      case Outcome::late:
+        std::fprintf(stderr, "daqx-launch: context %s on %s did not answer within %.0f s of its start; log %s:\n%s", url,
+                     context.where.c_str(), seconds(ready_timeout_), context.launch.log_path.c_str(),
+                     log_tail(context.launch.log_path, 20).c_str());
+        context.last_failure = "did not answer within " + std::to_string(static_cast<int>(seconds(ready_timeout_))) + " s";
+        break;
+      case Outcome::pending:
+        // Not looked at since the launch failed: one that has ended meanwhile is listed as such.
+        if (const std::optional<int> status = context.process->poll()) {
+          context.last_failure = "failed to start (" + describe_wait_status(*status) + ")";
+          context.phase = Phase::ended;
+          ended_too.push_back(context.launch.context->url);
+        } else {
+          not_up.push_back(context.launch.context->url);
+        }
+        break;
+    }
   }
-  return true;
+  if (!stop) return true;
+  if (was_interrupted) std::fprintf(stderr, "daqx-launch: interrupted while the contexts were starting\n");
+  // Named, not described (their logs say more): the launch stopped before they answered.
+  const auto list = [&](const std::vector<std::string>& urls, const char* what) {
+    if (urls.empty()) return;
+    std::string listed;
+    for (std::size_t i = 0; i < urls.size() && i < kListedNotUp; ++i) listed.append(i == 0 ? "" : ", ").append(urls[i]);
+    if (urls.size() > kListedNotUp) listed.append(" and ").append(std::to_string(urls.size() - kListedNotUp)).append(" more");
+    std::fprintf(stderr, "daqx-launch: %zu of %zu contexts %s: %s\n", urls.size(), contexts_.size(), what, listed.c_str());
+  };
+  list(ended_too, "had ended too");
+  list(not_up, "had not answered yet");
+  return false;
 }
 
 void Supervisor::failed(Context& context, const std::string& why) {

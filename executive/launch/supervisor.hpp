@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "daqx/executive/control_fanout.hpp"
 #include "engine.hpp"
 #include "expendable_allowance.hpp"
 
@@ -32,9 +33,11 @@ class Supervisor {
              std::chrono::milliseconds ready_timeout, BringUp bring_up);
   ~Supervisor();  // kills what still runs
 
-  // Starts every context and waits until each answers on its control URL; false (with the reason printed,
-  // the host and the tail of the log) when one did not, or when `interrupted()` became true.
-  bool start_all(const std::function<bool()>& interrupted);
+  // Starts every context and waits until each answers on its control URL, within ready_timeout of its own
+  // start, checking `fanout` contexts at a time; false (every context that failed named with its host and the
+  // tail of its log, those not up yet listed) as soon as one ended or missed its deadline, or when
+  // `interrupted()` (called from the waiting threads) became true.
+  bool start_all(const std::function<bool()>& interrupted, unsigned fanout = daqx::kDefaultControlFanout);
 
   // One round of watching: exits noticed, restarts due started, restarted ones brought up. Returns false
   // once a context has ended for good without being asked to (no restart rule, or restarts used up) and the
@@ -80,6 +83,7 @@ class Supervisor {
   void launch(Context& context);
   void started(Context& context);
   bool answers(const Context& context) const;
+  bool wait_until_answering(const std::function<bool()>& interrupted, unsigned fanout);
   void failed(Context& context, const std::string& why);
 
   Engine& engine_;
