@@ -11,6 +11,9 @@
 #   scripts/dev.sh bench-scale packages + matplotlib + release build + what a context costs as the event builder
 #                             grows (bench/evb_scale.py), and the EvM's and BU's work per batch and event with up to
 #                             512 units (bench/evb_units_plot.py)
+#   scripts/dev.sh bench-launch packages + matplotlib + release build + bringing up, driving and watching generated
+#                             event builders of 9 to 257 contexts here and over ssh to 2 to 16 namespace hosts
+#                             (bench/launch_scale.py)
 #   scripts/dev.sh bench-ofi  packages + matplotlib + release build + fi_msg_bw + ptofi vs libfabric's tools
 #   scripts/dev.sh bench-ibv  packages + matplotlib + release build + ptibv vs perftest in the soft-RoCE guest
 #   scripts/dev.sh fuzz [SECONDS] [TARGET...]  packages + the fuzz build (clang) + each fuzz target for SECONDS
@@ -290,6 +293,10 @@ bench_scale() {
   /usr/bin/python3 "$root/bench/evb_scale.py" --build "$root/build/release" --out "$root/build/bench/evb-scale" "$@"
 }
 
+bench_launch() {
+  /usr/bin/python3 "$root/bench/launch_scale.py" --build "$root/build/release" --out "$root/build/bench/launch-scale" "$@"
+}
+
 bench_evb() {
   # Its own folder: the driver writes partitions and one log per executive (up to 17 per point) there.
   mkdir -p "$root/build/bench/evb"
@@ -374,6 +381,7 @@ case "${1:-}" in
   bench-shm) install_packages; install_packages "${bench_shm_packages[@]}"; build_release; shift; bench_shm "$@" ;;
   bench-evb) install_packages; install_packages "${bench_evb_packages[@]}"; build_release; shift; bench_evb "$@" ;;
   bench-scale) install_packages; install_packages "${bench_evb_packages[@]}"; build_release; shift; bench_scale "$@" ;;
+  bench-launch) install_packages; install_packages "${bench_evb_packages[@]}"; build_release; shift; bench_launch "$@" ;;
   bench-ofi) install_packages; install_packages "${bench_ofi_packages[@]}"; build_release; build_fi_msg_bw; shift; bench_ofi "$@" ;;
   bench-ibv) install_packages; install_packages "${bench_ofi_packages[@]}"; build_release; shift; bench_ibv "$@" ;;
   fuzz) install_packages; shift; fuzz "$@" ;;
@@ -383,5 +391,5 @@ case "${1:-}" in
     build_fuzz
     "$root/build/fuzz/tests/fuzz/daqx_fuzz_write_seeds" "$root/tests/fuzz/corpus"
     ;;
-  *) echo "usage: $0 main|test|build|bench|bench-tcp|bench-shm|bench-evb|bench-scale|bench-ofi|bench-ibv|fuzz|soak|fuzz-seeds [options]" >&2; exit 2 ;;
+  *) echo "usage: $0 main|test|build|bench|bench-tcp|bench-shm|bench-evb|bench-scale|bench-launch|bench-ofi|bench-ibv|fuzz|soak|fuzz-seeds [options]" >&2; exit 2 ;;
 esac
