@@ -31,7 +31,7 @@ ProcessResult installed(const std::string& program, std::vector<std::string> arg
 // to the partition's folder).
 std::string partition_on_free_ports() {
   std::string text = read_text(kExample + "/counter.xml");
-  for (const char* port : {"39300", "39301", "39310", "39311"})
+  for (const char* port : {"29300", "29301", "29310", "29311"})
     text = std::regex_replace(text, std::regex(port), std::to_string(free_port()));
   const std::string path = kExample + "/counter-" + std::to_string(getpid()) + ".xml";
   std::ofstream(path) << text;

@@ -17,7 +17,8 @@
 namespace daqx::test {
 
 inline constexpr int kClusterEvbHosts = 5;  // the EvM on host 0, RUs on 1-2, BUs on 3-4
-inline constexpr std::uint16_t kClusterEvbControlPort = 39600;
+// Below the hosts' ephemeral port range (32768-60999), as daqx-launch's plan asks of every listening port.
+inline constexpr std::uint16_t kClusterEvbControlPort = 29600;
 inline constexpr std::uint32_t kClusterEvm = 10, kClusterBu1 = 201;  // the EvM's and the second BU's TIDs
 
 // Writes the partition (scratch/NAME.xml) made by evb_partition.py for the cluster's hosts, with what `extend`
