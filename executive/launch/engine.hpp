@@ -11,6 +11,7 @@
 
 #include "daqx/executive/control_fanout.hpp"
 #include "daqx/executive/partition.hpp"
+#include "daqx/services/host_limits.hpp"
 
 namespace daqx::launch {
 
@@ -62,6 +63,10 @@ class Engine {
                                                                  const std::vector<int>& log_fds);
   // Why no context can be (re)started any more (the Slurm allocation ended), or empty.
   virtual std::string unavailable() { return {}; }
+  // The limits an executive of this context gets on its host, for the plan before start: what its executive
+  // prints there with --host-limits (ssh, slurm), or this machine's, read here (local). Called from several
+  // threads at once, before prepare(). Throws LaunchError naming the host when it cannot be asked.
+  virtual HostLimits host_limits(const ContextLaunch&) { return HostLimits::here(); }
 };
 
 // The arguments every engine gives the executive after its path.

@@ -20,7 +20,9 @@
 #include "daqx/executive/partition.hpp"
 #include "daqx/executive/run_number.hpp"
 #include "daqx/services/version.hpp"
+#include "daqx/services/open_file_limit.hpp"
 #include "engine.hpp"
+#include "launch_plan.hpp"
 #include "partition_drive.hpp"
 #include "run_command.hpp"
 #include "run_control.hpp"
@@ -44,6 +46,7 @@ void usage(FILE* out) {
                "                   [--executive PATH] [--log-level LEVEL] [--log-format text|json]\n"
                "                   [--ssh-config FILE] [--ssh-option NAME=VALUE]...\n"
                "                   [--slurm-placement hosts|slurm] [--dashboard [HOST:]PORT | --no-dashboard]\n"
+               "       daqx-launch --config PARTITION.xml --plan [--engine local|ssh|slurm] [--ssh-config FILE]...\n"
                "       daqx-launch --config PARTITION.xml --write-sbatch FILE [--sbatch-option OPTION]... [-- ARGS]\n"
                "       daqx-launch --version | --help\n"
                "  Starts one daqx-executive per context of the partition on the host its URL names, through the\n"
@@ -71,6 +74,13 @@ void usage(FILE* out) {
                "  --slurm-placement slurm instead maps the partition's hosts, in order, onto the allocation's nodes\n"
                "  and rewrites the partition (DIR/partition-placed.xml). --write-sbatch writes the batch script that\n"
                "  runs the partition through Slurm with this launcher and ARGS, then exits.\n"
+               "  Before anything starts it makes the plan: per context and in total the connections, file\n"
+               "  descriptors, receive, pool and registered memory, huge pages, threads and listening ports the\n"
+               "  partition will use, from its declared parameters, against each host's limits (open files, locked\n"
+               "  memory, huge pages, the ephemeral port range), asked of every host through the engine (its\n"
+               "  executive's --host-limits; local: this machine's). A partition that does not fit is refused, naming\n"
+               "  context, resource, need and limit (exit 2). --plan prints the plan and exits: 0 fits, 2 does not\n"
+               "  (or a host could not be asked).\n"
                "  With --connect, every transport connection is opened after configure and must be up (within\n"
                "  30 s) before anything is enabled.\n"
                "  Transitions go in phases: consecutive contexts of the partition file that host the same set of\n"
@@ -105,6 +115,7 @@ struct Options {
   bool drive = false;
   bool connect = false;
   DriveSettings drive_settings;  // --fanout, --transition-timeout
+  bool plan = false;  // --plan: print the plan before start and exit
   double run_seconds = 0;
   double ready_timeout = 20;
   double stop_timeout = 15;
@@ -135,7 +146,7 @@ bool parse_dashboard(const std::string& text, Options& options) {
 }
 
 // Everything one context needs, from the partition's <Launch><Host> rule for its host and the options.
-std::vector<ContextLaunch> plan(const daqx::config::Partition& partition, const Options& options, const std::string& log_dir) {
+std::vector<ContextLaunch> launches(const daqx::config::Partition& partition, const Options& options, const std::string& log_dir) {
   std::vector<ContextLaunch> contexts;
   for (const daqx::config::ContextConfig& context : partition.contexts) {
     ContextLaunch launch;
@@ -166,6 +177,8 @@ std::string absolute(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A connection per context for the launcher too (--drive, the dashboard): the soft limit up to the hard one.
+  daqx::raise_open_file_limit();
   Options options;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -191,6 +204,7 @@ int main(int argc, char** argv) {
     else if (a == "--log-dir") options.log_dir = value();
     else if (a == "--executive") options.executive = value();
     else if (a == "--drive") options.drive = true;
+    else if (a == "--plan") options.plan = true;
     else if (a == "--connect") options.connect = true;
     else if (a == "--run") options.run_seconds = seconds();
     else if (a == "--ready-timeout") options.ready_timeout = seconds();
@@ -299,13 +313,15 @@ int main(int argc, char** argv) {
   if (engine_name != "local" && daqx::default_control_access().token.empty())
     std::fprintf(stderr, "daqx-launch: warning: no control token (<Control tokenFile>, --token-file or DAQX_TOKEN_FILE): "
                          "the contexts' control ports accept changes from anyone who can reach them (docs/deploying.md)\n");
-  std::error_code made;
-  std::filesystem::create_directories(options.log_dir, made);
-  if (made) {
-    std::fprintf(stderr, "daqx-launch: cannot make the log folder %s: %s\n", options.log_dir.c_str(), made.message().c_str());
-    return 1;
-  }
+  const auto make_log_dir = [&] {
+    std::error_code made;
+    std::filesystem::create_directories(options.log_dir, made);
+    if (made)
+      std::fprintf(stderr, "daqx-launch: cannot make the log folder %s: %s\n", options.log_dir.c_str(), made.message().c_str());
+    return !made;
+  };
   if (engine_name == "slurm") {
+    if (options.slurm_placement == "slurm" && !make_log_dir()) return 1;  // the placed partition goes there
     try {
       if (options.slurm_placement == "slurm") {
         // Slurm chose the nodes: the partition's hosts become the allocation's nodes, in order.
@@ -326,6 +342,25 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  // The plan before start: a partition that does not fit its hosts is refused before anything starts (no log
+  // folder, no process).
+  std::vector<ContextLaunch> contexts = launches(partition, options, options.log_dir);
+  const LaunchPlan launch_plan = make_launch_plan(partition, *engine, contexts);
+  if (options.plan) {
+    for (const std::string& line : launch_plan.describe()) std::printf("%s\n", line.c_str());
+    return launch_plan.fits() && launch_plan.unknown_limits.empty() ? 0 : 2;
+  }
+  for (const std::string& unknown : launch_plan.unknown_limits)
+    std::fprintf(stderr, "daqx-launch: warning: %s: the plan is not checked there\n", unknown.c_str());
+  for (const daqx::PlanShortfall& shortfall : launch_plan.shortfalls)
+    std::fprintf(stderr, "daqx-launch: %s%s\n", shortfall.refused ? "" : "warning: ", shortfall.text().c_str());
+  if (!launch_plan.fits()) {
+    std::fprintf(stderr, "daqx-launch: the partition does not fit its hosts: nothing started (daqx-launch --plan shows "
+                         "the whole plan)\n");
+    return 2;
+  }
+  if (!make_log_dir()) return 1;
+
   struct sigaction action {};
   action.sa_handler = on_signal;
   sigaction(SIGINT, &action, nullptr);
@@ -333,7 +368,6 @@ int main(int argc, char** argv) {
   sigaction(SIGHUP, &action, nullptr);  // the terminal or the allocation going away: stop in order
   signal(SIGPIPE, SIG_IGN);
 
-  std::vector<ContextLaunch> contexts = plan(partition, options, options.log_dir);
   try {
     engine->prepare(absolute(options.config_path), contexts);
   } catch (const LaunchError& error) {

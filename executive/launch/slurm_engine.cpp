@@ -22,6 +22,7 @@
 #include "child_process.hpp"
 #include "engine.hpp"
 #include "partition_copy.hpp"
+#include "remote_limits.hpp"
 #include "run_command.hpp"
 #include "slurm_allocation.hpp"
 
@@ -223,22 +224,26 @@ class SlurmEngine final : public Engine {
   const std::string& job() const { return allocation_.job_id; }
 
   void prepare(const std::string& partition_path, const std::vector<ContextLaunch>& contexts) override {
-    for (const ContextLaunch& context : contexts) {
-      const SlurmNode* node = allocation_.node_for_host(context.context->host);
-      if (node == nullptr) {
-        std::string names;
-        for (const SlurmNode& n : allocation_.nodes) names += (names.empty() ? "" : ", ") + n.name + " (" + n.address + ")";
-        throw LaunchError("host " + context.context->host + " of context " + context.context->url +
-                          " is not a node of allocation " + allocation_.job_id + " (" + names +
-                          "): name the nodes in the partition, or let Slurm place the contexts (--slurm-placement slurm)");
-      }
-      nodes_[context.context->url] = node->name;
-    }
+    for (const ContextLaunch& context : contexts) nodes_[context.context->url] = node_of(context).name;
     // sbcast, Slurm's own broadcast, puts the copy on every node of the allocation: no shared file system needed.
     local_copy_ = options_.partition_copy + ".source";
     std::ofstream(local_copy_) << partition_for_hosts(partition_path);
     const CommandResult sent = run_command({"sbcast", "--force", local_copy_, options_.partition_copy}, "", kCommandLimit);
     if (!sent.ok()) throw LaunchError("sbcast of the partition to the nodes of job " + allocation_.job_id + ": " + sent.describe());
+  }
+
+  // The executive's answer from a one-task step on the context's node, in the context's environment.
+  HostLimits host_limits(const ContextLaunch& context) override {
+    const SlurmNode& node = node_of(context);
+    std::vector<std::string> argv{"srun", "--jobid=" + allocation_.job_id, "--overlap", "--overcommit", "-N1", "-n1",
+                                  "-w", node.name, "--quiet"};
+    if (!context.environment.empty()) {
+      argv.push_back("env");
+      for (const auto& [name, value] : context.environment) argv.push_back(name + "=" + value);
+    }
+    argv.insert(argv.end(), {context.executive, kHostLimitsArgument});
+    return read_host_limits(run_command(argv, "", kCommandLimit),
+                            "host " + context.context->host + " (node " + node.name + ")");
   }
 
   std::unique_ptr<ContextProcess> start(const ContextLaunch& context, int log_fd) override {
@@ -292,6 +297,16 @@ class SlurmEngine final : public Engine {
   }
 
  private:
+  const SlurmNode& node_of(const ContextLaunch& context) const {
+    const SlurmNode* node = allocation_.node_for_host(context.context->host);
+    if (node != nullptr) return *node;
+    std::string names;
+    for (const SlurmNode& n : allocation_.nodes) names += (names.empty() ? "" : ", ") + n.name + " (" + n.address + ")";
+    throw LaunchError("host " + context.context->host + " of context " + context.context->url +
+                      " is not a node of allocation " + allocation_.job_id + " (" + names +
+                      "): name the nodes in the partition, or let Slurm place the contexts (--slurm-placement slurm)");
+  }
+
   std::vector<std::string> srun_prefix(std::size_t tasks, const std::vector<std::string>& task_nodes) const {
     std::set<std::string> distinct(task_nodes.begin(), task_nodes.end());
     std::string list;

@@ -18,6 +18,7 @@
 #include "daqx/executive/control_fanout.hpp"
 #include "engine.hpp"
 #include "partition_copy.hpp"
+#include "remote_limits.hpp"
 #include "run_command.hpp"
 
 namespace daqx::launch {
@@ -136,16 +137,27 @@ class SshEngine final : public Engine {
     const std::string target = target_of(context);
     const auto copy = copies_.find(target);
     if (copy == copies_.end()) throw LaunchError("the partition was not copied to " + target);
-    std::string command = "echo ";
-    command.append(shell_quote(kPidMarker)).append("$$; exec");
+    const std::string command = "echo " + shell_quote(kPidMarker) + "$$; " +
+                                executive_command(context, executive_arguments(copy->second, context));
+    return std::make_unique<SshProcess>(*this, context, ssh_argv(target, command), log_fd);
+  }
+
+  HostLimits host_limits(const ContextLaunch& context) override {
+    const std::string target = target_of(context);
+    const CommandResult answer = run_command(ssh_argv(target, executive_command(context, {kHostLimitsArgument})), "", kCommandLimit);
+    return read_host_limits(answer, "host " + context.context->host + " (ssh " + target + ")");
+  }
+
+  // "exec env NAME=VALUE ... EXECUTIVE ARGUMENTS": the context's executive in its environment, for the remote shell.
+  static std::string executive_command(const ContextLaunch& context, const std::vector<std::string>& arguments) {
+    std::string command = "exec";
     if (!context.environment.empty()) {
       command += " env";
       for (const auto& [name, value] : context.environment) command.append(" ").append(shell_quote(name + "=" + value));
     }
     command.append(" ").append(shell_quote(context.executive));
-    for (const std::string& argument : executive_arguments(copy->second, context))
-      command.append(" ").append(shell_quote(argument));
-    return std::make_unique<SshProcess>(*this, context, ssh_argv(target, command), log_fd);
+    for (const std::string& argument : arguments) command.append(" ").append(shell_quote(argument));
+    return command;
   }
 
   std::vector<std::string> ssh_argv(const std::string& target, const std::string& command) const {

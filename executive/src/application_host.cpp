@@ -15,20 +15,6 @@
 namespace daqx::detail {
 namespace {
 
-// "nton::Sender" instance 0 -> "nton/sender/0": the hierarchical name matched by policy rules.
-std::string hierarchical_name(const std::string& class_name, std::uint32_t instance) {
-  std::string name;
-  for (std::size_t i = 0; i < class_name.size(); ++i) {
-    if (class_name.compare(i, 2, "::") == 0) {
-      name += '/';
-      ++i;
-    } else {
-      name += static_cast<char>(std::tolower(static_cast<unsigned char>(class_name[i])));
-    }
-  }
-  return name + "/" + std::to_string(instance);
-}
-
 // Sleeping and waking the dispatch thread with a process-private futex: std::atomic::wait in libstdc++ 12
 // takes the shared-futex path, whose key lookup (get_user_pages) cost a third of a receive thread's time.
 void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected) noexcept {
@@ -46,6 +32,24 @@ constexpr std::chrono::milliseconds kTaskWait{2};  // batches of tasks at most t
 
 }  // namespace
 
+std::string hierarchical_name(const std::string& class_name, std::uint32_t instance) {
+  std::string name;
+  for (std::size_t i = 0; i < class_name.size(); ++i) {
+    if (class_name.compare(i, 2, "::") == 0) {
+      name += '/';
+      ++i;
+    } else {
+      name += static_cast<char>(std::tolower(static_cast<unsigned char>(class_name[i])));
+    }
+  }
+  return name + "/" + std::to_string(instance);
+}
+
+mem::PoolConfig application_pool_config(const std::string& name) {
+  // 256 B .. 1 MiB classes; 1 MiB chunks; up to 64 MiB per class. Larger frames are chained.
+  return mem::PoolConfig::geometric(name + "/pool", 256, 1u << 20, 1u << 20, 64u << 20);
+}
+
 ApplicationHost::ApplicationHost(ExecutiveCore& core, const config::ApplicationConfig& config,
                                  const ApplicationClass& cls, ParamSet params, std::size_t inbox_capacity,
                                  std::size_t lanes)
@@ -61,9 +65,7 @@ ApplicationHost::ApplicationHost(ExecutiveCore& core, const config::ApplicationC
     throw std::invalid_argument("application " + std::to_string(config_.id) + ": dispatch is '" + dispatch +
                                 "': expected auto, thread or inline");
   inline_ = dispatch == "inline" || (dispatch == "auto" && cls.handlers_may_run_inline);
-  // 256 B .. 1 MiB classes; 1 MiB chunks; up to 64 MiB per class. Larger frames are chained.
-  mem::Pool& pool = core_.make_pool(name_ + "/pool",
-                                    mem::PoolConfig::geometric(name_ + "/pool", 256, 1u << 20, 1u << 20, 64u << 20));
+  mem::Pool& pool = core_.make_pool(name_ + "/pool", application_pool_config(name_));
   pool_ = &pool;
   read_transport_mode();
   pool_->on_available([this] {

@@ -21,6 +21,11 @@
 
 namespace daqx::detail {
 
+// "nton::Sender" instance 0 -> "nton/sender/0": the hierarchical name matched by policy rules.
+std::string hierarchical_name(const std::string& class_name, std::uint32_t instance);
+// The frame pool of the application so named: "<name>/pool".
+mem::PoolConfig application_pool_config(const std::string& name);
+
 class ExecutiveCore;
 
 class ApplicationHost final : public ApplicationContext {

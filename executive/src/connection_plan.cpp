@@ -159,7 +159,7 @@ std::size_t ConnectionPlan::incoming(std::size_t context, std::string_view netwo
   return at == by_network.end() ? 0 : at->second;
 }
 
-std::size_t descriptors_needed(std::size_t connections) noexcept { return connections + 256; }
+std::size_t descriptors_needed(std::size_t connections) noexcept { return connections + kExecutiveDescriptors; }
 
 std::vector<std::string> describe_plan(const config::Partition& partition, const ConnectionPlan& plan,
                                        const std::string& context_url) {

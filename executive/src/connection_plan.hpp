@@ -72,8 +72,12 @@ class ConnectionPlan {
 std::vector<std::string> describe_plan(const config::Partition& partition, const ConnectionPlan& plan,
                                        const std::string& context_url);
 
+// File descriptors an executive keeps besides its connections: the control server and its clients, modules,
+// shared-memory pools, logs, the epoll and event descriptors of transports and threads.
+inline constexpr std::size_t kExecutiveDescriptors = 256;
+
 // The file descriptors a context with this many connections needs, roughly: one per connection (a socket, an
-// endpoint, a connection manager id) and a margin for the control server, modules, pools and logs.
+// endpoint, a connection manager id) and kExecutiveDescriptors.
 std::size_t descriptors_needed(std::size_t connections) noexcept;
 
 }  // namespace daqx::detail

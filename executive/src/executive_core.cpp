@@ -10,8 +10,9 @@
 
 #include "daqx/executive/executive.hpp"
 #include "http/control_routes.hpp"
-#include "open_file_limit.hpp"
+#include "daqx/services/open_file_limit.hpp"
 #include "param_listing.hpp"
+#include "resource_plan_estimate.hpp"
 
 namespace daqx::detail {
 namespace {
@@ -725,18 +726,36 @@ std::vector<std::string> Executive::check(const config::Partition& partition, co
   return problems;
 }
 
-std::vector<std::string> Executive::connection_plan(const config::Partition& partition,
-                                                   const std::string& context_url) {
-  detail::ModuleRegistry registry;  // every context's modules, each path once; one that does not load plans widely
+namespace {
+
+// Every context's modules, each path once; one that does not load here plans widely (and its needs go uncounted).
+void load_every_module(const config::Partition& partition, detail::ModuleRegistry& registry) {
   std::set<std::string> loaded;
   const std::string partition_dir = std::filesystem::path(partition.file).parent_path().string();
   for (const config::ContextConfig& context : partition.contexts)
     for (const config::ModuleConfig& module : context.modules)
       if (loaded.insert(module.path).second) registry.load(module.path, partition_dir);
+}
+
+}  // namespace
+
+std::vector<std::string> Executive::connection_plan(const config::Partition& partition,
+                                                   const std::string& context_url) {
+  detail::ModuleRegistry registry;
+  load_every_module(partition, registry);
   const detail::ConnectionPlan plan(partition, [&](const config::ContextConfig&, std::string_view class_name) {
     return registry.application_params(class_name);
   });
   return detail::describe_plan(partition, plan, context_url);
+}
+
+std::vector<ContextNeeds> Executive::plan_resources(const config::Partition& partition) {
+  detail::ModuleRegistry registry;
+  load_every_module(partition, registry);
+  const detail::ConnectionPlan plan(partition, [&](const config::ContextConfig&, std::string_view class_name) {
+    return registry.application_params(class_name);
+  });
+  return detail::estimate_needs(partition, plan, registry);
 }
 
 std::string Executive::transport_capabilities(const std::string& module, const std::vector<std::string>& assignments) {

@@ -33,6 +33,7 @@ void usage(FILE* out) {
                "usage: daqx-executive --config PARTITION.xml --context http://HOST:PORT [--inbox FRAMES]\n"
                "                      [--log-level LEVEL] [--log-format FORMAT]\n"
                "       daqx-executive --check --config PARTITION.xml [--context URL]\n"
+               "       daqx-executive --host-limits\n"
                "       daqx-executive --list-params [MODULE ...] [--json]\n"
                "       daqx-executive --capabilities MODULE [NAME=VALUE ...]\n"
                "  -c, --config FILE      the partition (XML)\n"
@@ -46,7 +47,13 @@ void usage(FILE* out) {
                "      --check            check the partition and exit: load the modules of the context (of every\n"
                "                         context without --context), check classes, protocols, parameters and\n"
                "                         selectors against them; opens no port. Exit 0 and the connection plan\n"
-               "                         (connections and descriptors per context), or 2 with file:line: reason\n"
+               "                         (connections and descriptors per context) and the plan before start (per\n"
+               "                         context and in total: connections, descriptors, receive, pool, registered\n"
+               "                         and huge-page memory, threads, listening ports), or 2 with file:line:\n"
+               "                         reason. With --context, which says this host runs it, also this host's\n"
+               "                         limits (open files, locked memory, huge pages, ephemeral port range) and\n"
+               "                         exit 2 when the context does not fit them, naming resource and limit\n"
+               "      --host-limits      print this host's limits as one line (what daqx-launch asks each host)\n"
                "      --list-params M... print every parameter of the modules (name, type, default, unit, bounds,\n"
                "                         allowed values, help), and the parameters every application has; without\n"
                "                         a module, of every module in the module path\n"
@@ -137,6 +144,9 @@ int main(int argc, char** argv) {
       list_json = true;
     } else if (a == "--check") {
       check_only = true;
+    } else if (a == "--host-limits") {
+      std::printf("%s\n", daqx::HostLimits::here().text().c_str());
+      return 0;
     } else if (a == "--capabilities") {
       capabilities_module = value();
       while (i + 1 < args.size() && args[i + 1].find('=') != std::string::npos) capabilities_params.push_back(args[++i]);
@@ -198,7 +208,21 @@ int main(int argc, char** argv) {
                   context_url.empty() && partition.contexts.size() != 1 ? "s" : "");
       for (const std::string& line : daqx::Executive::connection_plan(partition, context_url))
         std::printf("%s\n", line.c_str());
-      return 0;
+      // The plan before start: every context's needs, or the one named, which this host runs: then against this
+      // host's limits, and refused (exit 2) when it does not fit.
+      std::vector<daqx::ContextNeeds> needs = daqx::Executive::plan_resources(partition);
+      if (!context_url.empty())
+        std::erase_if(needs, [&](const daqx::ContextNeeds& n) { return n.url != context_url; });
+      for (const std::string& line : daqx::describe_needs(needs)) std::printf("%s\n", line.c_str());
+      if (context_url.empty()) return 0;
+      const daqx::HostLimits here = daqx::HostLimits::here();
+      std::printf("%s\n", daqx::describe_limits(here).c_str());
+      bool fits = true;
+      for (const daqx::PlanShortfall& shortfall : daqx::check_fit(needs, [&](const std::string&) { return &here; })) {
+        std::fprintf(stderr, "%s%s\n", shortfall.refused ? "" : "warning: ", shortfall.text().c_str());
+        fits = fits && !shortfall.refused;
+      }
+      return fits ? 0 : kExitConfig;
     } catch (const daqx::config::ConfigError& e) {
       for (const std::string& m : e.messages()) std::fprintf(stderr, "%s\n", m.c_str());
       return kExitConfig;
@@ -255,11 +279,7 @@ int main(int argc, char** argv) {
     daqx::PartitionView view(whole, access);
     view.set_local(context_url, executive.control());
     view.start();
-    // Sixteen threads (made as needed): a browser on the live pages keeps a couple of requests going, a handful of
-    // clients that trickle or stall hold one each for the request deadline (5 s), and status reads, stop and halt
-    // must still get in at once. Connect waits hold none (the server parks them until they are answered).
-    constexpr unsigned kControlServerThreads = 16;
-    daqx::ControlServer server(executive.control(), host, port, kControlServerThreads, security, &view);
+    daqx::ControlServer server(executive.control(), host, port, daqx::kControlServerThreads, security, &view);
     server.start();
     say(daqx::LogLevel::info, "ready (pid " + std::to_string(getpid()) + "), control on port " +
                                   std::to_string(server.port()) + " (" + (any_interface ? "every interface" : host) +

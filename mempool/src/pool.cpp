@@ -52,6 +52,18 @@ PoolConfig PoolConfig::geometric(std::string name, std::size_t min_block, std::s
   return config;
 }
 
+std::size_t PoolConfig::initial_bytes() const noexcept {
+  std::size_t bytes = 0;
+  for (const SizeClassConfig& c : classes) bytes += c.block_size * c.blocks_per_chunk * std::min(c.initial_chunks, c.max_chunks);
+  return bytes;
+}
+
+std::size_t PoolConfig::max_bytes() const noexcept {
+  std::size_t bytes = 0;
+  for (const SizeClassConfig& c : classes) bytes += c.block_size * c.blocks_per_chunk * c.max_chunks;
+  return bytes;
+}
+
 // ---- SizeClass --------------------------------------------------------------------------------------
 
 SizeClass::SizeClass(Pool& pool, const SizeClassConfig& config)

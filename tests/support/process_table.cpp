@@ -11,6 +11,20 @@
 
 namespace daqx::test {
 
+std::vector<pid_t> processes_with_argument(const std::string& argument) {
+  std::vector<pid_t> found;
+  for (const auto& [pid, process] : process_table()) {
+    const std::string words = read_text("/proc/" + std::to_string(pid) + "/cmdline");  // NUL-separated
+    std::size_t start = 0;
+    for (std::size_t end; (end = words.find('\0', start)) != std::string::npos; start = end + 1)
+      if (words.compare(start, end - start, argument) == 0) {
+        found.push_back(pid);
+        break;
+      }
+  }
+  return found;
+}
+
 std::map<pid_t, ProcessEntry> process_table() {
   std::map<pid_t, ProcessEntry> table;
   DIR* proc = opendir("/proc");

@@ -24,6 +24,10 @@ struct ProcessEntry {
 // Every process now. A process that ends while it is read is left out.
 std::map<pid_t, ProcessEntry> process_table();
 
+// Every process whose command line has `argument` as one of its words (a partition's path: the executives
+// started for it), whoever started it.
+std::vector<pid_t> processes_with_argument(const std::string& argument);
+
 // The roots that are in `table` and all their descendants in it.
 std::set<pid_t> process_trees(const std::map<pid_t, ProcessEntry>& table, const std::vector<pid_t>& roots);
 

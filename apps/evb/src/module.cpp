@@ -24,21 +24,25 @@ DAQX_MODULE {
                .help = "event manager: numbers events, assigns batches to BU slots, tells RUs, sends the trigger fragment",
                .params = daqx::evb::EvM::parameters(),
                .create = make<daqx::evb::EvM>,
-               .handlers_may_run_inline = true},
+               .handlers_may_run_inline = true,
+               .workers = 1},  // the ticker
               {.name = "evb::RU",
                .help = "readout unit: sends its super-fragment of every event to the BU the EvM names",
                .params = daqx::evb::RU::parameters(),
                .create = make<daqx::evb::RU>,
-               .handlers_may_run_inline = true},
+               .handlers_may_run_inline = true,
+               .workers = 1},  // the ticker
               {.name = "evb::BU",
                .help = "builder unit: asks for events, assembles and checks them without copies, outputs them",
                .params = daqx::evb::BU::parameters(),
                .create = make<daqx::evb::BU>,
-               .handlers_may_run_inline = true},
+               .handlers_may_run_inline = true,
+               .workers = 2},  // the ticker, the file output
               {.name = "evb::Consumer",
                .help = "downstream of a BU with output consumer: checks built events (optionally slowly) and lets them go",
                .params = daqx::evb::Consumer::parameters(),
-               .create = make<daqx::evb::Consumer>},
+               .create = make<daqx::evb::Consumer>,
+               .workers = 1},  // its consumer
           },
       .transports = {},
   };

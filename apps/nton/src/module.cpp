@@ -20,14 +20,16 @@ DAQX_MODULE {
                .create = [](ApplicationContext& context) -> std::unique_ptr<Application> {
                  return std::make_unique<daqx::nton::Sender>(context);
                },
-               .handlers_may_run_inline = true},
+               .handlers_may_run_inline = true,
+               .workers = 1},  // the sender
               {.name = "nton::Receiver",
                .help = "receives, verifies (pattern, order per sender) and acknowledges the frames of Senders",
                .params = daqx::nton::Receiver::parameters(),
                .create = [](ApplicationContext& context) -> std::unique_ptr<Application> {
                  return std::make_unique<daqx::nton::Receiver>(context);
                },
-               .handlers_may_run_inline = true},
+               .handlers_may_run_inline = true,
+               .workers = 1},  // the hold timer
               {.name = "nton::PingPong",
                .help = "round-trip latency: the ping sends a frame, the pong echoes it",
                .params = daqx::nton::PingPong::parameters(),

@@ -119,4 +119,30 @@ MessageSettings MessageSettings::from(const ParamSet& params) {
   return s;
 }
 
+mem::PoolConfig receive_pool_config(const MessageSettings& settings) {
+  // Chunks of 4 MiB (or one buffer), as many as recvPoolSize holds.
+  const std::size_t chunk = std::max<std::size_t>(settings.receive_buffer_size, std::size_t{4} << 20);
+  mem::PoolConfig receive;
+  receive.name = "recv";
+  receive.classes.push_back({settings.receive_buffer_size, chunk / settings.receive_buffer_size, 1,
+                             std::max<std::size_t>(1, settings.receive_pool_bytes / chunk)});
+  return receive;
+}
+
+mem::PoolConfig credit_pool_config() {
+  mem::PoolConfig credit;
+  credit.name = "credit";
+  credit.classes.push_back({kCreditBufferSize, 1024, 1, 64});
+  return credit;
+}
+
+mem::PoolConfig small_frame_pool_config() {
+  return mem::PoolConfig::geometric("small", 256, kSmallFrameLimit, 256 << 10, 16 << 20);
+}
+
+std::size_t message_pool_bytes(const MessageSettings& settings) {
+  return receive_pool_config(settings).max_bytes() + credit_pool_config().max_bytes() +
+         small_frame_pool_config().max_bytes();
+}
+
 }  // namespace daqx::pt

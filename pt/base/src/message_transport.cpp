@@ -6,19 +6,11 @@
 
 namespace daqx::pt {
 
-namespace {
-
-// Frames up to this size are copied out of their receive buffer: a control frame, never a data block.
-constexpr std::size_t kSmallFrameLimit = 4096;
-
-}  // namespace
-
 MessageTransport::MessageTransport(TransportHost& host, Describe describe)
     : ConnectionTransport(host, describe),
       messages_(MessageSettings::from(host.params())),
       receive_budget_(std::max<std::size_t>(1, messages_.receive_pool_bytes / messages_.receive_buffer_size / 4)),
-      small_frames_(&host.make_pool("small", mem::PoolConfig::geometric("small", 256, kSmallFrameLimit, 256 << 10,
-                                                                         16 << 20))) {}
+      small_frames_(&host.make_pool("small", small_frame_pool_config())) {}
 
 void MessageTransport::prepare_incoming(MessageIncoming& c) noexcept {
   c.assembler.copy_small_frames(small_frames_, kSmallFrameLimit);

@@ -22,7 +22,7 @@ using pt::errno_text;
 using State = pt::OutgoingConnection::State;
 constexpr int kCompletionBatch = 32;
 constexpr int kReadRounds = 8;  // batches per round before the thread looks at events and timers
-constexpr std::size_t kCreditBufferSize = 64;
+using pt::kCreditBufferSize;
 constexpr std::size_t kMaxCompletionQueue = 65536;
 constexpr std::uint32_t kCreditTag = 0x80000000u;  // low half of a wr_id: a credit message, not data
 constexpr unsigned kAckBatch = 64;                 // completion events acknowledged together
@@ -160,15 +160,11 @@ void IbvTransport::open_device(ibv_context* context) {
 
   // ptibv's own pools, near the device when the configuration says so.
   const pt::MessageSettings& m = message_settings();
-  const std::size_t chunk = std::max<std::size_t>(m.receive_buffer_size, std::size_t{4} << 20);
-  mem::PoolConfig receive;
-  receive.classes.push_back(
-      {m.receive_buffer_size, chunk / m.receive_buffer_size, 1, std::max<std::size_t>(1, m.receive_pool_bytes / chunk)});
+  mem::PoolConfig receive = pt::receive_pool_config(m);
   receive.preferred_numa_node = numa_node_;
   receive.views = views_needed();
   receive_pool_ = &host().make_pool("recv", receive);
-  mem::PoolConfig credit;
-  credit.classes.push_back({kCreditBufferSize, 1024, 1, 64});
+  mem::PoolConfig credit = pt::credit_pool_config();
   credit.preferred_numa_node = numa_node_;
   credit_pool_ = &host().make_pool("credit", credit);
   receive_pool_->on_available([this] { request_resume(); });

@@ -58,7 +58,10 @@ TransportCapabilities describe(const ParamSet& params) {
           .credit_flow = true,
           .posted_receive_buffers = true,
           .numa_placement = true,
-          .connection_manager = "rdma_cm"};
+          .connection_manager = "rdma_cm",
+          .descriptors_per_connection = 0,  // queue pairs; rdma_cm's events come on one channel
+          .pool_bytes = pt::message_pool_bytes(pt::MessageSettings::from(params)),
+          .threads = pt::kConnectionTransportThreads};
 }
 
 Settings Settings::from(const ParamSet& params) {

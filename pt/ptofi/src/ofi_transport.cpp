@@ -16,7 +16,7 @@ constexpr std::size_t kCompletionQueueSize = 8192;
 constexpr std::size_t kEventQueueSize = 256;
 constexpr int kCompletionBatch = 32;
 constexpr int kReadRounds = 8;  // batches per round before the thread looks at events and timers
-constexpr std::size_t kCreditBufferSize = 64;
+using pt::kCreditBufferSize;
 
 // A connection-management event with room for connection data we do not use (the entry ends in a
 // flexible array, so it cannot be a member followed by others).
@@ -99,14 +99,10 @@ OfiTransport::OfiTransport(TransportHost& host)
   // Fail at configure time, naming what the provider lacks, rather than at the first connection.
   find_provider(settings_.provider, nullptr, nullptr, 0);
   const pt::MessageSettings& m = message_settings();
-  std::size_t chunk = std::max<std::size_t>(m.receive_buffer_size, std::size_t{4} << 20);
-  mem::PoolConfig receive;
-  receive.classes.push_back(
-      {m.receive_buffer_size, chunk / m.receive_buffer_size, 1, std::max<std::size_t>(1, m.receive_pool_bytes / chunk)});
+  mem::PoolConfig receive = pt::receive_pool_config(m);
   receive.views = views_needed();
   receive_pool_ = &this->host().make_pool("recv", receive);
-  mem::PoolConfig credit;
-  credit.classes.push_back({kCreditBufferSize, 1024, 1, 64});
+  mem::PoolConfig credit = pt::credit_pool_config();
   credit_pool_ = &this->host().make_pool("credit", credit);
   receive_pool_->on_available([this] { request_resume(); });
 }

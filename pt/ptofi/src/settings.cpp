@@ -55,6 +55,10 @@ TransportCapabilities describe(const ParamSet& params) {
   // The tcp provider listens on the endpoint's TCP port, where a plain socket can reach it.
   c.plain_tcp_port = settings.provider == "tcp";
   c.connection_manager = "libfabric";
+  // The tcp provider keeps a socket per connection; the RDMA ones none (queue pairs, events on shared channels).
+  c.descriptors_per_connection = settings.provider == "tcp" ? 1 : 0;
+  c.pool_bytes = pt::message_pool_bytes(pt::MessageSettings::from(params));
+  c.threads = pt::kConnectionTransportThreads;
   return c;
 }
 

@@ -35,9 +35,21 @@ Settings Settings::from(const ParamSet& params) {
   return s;
 }
 
-TransportCapabilities describe(const ParamSet&) {
+mem::PoolConfig copy_pool_config(const Settings& settings) {
+  mem::PoolConfig copies = mem::PoolConfig::geometric("copy", 256, 1u << 20, 1u << 20, settings.copy_pool_bytes);
+  copies.shared_memory = true;
+  return copies;
+}
+
+TransportCapabilities describe(const ParamSet& params) {
   // Frames by reference, no packing (there is nothing to save), connections made over a Unix socket.
-  return {.memory_registration = true, .shared_memory_pools = true, .connection_manager = "unix"};
+  // A Unix socket per connection; the copy pool (received frames are views of the peers' memory).
+  return {.memory_registration = true,
+          .shared_memory_pools = true,
+          .connection_manager = "unix",
+          .descriptors_per_connection = 1,
+          .pool_bytes = copy_pool_config(Settings::from(params)).max_bytes(),
+          .threads = pt::kConnectionTransportThreads};
 }
 
 }  // namespace daqx::ptshm

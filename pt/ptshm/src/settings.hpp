@@ -25,5 +25,7 @@ struct Settings {
 
 std::vector<ParamSpec> parameter_specs();
 TransportCapabilities describe(const ParamSet& params);
+// The shared pool ("copy") that frames from pools not in shared memory are copied into.
+mem::PoolConfig copy_pool_config(const Settings& settings);
 
 }  // namespace daqx::ptshm

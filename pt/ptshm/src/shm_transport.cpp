@@ -103,9 +103,7 @@ ShmTransport::ShmTransport(TransportHost& host)
   receive_pool_->set_foreign_release(this);
   receive_pool_->on_available([this] { request_resume(); });
   // Frames from pools that are not shared are copied here (counted), so that they can go all the same.
-  mem::PoolConfig copies = mem::PoolConfig::geometric("copy", 256, 1u << 20, 1u << 20, settings_.copy_pool_bytes);
-  copies.shared_memory = true;
-  copy_pool_ = &this->host().make_pool("copy", copies);
+  copy_pool_ = &this->host().make_pool("copy", copy_pool_config(settings_));
   copy_pool_->on_available([this] {
     copy_pool_waiting_.store(false, std::memory_order_relaxed);
     request_attention();

@@ -32,9 +32,22 @@ Settings Settings::from(const ParamSet& params) {
   return s;
 }
 
-TransportCapabilities describe(const ParamSet&) {
-  // A byte stream (no gather limit), coalescing in throughput mode, reachable by any TCP client.
-  return {.coalescing = true, .plain_tcp_port = true, .frames_on_plain_tcp = true, .connection_manager = "tcp"};
+mem::PoolConfig receive_pool_config() {
+  // 256 B .. 1 MiB blocks; larger frames arrive in chains of 1 MiB blocks.
+  return mem::PoolConfig::geometric("recv", 256, 1u << 20, 1u << 20, 256u << 20);
+}
+
+TransportCapabilities describe(const ParamSet& params) {
+  // A byte stream (no gather limit), coalescing in throughput mode, reachable by any TCP client; a socket per
+  // connection, the receive pool, and a staging buffer per incoming connection that carried data.
+  return {.coalescing = true,
+          .plain_tcp_port = true,
+          .frames_on_plain_tcp = true,
+          .connection_manager = "tcp",
+          .descriptors_per_connection = 1,
+          .pool_bytes = receive_pool_config().max_bytes(),
+          .receive_bytes_per_incoming = Settings::from(params).staging_bytes,
+          .threads = pt::kConnectionTransportThreads};
 }
 
 }  // namespace daqx::pttcp

@@ -29,5 +29,7 @@ struct Settings {
 // The shared connection parameters and pttcp's own.
 std::vector<ParamSpec> parameter_specs();
 TransportCapabilities describe(const ParamSet& params);
+// The receive pool ("recv") a pttcp transport makes.
+mem::PoolConfig receive_pool_config();
 
 }  // namespace daqx::pttcp

@@ -38,8 +38,7 @@ void set_socket_options(int fd, const Settings& settings, bool sending) {
 
 TcpTransport::TcpTransport(TransportHost& host)
     : ConnectionTransport(host, &pttcp::describe), settings_(Settings::from(host.params())) {
-  // 256 B .. 1 MiB blocks; larger frames arrive in chains of 1 MiB blocks.
-  receive_pool_ = &this->host().make_pool("recv", mem::PoolConfig::geometric("recv", 256, 1u << 20, 1u << 20, 256u << 20));
+  receive_pool_ = &this->host().make_pool("recv", receive_pool_config());
   receive_pool_->on_available([this] { request_resume(); });
   start_threads();
 }

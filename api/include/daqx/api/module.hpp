@@ -15,7 +15,7 @@ namespace daqx {
 
 // Bumped whenever a header of the plugin API changes incompatibly; a module built against another
 // version is refused at load with both numbers.
-inline constexpr std::uint32_t kModuleAbiVersion = 3;
+inline constexpr std::uint32_t kModuleAbiVersion = 4;
 
 struct ApplicationClass {
   std::string name;  // e.g. "nton::Sender"
@@ -25,6 +25,9 @@ struct ApplicationClass {
   // The class's handlers keep the inline contract (application.hpp): with the executive parameter dispatch=auto
   // (its default) they then run on the transport's receive thread, not behind a queue.
   bool handlers_may_run_inline = false;
+  // Threads it may start besides its dispatch thread (start_worker: a ticker, an output writer), at most; for the
+  // plan before start.
+  std::size_t workers = 0;
 };
 
 struct TransportClass {

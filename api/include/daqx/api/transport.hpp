@@ -55,6 +55,11 @@ struct TransportCapabilities {
   bool plain_tcp_port = false;          // the endpoint's port accepts plain TCP connections
   bool frames_on_plain_tcp = false;     // ... and reads daqx frames straight from them
   std::string connection_manager;       // how connections are made: "tcp", "libfabric" or "rdma_cm"
+  // What it needs, from its parameters, for the plan before start (daqx-launch --plan, docs/deploying.md):
+  std::size_t descriptors_per_connection = 0;  // file descriptors each connection keeps open (a socket: 1)
+  std::size_t pool_bytes = 0;                  // the most its own pools (receive, credit, copies) grow to
+  std::size_t receive_bytes_per_incoming = 0;  // receive memory each incoming connection adds besides them
+  std::size_t threads = 0;                     // threads it runs, whatever the number of connections
 };
 
 // One line for pages and listings: "memory registration, RDMA device, inline 256 B, 16 pieces per message, ...".

@@ -12,6 +12,12 @@ namespace daqx {
 
 class PartitionView;
 
+// The threads an executive's control server runs requests on (made as needed): a browser on the live pages keeps
+// a couple of requests going, a handful of clients that trickle or stall hold one each for the request deadline
+// (5 s), and status reads, stop and halt must still get in at once. Connect waits hold none (the server parks
+// them until they are answered).
+inline constexpr unsigned kControlServerThreads = 16;
+
 // Who may use the control port and how it is reached (docs/control-api.md, "Access").
 struct ControlServerSecurity {
   std::string token;              // requests other than GET and HEAD must present it as a bearer token; empty: open

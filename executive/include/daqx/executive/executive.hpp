@@ -7,6 +7,7 @@
 
 #include "daqx/executive/control.hpp"
 #include "daqx/executive/partition.hpp"
+#include "daqx/executive/resource_plan.hpp"
 
 namespace daqx {
 
@@ -42,6 +43,10 @@ class Executive {
   // The partition's connection plan as --check prints it: one line for the whole, then one per context (or the
   // one named): connections out and in, and the file descriptors they need.
   static std::vector<std::string> connection_plan(const config::Partition& partition, const std::string& context_url);
+  // The plan before start (resource_plan.hpp): what every context will use, from the partition's declared
+  // parameters and the modules of every context that load here (what a module that does not load would add is
+  // named in ContextNeeds::not_counted).
+  static std::vector<ContextNeeds> plan_resources(const config::Partition& partition);
   // What `daqx-executive --capabilities MODULE [NAME=VALUE ...]` prints: each transport of the module with the
   // capabilities it would offer with those parameters, as JSON. Throws std::runtime_error for a module that
   // cannot load or a parameter it refuses.

@@ -44,6 +44,11 @@ struct PoolConfig {
   static PoolConfig geometric(std::string name, std::size_t min_block, std::size_t max_block,
                               std::size_t chunk_bytes, std::size_t max_bytes_per_class,
                               std::size_t initial_chunks = 1);
+
+  // The memory of its blocks when made (the initial chunks) and the most it may grow to (every class at its
+  // max_chunks), for sizing a context before it starts.
+  std::size_t initial_bytes() const noexcept;
+  std::size_t max_bytes() const noexcept;
 };
 
 class Pool;

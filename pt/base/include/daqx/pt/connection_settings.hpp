@@ -12,6 +12,7 @@
 
 #include "daqx/api/frame.hpp"
 #include "daqx/api/parameters.hpp"
+#include "daqx/mempool/pool.hpp"
 
 namespace daqx::pt {
 
@@ -59,6 +60,22 @@ struct MessageSettings {
 
   static MessageSettings from(const ParamSet& params);
 };
+
+// Credit messages (ptofi, ptibv): a few bytes each, from a pool of their own.
+inline constexpr std::size_t kCreditBufferSize = 64;
+// Frames up to this size are copied out of their receive buffer into the small-frame pool: a control frame,
+// never a data block.
+inline constexpr std::size_t kSmallFrameLimit = 4096;
+
+// The pools of a message transport, made from these settings at configure and counted by its capabilities.
+mem::PoolConfig receive_pool_config(const MessageSettings& settings);  // "recv": recvBufferSize blocks up to recvPoolSize
+mem::PoolConfig credit_pool_config();                                 // "credit"
+mem::PoolConfig small_frame_pool_config();                            // "small"
+// What the three grow to at most.
+std::size_t message_pool_bytes(const MessageSettings& settings);
+
+// The threads of a ConnectionTransport (pt/base): one that sends, one that receives, for every connection.
+inline constexpr std::size_t kConnectionTransportThreads = 2;
 
 // recvBufferSize, recvDepth, recvPoolSize, sendDepth.
 std::vector<ParamSpec> message_parameter_specs();

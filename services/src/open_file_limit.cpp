@@ -1,9 +1,9 @@
 // Raising the open-file limit.
-#include "open_file_limit.hpp"
+#include "daqx/services/open_file_limit.hpp"
 
 #include <sys/resource.h>
 
-namespace daqx::detail {
+namespace daqx {
 
 OpenFileLimit raise_open_file_limit() noexcept {
   rlimit limit{};
@@ -19,4 +19,4 @@ OpenFileLimit raise_open_file_limit() noexcept {
   return OpenFileLimit{size(limit.rlim_cur), size(limit.rlim_max)};
 }
 
-}  // namespace daqx::detail
+}  // namespace daqx

@@ -4,7 +4,7 @@
 
 #include <cstddef>
 
-namespace daqx::detail {
+namespace daqx {
 
 struct OpenFileLimit {
   std::size_t soft = 0;  // what the process may open now
@@ -14,4 +14,4 @@ struct OpenFileLimit {
 // Raises the soft limit to the hard limit (once is enough; again changes nothing) and returns both.
 OpenFileLimit raise_open_file_limit() noexcept;
 
-}  // namespace daqx::detail
+}  // namespace daqx
