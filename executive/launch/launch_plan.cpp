@@ -16,11 +16,7 @@ bool LaunchPlan::fits() const {
 
 std::vector<std::string> LaunchPlan::describe() const {
   std::vector<std::string> lines = describe_needs(needs);
-  for (const auto& [host, host_limits] : limits) {
-    std::string line = describe_limits(host_limits);
-    if (host_limits.host != host) line = "host " + host + " (" + line.substr(5) + ")";
-    lines.push_back(std::move(line));
-  }
+  for (const auto& [host, host_limits] : limits) lines.push_back(describe_limits(host_limits, host));
   for (const std::string& unknown : unknown_limits) lines.push_back(unknown + ": not checked");
   for (const PlanShortfall& shortfall : shortfalls)
     lines.push_back((shortfall.refused ? "does not fit: " : "warning: ") + shortfall.text());

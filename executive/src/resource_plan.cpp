@@ -47,6 +47,9 @@ std::vector<ContextNeeds> estimate_needs(const config::Partition& partition, con
                                          const ModuleRegistry& modules) {
   std::vector<ContextNeeds> needs;
   needs.reserve(partition.contexts.size());
+  // What each transport declares, once per protocol and set of properties: contexts mostly share them, and asking
+  // may cost (ptofi asks libfabric about its provider).
+  std::map<std::string, std::pair<TransportCapabilities, std::string>, std::less<>> declared;
   for (std::size_t c = 0; c < partition.contexts.size(); ++c) {
     const config::ContextConfig& context = partition.contexts[c];
     const Policy policy(partition, context.url);
@@ -66,16 +69,26 @@ std::vector<ContextNeeds> estimate_needs(const config::Partition& partition, con
         n.not_counted.push_back("transport " + endpoint.protocol + " (its module is not loaded here)");
         continue;
       }
-      // The endpoint's properties over the transport's declared defaults (a wrong one is --check's to report).
-      ParamSet params(transport->params);
-      for (const config::Property& property : endpoint.properties) params.set(property.name, property.value);
-      TransportCapabilities offered;
-      try {
-        offered = transport->capabilities(params);
-      } catch (const std::exception& error) {
-        n.not_counted.push_back("transport " + endpoint.protocol + " (" + error.what() + ")");
+      std::string key = endpoint.protocol;
+      for (const config::Property& property : endpoint.properties) key.append("\n").append(property.name).append("=").append(property.value);
+      auto known = declared.find(key);
+      if (known == declared.end()) {
+        // The endpoint's properties over the transport's declared defaults (a wrong one is --check's to report).
+        ParamSet params(transport->params);
+        for (const config::Property& property : endpoint.properties) params.set(property.name, property.value);
+        std::pair<TransportCapabilities, std::string> answer;
+        try {
+          answer.first = transport->capabilities(params);
+        } catch (const std::exception& error) {
+          answer.second = error.what();
+        }
+        known = declared.emplace(std::move(key), std::move(answer)).first;
+      }
+      if (!known->second.second.empty()) {
+        n.not_counted.push_back("transport " + endpoint.protocol + " (" + known->second.second + ")");
         continue;
       }
+      const TransportCapabilities& offered = known->second.first;
       const auto& outgoing = plan.outgoing_by_network(c);
       const auto found = outgoing.find(endpoint.network);
       const std::size_t incoming = plan.incoming(c, endpoint.network);
@@ -120,6 +133,8 @@ std::vector<PlanShortfall> check_fit(const std::vector<ContextNeeds>& contexts,
   std::vector<PlanShortfall> shortfalls;
   struct HostTotal {
     std::string first_context;
+    std::string where;
+    const HostLimits* limits = nullptr;
     std::size_t huge_page_bytes = 0;
   };
   std::map<std::string, HostTotal> hosts;
@@ -143,15 +158,19 @@ std::vector<PlanShortfall> check_fit(const std::vector<ContextNeeds>& contexts,
                                   std::to_string(limits->ephemeral_low) + "-" + std::to_string(limits->ephemeral_high) +
                                   " (net.ipv4.ip_local_port_range)",
                               "choose ports outside it, or reserve them (net.ipv4.ip_local_reserved_ports)"});
-    HostTotal& total = hosts[n.host];
-    if (total.first_context.empty()) total.first_context = n.url;
+    // Summed per machine: host names that are the same machine (the local engine's) share its huge pages.
+    HostTotal& total = hosts[limits->host.empty() ? n.host : limits->host];
+    if (total.first_context.empty()) {
+      total.first_context = n.url;
+      total.where = where;
+      total.limits = limits;
+    }
     total.huge_page_bytes += n.huge_page_bytes;
   }
-  for (const auto& [host, total] : hosts) {
-    const HostLimits* limits = limits_of(host);
-    const std::size_t free_bytes = limits->huge_pages_free * limits->huge_page_bytes;
+  for (const auto& [machine, total] : hosts) {
+    const std::size_t free_bytes = total.limits->huge_pages_free * total.limits->huge_page_bytes;
     if (total.huge_page_bytes > free_bytes)
-      shortfalls.push_back({total.first_context, host, "huge pages",
+      shortfalls.push_back({total.first_context, total.where, "huge pages",
                             mebibytes(total.huge_page_bytes) + " for the pools its contexts place on huge pages",
                             mebibytes(free_bytes) + " free (HugePages_Free)",
                             "the rest comes from transparent or normal pages; reserve more (vm.nr_hugepages)", false});
@@ -198,8 +217,9 @@ std::vector<std::string> describe_needs(const std::vector<ContextNeeds>& context
   return lines;
 }
 
-std::string describe_limits(const HostLimits& limits) {
-  return "host " + limits.host + ": open files " + count(limits.open_files) + ", locked memory " +
+std::string describe_limits(const HostLimits& limits, const std::string& host) {
+  const std::string name = host.empty() || host == limits.host ? limits.host : host + " (" + limits.host + ")";
+  return "host " + name + ": open files " + count(limits.open_files) + ", locked memory " +
          mebibytes(limits.locked_bytes) + ", huge pages " + std::to_string(limits.huge_pages_free) + " free of " +
          mebibytes(limits.huge_page_bytes) + ", ephemeral ports " +
          (limits.ephemeral_high == 0 ? std::string("not known")

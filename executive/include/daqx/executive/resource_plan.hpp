@@ -49,6 +49,8 @@ std::vector<PlanShortfall> check_fit(const std::vector<ContextNeeds>& contexts,
 
 // The table: a header, one line per context, a line of totals; then each host's limits.
 std::vector<std::string> describe_needs(const std::vector<ContextNeeds>& contexts);
-std::string describe_limits(const HostLimits& limits);
+// "host NAME: open files ..., locked memory ..., huge pages ..., ephemeral ports LOW-HIGH"; `host` as the
+// partition names it, when that is not the name the host gives itself.
+std::string describe_limits(const HostLimits& limits, const std::string& host = "");
 
 }  // namespace daqx
