@@ -42,14 +42,15 @@ TEST_CASE("daqx-launch --engine slurm inside an allocation runs the 2x2 event bu
   const std::string logs = scratch_directory() + "/slurm-logs";
   LauncherProcess launcher({"--config", partition, "--drive", "--run", "60", "--log-dir", logs}, slurm.environment(),
                            allocation_of());
-  // While it runs: one step of the job holds every context (srun --multi-prog), named daqx.
+  // While it runs: one step of the job holds every context (srun --multi-prog), named daqx; it follows the plan's
+  // one-task steps that asked each node for its limits, which have ended.
   const auto deadline = std::chrono::steady_clock::now() + 60s;
   while (!(application_metric(cluster.url(0, kClusterEvbControlPort), kClusterEvm, "events_completed") > 2000) &&
          launcher.running() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(200ms);
   const ProcessResult steps = slurm.run({"squeue", "--steps", "--noheader", "--format=%i %j %N"});
   INFO("steps:\n" << steps.output);
-  CHECK_THAT(steps.output, Catch::Contains(".0 daqx "));
+  CHECK_THAT(steps.output, Catch::Contains(" daqx "));
   launcher.end_run();  // the run has built what check_undisturbed_run asks for: its --run is only a bound
   const std::optional<int> exit_code = launcher.wait(120s);
   const std::string output = launcher.output();
