@@ -26,7 +26,7 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr int kHosts = 16;
-constexpr std::uint16_t kControl = 39700;
+constexpr std::uint16_t kControl = 29700;
 constexpr unsigned kFrames = 2000;  // per sender: a light run, done within a second of enable
 
 std::uint32_t sender_tid(int context) { return 100 + static_cast<std::uint32_t>(context); }

@@ -29,11 +29,15 @@ constexpr std::uint32_t kEvmId = 10;
 // The generator's ports on one host: context k listens for control on base + 10k and for data on base + 10k + 1.
 constexpr int kPortStep = 10;
 
-// True when a socket can bind every port the generator gives `contexts` contexts from `base` on 127.0.0.1.
+// True when a listening socket could bind every port the generator gives `contexts` contexts from `base` on
+// 127.0.0.1: nothing listens there. SO_REUSEADDR, as the executives bind: connections of earlier runs left in
+// TIME_WAIT do not hold a port.
 bool ports_free(std::uint16_t base, int contexts) {
   for (int k = 0; k < contexts; ++k)
     for (int offset : {0, 1}) {
       const int fd = socket(AF_INET, SOCK_STREAM, 0);
+      const int reuse = 1;
+      setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof reuse);
       sockaddr_in address{};
       address.sin_family = AF_INET;
       address.sin_port = htons(static_cast<std::uint16_t>(base + kPortStep * k + offset));
