@@ -86,7 +86,8 @@ void usage(FILE* out) {
                "  Transitions go in phases: consecutive contexts of the partition file that host the same set of\n"
                "  application classes form one phase; configure and enable take the phases in file order (a phase\n"
                "  in which a context fails ends the transition), stop and halt in reverse (on past failures). The\n"
-               "  contexts of a phase are asked at once, at most --fanout N at a time (default 32, 1 to 1024), each\n"
+               "  contexts of a phase are asked at once, at most --fanout N at a time (default 32, 1 to 1024; the\n"
+               "  connect and the live table too, all over 4 threads), each\n"
                "  answering within --transition-timeout seconds (default 60) or named as not answering; the\n"
                "  others go on. Each transition ends with a line per context that did not do it and a total line\n"
                "  (\"configure: 64/64 contexts in 1.02 s (1 phase)\").\n"
@@ -377,16 +378,18 @@ int main(int argc, char** argv) {
 
   Target target = Target::started;
   std::optional<std::uint64_t> run_number;
+  // One pool of a few threads sends every request to the contexts, whatever their number: transitions, connect,
+  // and the polls of the live table and the dashboard, up to --fanout of them in flight at once.
+  daqx::ControlRequestPool requests(options.drive_settings.fanout);
   // A restarted context is brought back to where the others are: configured, connected, enabled in this run.
   auto bring_up = [&](const std::string& url, Target to) {
-    if (!transition_one(url, "configure", options.drive_settings)) return false;
+    if (!transition_one(url, "configure", options.drive_settings, requests)) return false;
     if (to == Target::configured) return true;
-    if (options.connect && !connect_one(url, std::chrono::seconds(30))) return false;
-    return transition_one(url, "enable", options.drive_settings, run_number);
+    if (options.connect && !connect_one(url, std::chrono::seconds(30), requests)) return false;
+    return transition_one(url, "enable", options.drive_settings, requests, run_number);
   };
   // The live page of the partition, from the start: contexts coming up show as such.
-  // One fixed pool of threads polls the contexts for the live table and the dashboard alike, whatever their number.
-  daqx::ContextPoller poller;
+  daqx::ContextPoller poller(requests);
   std::unique_ptr<daqx::PartitionView> view;
   std::unique_ptr<daqx::DashboardServer> dashboard;
   if (options.dashboard) {
@@ -443,11 +446,11 @@ int main(int argc, char** argv) {
       }
       std::printf("daqx-launch: run %llu (from %s)\n", static_cast<unsigned long long>(*run_number), path.c_str());
     }
-    healthy = transition_all(partition, "configure", options.drive_settings);
+    healthy = transition_all(partition, "configure", options.drive_settings, requests);
     if (healthy) target = Target::configured;
     healthy = healthy &&
-              (!options.connect || connect_all(partition, std::chrono::seconds(30), options.drive_settings.fanout)) &&
-              transition_all(partition, "enable", options.drive_settings, run_number);
+              (!options.connect || connect_all(partition, std::chrono::seconds(30), requests)) &&
+              transition_all(partition, "enable", options.drive_settings, requests, run_number);
     if (healthy) {
       target = Target::enabled;
       std::printf("daqx-launch: configured and enabled, run %llu\n", static_cast<unsigned long long>(*run_number));
@@ -481,12 +484,12 @@ int main(int argc, char** argv) {
     healthy = false;
   }
   if (options.drive && gone.empty()) {
-    transition_all(partition, "stop", options.drive_settings, {}, up);
+    transition_all(partition, "stop", options.drive_settings, requests, {}, up);
     // Enabled from the end of enable to the end of stop: stop drains, and what it drains is counted.
     const double enabled_seconds = std::chrono::duration<double>(Clock::now() - start).count();
     if (display)
       display->summary(enabled_seconds, options.log_dir + "/run-" + std::to_string(*run_number) + "-counters.txt", up);
-    transition_all(partition, "halt", options.drive_settings, {}, up);
+    transition_all(partition, "halt", options.drive_settings, requests, {}, up);
   }
   const bool clean = supervisor.stop_all(grace);
   std::printf("daqx-launch: restarts: %u\n", supervisor.total_restarts());

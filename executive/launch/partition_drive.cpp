@@ -42,27 +42,26 @@ bool report(const ContextConnections& context, std::chrono::seconds limit) {
 }  // namespace
 
 bool transition_one(const std::string& url, const std::string& command, const DriveSettings& settings,
-                    std::optional<std::uint64_t> run) {
-  return report(run_transition({{url}}, TransitionRequest{.command = command, .run = run, .fanout = settings.fanout,
-                                                          .deadline = settings.deadline}),
-                false);
+                    ControlRequestPool& pool, std::optional<std::uint64_t> run) {
+  return report(
+      run_transition({{url}}, TransitionRequest{.command = command, .run = run, .deadline = settings.deadline}, pool),
+      false);
 }
 
 bool transition_all(const config::Partition& partition, const std::string& command, const DriveSettings& settings,
-                    std::optional<std::uint64_t> run, const ContextFilter& filter) {
+                    ControlRequestPool& pool, std::optional<std::uint64_t> run, const ContextFilter& filter) {
   return report(run_transition(transition_phases(partition, filter),
-                               TransitionRequest{.command = command, .run = run, .fanout = settings.fanout,
-                                                 .deadline = settings.deadline}),
+                               TransitionRequest{.command = command, .run = run, .deadline = settings.deadline}, pool),
                 true);
 }
 
-bool connect_all(const config::Partition& partition, std::chrono::seconds limit, unsigned fanout) {
+bool connect_all(const config::Partition& partition, std::chrono::seconds limit, ControlRequestPool& pool) {
   std::vector<std::string> urls;
   for (const config::ContextConfig& context : partition.contexts) urls.push_back(context.url);
   const auto started = std::chrono::steady_clock::now();
   bool ok = true;
   std::size_t up = 0, total = 0;
-  for (const ContextConnections& context : connect_contexts(urls, limit, fanout, kAskDeadline)) {
+  for (const ContextConnections& context : connect_contexts(urls, limit, pool, kAskDeadline)) {
     ok = report(context, limit) && ok;
     up += context.up;
     total += context.total;
@@ -73,8 +72,8 @@ bool connect_all(const config::Partition& partition, std::chrono::seconds limit,
   return ok;
 }
 
-bool connect_one(const std::string& url, std::chrono::seconds limit) {
-  return report(connect_contexts({url}, limit, 1, kAskDeadline).front(), limit);
+bool connect_one(const std::string& url, std::chrono::seconds limit, ControlRequestPool& pool) {
+  return report(connect_contexts({url}, limit, pool, kAskDeadline).front(), limit);
 }
 
 }  // namespace daqx::launch

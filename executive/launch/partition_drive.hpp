@@ -7,27 +7,28 @@
 #include <optional>
 #include <string>
 
-#include "daqx/executive/control_fanout.hpp"
+#include "daqx/executive/control_request_pool.hpp"
 #include "daqx/executive/partition.hpp"
 #include "run_control.hpp"
 
 namespace daqx::launch {
 
 struct DriveSettings {
-  unsigned fanout = kDefaultControlFanout;                        // --fanout: contexts asked at once
+  unsigned fanout = kDefaultControlFanout;                        // --fanout: requests in flight at once
   std::chrono::milliseconds deadline = std::chrono::seconds(60);  // --transition-timeout: each context's answer
 };
 
 // One context (a restarted one brought back): false, with the reason on stderr, when it did not do it.
+// The requests go over `pool` (made with settings.fanout), shared with the connect and the live table.
 bool transition_one(const std::string& url, const std::string& command, const DriveSettings& settings,
-                    std::optional<std::uint64_t> run = {});
+                    ControlRequestPool& pool, std::optional<std::uint64_t> run = {});
 // Every context that `filter` lets through (all when empty), in phases (transition_phases): a line on stderr per
 // context that did not do it, the total on stdout. False when one did not.
 bool transition_all(const config::Partition& partition, const std::string& command, const DriveSettings& settings,
-                    std::optional<std::uint64_t> run = {}, const ContextFilter& filter = {});
+                    ControlRequestPool& pool, std::optional<std::uint64_t> run = {}, const ContextFilter& filter = {});
 
 // Every outgoing connection opened and up within `limit` (POST /api/connect), for all contexts or one.
-bool connect_all(const config::Partition& partition, std::chrono::seconds limit, unsigned fanout);
-bool connect_one(const std::string& url, std::chrono::seconds limit);
+bool connect_all(const config::Partition& partition, std::chrono::seconds limit, ControlRequestPool& pool);
+bool connect_one(const std::string& url, std::chrono::seconds limit, ControlRequestPool& pool);
 
 }  // namespace daqx::launch

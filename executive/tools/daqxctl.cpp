@@ -28,7 +28,7 @@
 #include <thread>
 
 #include "daqx/executive/control_client.hpp"
-#include "daqx/executive/control_fanout.hpp"
+#include "daqx/executive/control_request_pool.hpp"
 #include "daqx/executive/partition.hpp"
 #include "daqx/executive/partition_connect.hpp"
 #include "daqx/executive/partition_transition.hpp"
@@ -52,7 +52,7 @@ constexpr const char* kUsageText =
     "usage: daqxctl (--config PARTITION.xml [--context URL] | --url URL) [--app TID] [--timeout SECONDS]\n"
     "               [--fanout N] [--token-file FILE] [--ca-file FILE] COMMAND\n"
     "       daqxctl (--config PARTITION.xml [--context URL] | --url URL) [--interval SECONDS] [--count N]\n"
-    "               [--poll-threads N] watch\n"
+    "               [--fanout N] watch\n"
     "commands:\n"
     "  status          state of every application: context, tid, class, instance, state, reason\n"
     "  configure       Halted -> Configured, in phases in partition order (below)\n"
@@ -70,13 +70,13 @@ constexpr const char* kUsageText =
     "                  (default 1, 0.1 to 3600): redrawn in place on a terminal, else one line per context and per\n"
     "                  application per refresh. --count N: stop after N refreshes (default: at Ctrl-C). A context\n"
     "                  that does not answer (within max(2, interval) s) is shown as unreachable; exit 0. One\n"
-    "                  GET /api/summary per context per refresh, N at once (--poll-threads, 1 to 64, default 8);\n"
+    "                  GET /api/summary per context per refresh, at most --fanout N at once;\n"
     "                  above 32 applications only the totals per kind and what needs attention are listed\n"
     "  Transitions go in phases: consecutive contexts of the partition file that host the same set of\n"
     "  application classes form one phase; configure and enable take the phases in file order and end after\n"
     "  one in which a context did not do it, stop and halt take them in reverse and go on, to bring down all\n"
     "  they can. The contexts of a phase are asked at once, at most --fanout N at a time (default 32, 1 to\n"
-    "  1024; connect too), each answering within --timeout or named. Printed: a line per context that did it,\n"
+    "  1024; connect and watch too, all over 4 threads), each answering within --timeout or named. Printed: a line per context that did it,\n"
     "  one per context that did not (stderr) and a total (\"configure: 64/64 contexts in 1.02 s (1 phase)\")\n"
     "       daqxctl shm list|clean   (this host, no partition needed)\n"
     "       daqxctl --version | --help\n"
@@ -95,7 +95,7 @@ struct Options {
   std::string context;  // only this context of the partition
   std::optional<std::uint32_t> app;
   double timeout_seconds = 30;  // configure may allocate and register large pools: give it time
-  unsigned fanout = daqx::kDefaultControlFanout;  // transitions and connect: contexts asked at once
+  unsigned fanout = daqx::kDefaultControlFanout;  // transitions, connect, watch: requests in flight at once
   std::string command;
   std::string argument;  // NAME=VALUE for set
   std::optional<std::uint64_t> run;  // enable: the run given
@@ -103,7 +103,6 @@ struct Options {
   daqx::ControlAccess::Files access;  // --token-file, --ca-file
   double interval_seconds = 1;        // watch: between refreshes
   unsigned count = 0;                 // watch: refreshes before it ends; 0: until interrupted
-  unsigned poll_threads = daqx::ContextPoller::kDefaultThreads;  // watch: contexts asked at once
 };
 
 struct UsageError {
@@ -148,7 +147,6 @@ double seconds_in(const std::string& text) {
 Options parse_options(int argc, char** argv) {
   Options options;
   std::vector<std::string> positional;
-  bool poll_threads_given = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::string value;
@@ -222,12 +220,6 @@ Options parse_options(int argc, char** argv) {
       if (error != std::errc() || end != text.data() + text.size() || options.count == 0) {
         throw UsageError{"--count needs a number of refreshes (1 or more), not '" + text + "'"};
       }
-    } else if (arg == "--poll-threads") {
-      const std::string text = take_value();
-      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), options.poll_threads);
-      if (error != std::errc() || end != text.data() + text.size() || options.poll_threads == 0 || options.poll_threads > 64)
-        throw UsageError{"--poll-threads needs a number of threads from 1 to 64, not '" + text + "'"};
-      poll_threads_given = true;
     } else if (arg == "--run-file") {
       options.run_file = take_value();
       if (options.run_file.empty()) throw UsageError{"--run-file needs a path"};
@@ -257,8 +249,8 @@ Options parse_options(int argc, char** argv) {
     throw UsageError{"--run and --run-file go with enable"};
   }
   if (options.run && !options.run_file.empty()) throw UsageError{"give either --run or --run-file"};
-  if (options.command != "watch" && (options.count != 0 || options.interval_seconds != 1 || poll_threads_given))
-    throw UsageError{"--interval, --count and --poll-threads go with watch"};
+  if (options.command != "watch" && (options.count != 0 || options.interval_seconds != 1))
+    throw UsageError{"--interval and --count go with watch"};
   if (options.command == "enable" && !options.run && options.run_file.empty()) {
     if (const char* run_file = std::getenv("DAQX_RUN_FILE"); run_file != nullptr) options.run_file = run_file;
   }
@@ -442,7 +434,6 @@ int transition(const daqx::ContextPhases& phases, const Options& options) {
   request.command = options.command;
   request.path = options.app ? "/api/applications/" + std::to_string(*options.app) + "/transition"
                              : std::string("/api/transition");
-  request.fanout = options.fanout;
   request.deadline = std::chrono::milliseconds(static_cast<std::int64_t>(options.timeout_seconds * 1000));
   if (options.command == "enable") {
     // One number for every context, allocated once the partition is known to be readable.
@@ -453,7 +444,8 @@ int transition(const daqx::ContextPhases& phases, const Options& options) {
       std::cout << "run " << run << (options.run_file.empty() ? "" : " (from " + options.run_file + ")") << "\n";
     }
   }
-  const daqx::TransitionOutcome outcome = daqx::run_transition(phases, request);
+  daqx::ControlRequestPool pool(options.fanout);  // after the access is set: its requests present it
+  const daqx::TransitionOutcome outcome = daqx::run_transition(phases, request, pool);
   for (const daqx::ContextOutcome& context : outcome.contexts)
     if (context.result == daqx::ContextOutcome::Result::done)
       std::cout << context.url << " " << options.command << " done: " << context.states << "\n";
@@ -494,7 +486,8 @@ int connect_all(const std::vector<std::string>& urls, const Options& options) {
   const auto limit = std::chrono::milliseconds(static_cast<std::int64_t>(std::min(options.timeout_seconds, 120.0) * 1000));
   const auto ask = std::chrono::milliseconds(static_cast<std::int64_t>(options.timeout_seconds * 1000));
   int exit_code = kSuccess;
-  for (const daqx::ContextConnections& context : daqx::connect_contexts(urls, limit, options.fanout, ask)) {
+  daqx::ControlRequestPool pool(options.fanout);
+  for (const daqx::ContextConnections& context : daqx::connect_contexts(urls, limit, pool, ask)) {
     if (!context.answered()) {
       report_unreachable(Unreachable{context.url, context.error});
       exit_code = kUnreachable;
@@ -543,7 +536,7 @@ int watch(const std::vector<std::string>& urls, const Options& options, const st
   const auto interval = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(options.interval_seconds));
   RateTracker rates;
-  daqx::ContextPoller poller(options.poll_threads);  // after the access is set: its requests present it
+  daqx::ContextPoller poller(options.fanout);  // after the access is set: its requests present it
   auto next = std::chrono::steady_clock::now();
   for (unsigned refresh = 1; !g_stop_watching; ++refresh) {
     const std::vector<ContextSample> samples = poll_contexts(poller, urls, timeout);

@@ -285,11 +285,11 @@ TEST_CASE("daqxctl watch shows each application's state and rates, which change 
 
   ProcessResult wrong = daqxctl(partition, {"status", "--count", "2"});
   CHECK(wrong.exit_code == 2);
-  CHECK_THAT(wrong.output, Contains("--interval, --count and --poll-threads go with watch"));
+  CHECK_THAT(wrong.output, Contains("--interval and --count go with watch"));
   CHECK(daqxctl(partition, {"watch", "--interval", "0"}).exit_code == 2);
-  const ProcessResult no_threads = daqxctl(partition, {"watch", "--poll-threads", "0"});
-  CHECK(no_threads.exit_code == 2);
-  CHECK_THAT(no_threads.output, Contains("--poll-threads needs a number of threads from 1 to 64, not '0'"));
+  const ProcessResult no_fanout = daqxctl(partition, {"watch", "--fanout", "0"});
+  CHECK(no_fanout.exit_code == 2);
+  CHECK_THAT(no_fanout.output, Contains("--fanout needs a number of contexts asked at once"));
   CHECK_THAT(run_process({tool_program("daqxctl"), "--help"}, std::chrono::seconds(10)).output,
              Contains("watch (or top)") && Contains("--count N"));
 }

@@ -58,35 +58,24 @@ HttpReply ControlClient::post(const std::string& path, const std::string& json_b
   return request("POST", path, json_body);
 }
 
-HttpReply ControlClient::request(const std::string& method, const std::string& path, const std::string& body) const {
+namespace {
+
+Poco::Timespan timespan_of(std::chrono::milliseconds timeout) {
+  return Poco::Timespan(static_cast<long>(timeout.count() / 1000), static_cast<long>(timeout.count() % 1000) * 1000);
+}
+
+// Every failure of a request as the reply that says it.
+template <typename Step>
+HttpReply replied(const std::string& tls_hint, Step&& step) {
   HttpReply reply;
   try {
-    std::unique_ptr<Poco::Net::HTTPClientSession> session;
-    if (tls_)
-      session = std::make_unique<Poco::Net::HTTPSClientSession>(host_, port_, http::client_tls_context(access_.ca_file));
-    else
-      session = std::make_unique<Poco::Net::HTTPClientSession>(host_, port_);
-    session->setTimeout(Poco::Timespan(static_cast<long>(timeout_.count() / 1000), static_cast<long>(timeout_.count() % 1000) * 1000));
-    Poco::Net::HTTPRequest request(method, path, Poco::Net::HTTPMessage::HTTP_1_1);
-    if (!access_.token.empty()) request.set(Poco::Net::HTTPRequest::AUTHORIZATION, "Bearer " + access_.token);
-    if (!body.empty()) {
-      request.setContentType("application/json");
-      request.setContentLength(static_cast<std::streamsize>(body.size()));
-    }
-    std::ostream& out = session->sendRequest(request);
-    out << body;
-    Poco::Net::HTTPResponse response;
-    std::istream& in = session->receiveResponse(response);
-    std::ostringstream text;
-    Poco::StreamCopier::copyStream(in, text);
-    reply.status = static_cast<int>(response.getStatus());
-    reply.body = text.str();
+    step(reply);
   } catch (const Poco::Net::NoMessageException& e) {
     reply.status = 0;
-    reply.body = e.displayText() + plain_to_tls_hint();
+    reply.body = e.displayText() + tls_hint;
   } catch (const Poco::Net::ConnectionResetException& e) {
     reply.status = 0;
-    reply.body = e.displayText() + plain_to_tls_hint();
+    reply.body = e.displayText() + tls_hint;
   } catch (const Poco::TimeoutException& e) {
     reply.status = 0;
     reply.timed_out = true;
@@ -99,6 +88,62 @@ HttpReply ControlClient::request(const std::string& method, const std::string& p
     reply.body = e.what();
   }
   return reply;
+}
+
+}  // namespace
+
+SentControlRequest::SentControlRequest(std::unique_ptr<Poco::Net::HTTPClientSession> session, std::string tls_hint,
+                                       HttpReply failure)
+    : session_(std::move(session)), tls_hint_(std::move(tls_hint)), failure_(std::move(failure)) {}
+SentControlRequest::SentControlRequest(SentControlRequest&&) noexcept = default;
+SentControlRequest& SentControlRequest::operator=(SentControlRequest&&) noexcept = default;
+SentControlRequest::~SentControlRequest() = default;
+
+int SentControlRequest::socket_fd() const noexcept {
+  return session_ ? static_cast<int>(session_->socket().impl()->sockfd()) : -1;
+}
+
+HttpReply SentControlRequest::receive(std::chrono::milliseconds timeout) {
+  if (!session_) return failure_;
+  HttpReply reply = replied(tls_hint_, [&](HttpReply& answer) {
+    session_->socket().setReceiveTimeout(timespan_of(timeout));
+    Poco::Net::HTTPResponse response;
+    std::istream& in = session_->receiveResponse(response);
+    std::ostringstream text;
+    Poco::StreamCopier::copyStream(in, text);
+    answer.status = static_cast<int>(response.getStatus());
+    answer.body = text.str();
+  });
+  session_.reset();  // one request per connection
+  return reply;
+}
+
+SentControlRequest ControlClient::send(const std::string& method, const std::string& path,
+                                       const std::string& body) const {
+  std::unique_ptr<Poco::Net::HTTPClientSession> session;
+  HttpReply failure = replied(plain_to_tls_hint(), [&](HttpReply&) {
+    if (tls_)
+      session = std::make_unique<Poco::Net::HTTPSClientSession>(host_, port_, http::client_tls_context(access_.ca_file));
+    else
+      session = std::make_unique<Poco::Net::HTTPClientSession>(host_, port_);
+    session->setTimeout(timespan_of(timeout_));
+    Poco::Net::HTTPRequest request(method, path, Poco::Net::HTTPMessage::HTTP_1_1);
+    if (!access_.token.empty()) request.set(Poco::Net::HTTPRequest::AUTHORIZATION, "Bearer " + access_.token);
+    if (!body.empty()) {
+      request.setContentType("application/json");
+      request.setContentLength(static_cast<std::streamsize>(body.size()));
+    }
+    std::ostream& out = session->sendRequest(request);
+    out << body;
+    out.flush();
+    if (!out) throw Poco::Net::NetException("could not send the request");
+  });
+  if (failure.status == 0 && !failure.body.empty()) session.reset();
+  return SentControlRequest(std::move(session), plain_to_tls_hint(), std::move(failure));
+}
+
+HttpReply ControlClient::request(const std::string& method, const std::string& path, const std::string& body) const {
+  return send(method, path, body).receive(timeout_);
 }
 
 }  // namespace daqx

@@ -1,4 +1,5 @@
-// Two fanned-out rounds of POST /api/connect: open (timeout=0) everywhere, then wait on each for what is left.
+// Two rounds of POST /api/connect over a ControlRequestPool: open (timeout=0) everywhere, then wait on each for
+// what is left.
 #include "daqx/executive/partition_connect.hpp"
 
 #include <Poco/Exception.h>
@@ -49,10 +50,30 @@ void take_status(ContextConnections& context, const HttpReply& reply) {
   if (context.error.empty()) context.error = "no reason given";
 }
 
+// What one context said of its wait (on a pool worker; each call for a context of its own).
+void take_wait(ContextConnections& context, const HttpReply& reply, Clock::time_point started) {
+  context.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  take_status(context, reply);
+  if (reply.status != 200 && reply.status != 504) return;
+  const Poco::JSON::Object::Ptr answer = json_object(reply.body);
+  if (!answer) {  // not our API: as good as no answer
+    context.status = 0;
+    context.error = "answered " + std::to_string(reply.status) + " without JSON";
+    return;
+  }
+  context.up = answer->optValue<std::size_t>("up", 0);
+  context.total = answer->optValue<std::size_t>("total", 0);
+  const Poco::JSON::Array::Ptr down = answer->getArray("down");
+  for (std::size_t i = 0; down && i < down->size(); ++i) {
+    const Poco::JSON::Object::Ptr entry = down->getObject(static_cast<unsigned>(i));
+    context.down.push_back(DownConnection{text_of(entry, "protocol"), text_of(entry, "peer"), text_of(entry, "remote")});
+  }
+}
+
 }  // namespace
 
 std::vector<ContextConnections> connect_contexts(const std::vector<std::string>& urls, std::chrono::milliseconds limit,
-                                                 unsigned fanout, std::chrono::milliseconds ask_deadline) {
+                                                 ControlRequestPool& pool, std::chrono::milliseconds ask_deadline) {
   const auto started = Clock::now();
   const auto deadline = started + limit;
   std::vector<ContextConnections> contexts(urls.size());
@@ -60,7 +81,7 @@ std::vector<ContextConnections> connect_contexts(const std::vector<std::string>&
   for (const std::string& url : urls)
     opening.push_back(ControlRequest{.url = url, .method = "POST", .path = "/api/connect?timeout=0", .body = "{}",
                                      .deadline = ask_deadline});
-  const std::vector<HttpReply> opened = send_fanned_out(opening, fanout);
+  const std::vector<HttpReply> opened = pool.send(opening);
   std::vector<std::size_t> waiting;
   for (std::size_t i = 0; i < urls.size(); ++i) {
     contexts[i].url = urls[i];
@@ -70,36 +91,19 @@ std::vector<ContextConnections> connect_contexts(const std::vector<std::string>&
     else
       contexts[i].seconds = std::chrono::duration<double>(Clock::now() - started).count();
   }
-  // What is left of the limit is taken when each request goes, so that a wait that starts late ends in time too.
-  for_each_fanned_out(waiting.size(), fanout, [&](std::size_t w) {
-    ContextConnections& context = contexts[waiting[w]];
+  // The waits go the pool's fan-out at a time, each taking what is left of the limit when its turn comes, so that
+  // a wait that starts late ends in time too.
+  for (std::size_t first = 0; first < waiting.size(); first += pool.fanout()) {
+    const std::size_t end = std::min<std::size_t>(waiting.size(), first + pool.fanout());
     const auto left = std::max<std::chrono::milliseconds>(
         std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
-    HttpReply reply;
-    try {
-      reply = ControlClient(context.url, left + kAnswerMargin)
-                  .post("/api/connect?timeout=" + std::to_string(left.count()), "{}");
-    } catch (const std::invalid_argument& error) {  // not a URL: the first round said so already
-      reply.body = error.what();
-    }
-    context.seconds = std::chrono::duration<double>(Clock::now() - started).count();
-    take_status(context, reply);
-    if (reply.status != 200 && reply.status != 504) return;
-    const Poco::JSON::Object::Ptr answer = json_object(reply.body);
-    if (!answer) {  // not our API: as good as no answer
-      context.status = 0;
-      context.error = "answered " + std::to_string(reply.status) + " without JSON";
-      return;
-    }
-    context.up = answer->optValue<std::size_t>("up", 0);
-    context.total = answer->optValue<std::size_t>("total", 0);
-    const Poco::JSON::Array::Ptr down = answer->getArray("down");
-    for (std::size_t i = 0; down && i < down->size(); ++i) {
-      const Poco::JSON::Object::Ptr entry = down->getObject(static_cast<unsigned>(i));
-      context.down.push_back(
-          DownConnection{text_of(entry, "protocol"), text_of(entry, "peer"), text_of(entry, "remote")});
-    }
-  });
+    std::vector<ControlRequest> waits;
+    for (std::size_t w = first; w < end; ++w)
+      waits.push_back(ControlRequest{.url = contexts[waiting[w]].url, .method = "POST",
+                                     .path = "/api/connect?timeout=" + std::to_string(left.count()), .body = "{}",
+                                     .deadline = left + kAnswerMargin});
+    pool.run(waits, [&](std::size_t w, HttpReply reply) { take_wait(contexts[waiting[first + w]], reply, started); });
+  }
   return contexts;
 }
 

@@ -135,7 +135,8 @@ std::string TransitionOutcome::total_line() const {
   return line + ")";
 }
 
-TransitionOutcome run_transition(const ContextPhases& phases, const TransitionRequest& request) {
+TransitionOutcome run_transition(const ContextPhases& phases, const TransitionRequest& request,
+                                 ControlRequestPool& pool) {
   TransitionOutcome outcome;
   outcome.command = request.command;
   outcome.phases = phases.size();
@@ -164,7 +165,7 @@ TransitionOutcome run_transition(const ContextPhases& phases, const TransitionRe
     for (const std::string& url : *phase)
       requests.push_back(ControlRequest{.url = url, .method = "POST", .path = request.path, .body = body,
                                         .deadline = request.deadline});
-    const std::vector<HttpReply> replies = send_fanned_out(requests, request.fanout);
+    const std::vector<HttpReply> replies = pool.send(requests);
     bool phase_done = true;
     for (std::size_t i = 0; i < phase->size(); ++i) {
       outcome.contexts.push_back(outcome_of((*phase)[i], replies[i], request.deadline));

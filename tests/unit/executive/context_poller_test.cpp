@@ -113,14 +113,15 @@ std::uint16_t unused_port() {
 
 }  // namespace
 
-TEST_CASE("a context poller asks every context once per round over the threads it was given, however many contexts "
+TEST_CASE("a context poller asks every context once per round over its pool's threads, however many contexts "
           "there are", "[context-poller]") {
   // One server behind every entry: the process's threads are then the server's few and the poller's.
   Served served(2, 0);
   const std::vector<std::string> urls(40, served.url);
   const std::size_t before = threads_of_this_process();
-  daqx::ContextPoller poller(3);
-  CHECK(poller.threads() == 3);
+  daqx::ControlRequestPool pool(12, 3);
+  daqx::ContextPoller poller(pool);
+  CHECK(pool.threads() == 3);
   CHECK(threads_of_this_process() == before + 3);
   std::size_t settled = 0;  // after the first round, once the server's own pool has grown
   for (int round = 0; round < 4; ++round) {
@@ -159,7 +160,8 @@ TEST_CASE("a context that hangs or refuses is answered as such and every other c
   poller.round(urls, "/api/summary", std::chrono::milliseconds(500),
                [&](std::size_t index, daqx::HttpReply reply) { replies[index] = std::move(reply); });
   CHECK(replies[0].status == 0);
-  CHECK_THAT(replies[0].body, Catch::Contains("Timeout"));
+  CHECK(replies[0].timed_out);
+  CHECK(replies[0].body == "no answer within 0.5 s");
   CHECK(replies[1].status == 200);
   CHECK(replies[2].status == 0);
   CHECK_THAT(replies[2].body, Catch::Contains("refused"));
@@ -171,6 +173,13 @@ TEST_CASE("a context that hangs or refuses is answered as such and every other c
   int asked = 0;
   poller.round(urls, "/api/summary", std::chrono::milliseconds(500), [&](std::size_t, daqx::HttpReply) { ++asked; });
   CHECK(asked == 0);
+
+  // Another poller on the same pool goes on: a stop is the poller's own.
+  daqx::ContextPoller other(poller.pool());
+  other.round({live.url}, "/api/summary", std::chrono::seconds(5), [&](std::size_t, daqx::HttpReply reply) {
+    if (reply.status == 200) ++asked;
+  });
+  CHECK(asked == 1);
 }
 
 TEST_CASE("GET /api/summary carries states, unlabelled counters and gauges, connection counts with a few of those "

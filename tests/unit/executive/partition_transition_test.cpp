@@ -1,10 +1,12 @@
-// Transitions over a bounded fan-out against real control servers on loopback: phases from the partition file,
+// Transitions over a ControlRequestPool against real control servers on loopback: phases from the partition file,
 // the contexts of a phase at once and the phases in order (reverse to bring down), a context that accepts and
 // never answers named after its own deadline, a refusal named with its reason, and the report of every context.
 #include <catch2/catch.hpp>
 
 #include <Poco/Net/ServerSocket.h>
 #include <Poco/Net/SocketAddress.h>
+
+#include <dirent.h>
 
 #include <algorithm>
 #include <atomic>
@@ -19,7 +21,7 @@
 
 #include "../../support/partition_builder.hpp"
 #include "daqx/executive/control.hpp"
-#include "daqx/executive/control_fanout.hpp"
+#include "daqx/executive/control_request_pool.hpp"
 #include "daqx/executive/control_server.hpp"
 #include "daqx/executive/partition.hpp"
 #include "daqx/executive/partition_transition.hpp"
@@ -195,29 +197,35 @@ TEST_CASE("transition phases are the runs of consecutive contexts that host the 
   }
 }
 
-TEST_CASE("the fan-out runs every task once on no more threads than asked, and passes on what a task throws",
-          "[executive][transition]") {
-  std::mutex mutex;
-  std::multiset<std::size_t> ran;
-  std::set<std::thread::id> threads;
-  daqx::for_each_fanned_out(100, 3, [&](std::size_t i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    std::lock_guard lock(mutex);
-    ran.insert(i);
-    threads.insert(std::this_thread::get_id());
-  });
-  CHECK(ran.size() == 100);
-  for (std::size_t i = 0; i < 100; ++i) CHECK(ran.count(i) == 1);
-  CHECK(threads.size() <= 3);
+// No assertion inside: it is also called on the pool's threads. Unreadable: a count no check accepts.
+std::size_t threads_of_this_process() {
+  std::size_t count = 0;
+  DIR* tasks = opendir("/proc/self/task");
+  if (tasks == nullptr) return static_cast<std::size_t>(-1);
+  while (const dirent* entry = readdir(tasks))
+    if (entry->d_name[0] != '.') ++count;
+  closedir(tasks);
+  return count;
+}
 
-  std::atomic<int> after{0};
-  CHECK_THROWS_WITH(daqx::for_each_fanned_out(10, 4,
-                                              [&](std::size_t i) {
-                                                if (i == 2) throw std::runtime_error("task 2 failed");
-                                                after.fetch_add(1);
-                                              }),
-                    "task 2 failed");
-  CHECK(after.load() == 9);  // the others still ran
+TEST_CASE("a request pool keeps as many requests in flight as its fan-out over its few threads: 40 contexts that "
+          "answer only once all 40 are asked are served by 4 threads", "[executive][transition]") {
+  Contexts contexts(40);
+  for (auto& model : contexts.models) model->wait_for_together = 40;
+  const std::size_t before = threads_of_this_process();
+  daqx::ControlRequestPool pool(40, 4);
+  CHECK(pool.threads() == 4);
+  CHECK(pool.fanout() == 40);
+  CHECK(threads_of_this_process() == before + 4);
+  daqx::TransitionRequest request;
+  request.command = "configure";
+  request.deadline = std::chrono::seconds(30);
+  const daqx::TransitionOutcome outcome = daqx::run_transition({contexts.urls}, request, pool);
+  for (const std::string& line : outcome.failure_lines()) UNSCOPED_INFO(line);
+  CHECK(outcome.ok());
+  CHECK(contexts.journal.entries().size() == 40);
+  CHECK(contexts.journal.most_in_flight() == 40);
+  CHECK(threads_of_this_process() == before + 4);  // no thread per request
 }
 
 TEST_CASE("configure asks the contexts of a phase at once and the phases in file order, stop takes them in reverse",
@@ -232,10 +240,11 @@ TEST_CASE("configure asks the contexts of a phase at once and the phases in file
   // they would be refused.
   for (std::size_t i = 0; i < 6; ++i) contexts.models[i]->wait_for_together = 3;
 
+  daqx::ControlRequestPool pool;
   daqx::TransitionRequest request;
   request.command = "configure";
   request.deadline = std::chrono::seconds(30);
-  const daqx::TransitionOutcome configured = daqx::run_transition(phases, request);
+  const daqx::TransitionOutcome configured = daqx::run_transition(phases, request, pool);
   INFO(configured.total_line());
   for (const std::string& line : configured.failure_lines()) UNSCOPED_INFO(line);
   CHECK(configured.ok());
@@ -251,7 +260,7 @@ TEST_CASE("configure asks the contexts of a phase at once and the phases in file
 
   for (auto& model : contexts.models) model->wait_for_together = 0;
   request.command = "stop";
-  const daqx::TransitionOutcome stopped = daqx::run_transition(phases, request);
+  const daqx::TransitionOutcome stopped = daqx::run_transition(phases, request, pool);
   CHECK(stopped.ok());
   entries = contexts.journal.entries();
   REQUIRE(entries.size() == 14);
@@ -266,8 +275,8 @@ TEST_CASE("no more contexts are asked at once than the fan-out allows", "[execut
   for (auto& model : contexts.models) model->hold = std::chrono::milliseconds(50);
   daqx::TransitionRequest request;
   request.command = "configure";
-  request.fanout = 2;
-  const daqx::TransitionOutcome outcome = daqx::run_transition({contexts.urls}, request);
+  daqx::ControlRequestPool pool(2);
+  const daqx::TransitionOutcome outcome = daqx::run_transition({contexts.urls}, request, pool);
   CHECK(outcome.ok());
   CHECK(contexts.journal.entries().size() == 9);
   CHECK(contexts.journal.most_in_flight() <= 2);
@@ -284,10 +293,11 @@ TEST_CASE("a context that accepts and never answers is named after its own deadl
   // Phases: {0, 1, hung}, {2, 3}.
   const daqx::ContextPhases phases{{urls[0], urls[1], hung_url}, {urls[2], urls[3]}};
 
+  daqx::ControlRequestPool pool;
   daqx::TransitionRequest request;
   request.command = "configure";
   request.deadline = std::chrono::milliseconds(1500);
-  const daqx::TransitionOutcome configured = daqx::run_transition(phases, request);
+  const daqx::TransitionOutcome configured = daqx::run_transition(phases, request, pool);
   CHECK_FALSE(configured.ok());
   REQUIRE(configured.contexts.size() == 5);
   CHECK(configured.count(daqx::ContextOutcome::Result::done) == 2);
@@ -303,7 +313,7 @@ TEST_CASE("a context that accepts and never answers is named after its own deadl
   CHECK(contexts.journal.entries().size() == 2);  // the second phase was not asked
 
   request.command = "stop";
-  const daqx::TransitionOutcome stopped = daqx::run_transition(phases, request);
+  const daqx::TransitionOutcome stopped = daqx::run_transition(phases, request, pool);
   CHECK(stopped.count(daqx::ContextOutcome::Result::done) == 4);
   CHECK(stopped.count(daqx::ContextOutcome::Result::no_answer) == 1);
   CHECK_THAT(stopped.total_line(), Catch::EndsWith(" s (2 phases, 1 without an answer)"));
@@ -320,7 +330,9 @@ TEST_CASE("a refusal is named with the context's reason, and a context nobody li
   }  // closed: nobody listens there now
   daqx::TransitionRequest request;
   request.command = "halt";
-  const daqx::TransitionOutcome outcome = daqx::run_transition({{contexts.urls[0], contexts.urls[1], dead_url}}, request);
+  daqx::ControlRequestPool pool;
+  const daqx::TransitionOutcome outcome =
+      daqx::run_transition({{contexts.urls[0], contexts.urls[1], dead_url}}, request, pool);
   CHECK(outcome.count(daqx::ContextOutcome::Result::done) == 1);
   const std::vector<std::string> lines = outcome.failure_lines();
   REQUIRE(lines.size() == 2);

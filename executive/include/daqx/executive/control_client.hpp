@@ -2,7 +2,12 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <string>
+
+namespace Poco::Net {
+class HTTPClientSession;
+}
 
 namespace daqx {
 
@@ -37,6 +42,30 @@ struct ControlAccess {
 void set_default_control_access(const ControlAccess& access);
 ControlAccess default_control_access();
 
+// A request sent whose answer is not read yet: the two steps apart let one thread wait for the answers of several
+// requests at once (ControlRequestPool) on their sockets, and read each one when it can be read.
+class SentControlRequest {
+ public:
+  SentControlRequest(SentControlRequest&&) noexcept;
+  SentControlRequest& operator=(SentControlRequest&&) noexcept;
+  ~SentControlRequest();  // closes the connection
+
+  // The connection's socket to wait on until it can be read; -1 when the request failed already (finished() then
+  // says why).
+  int socket_fd() const noexcept;
+  // Reads the answer, waiting at most `timeout` for each read; every failure is a reply with status 0.
+  HttpReply receive(std::chrono::milliseconds timeout);
+  // When it could not be sent: the reply saying why.
+  const HttpReply& failure() const noexcept { return failure_; }
+
+ private:
+  friend class ControlClient;
+  SentControlRequest(std::unique_ptr<Poco::Net::HTTPClientSession> session, std::string tls_hint, HttpReply failure);
+  std::unique_ptr<Poco::Net::HTTPClientSession> session_;  // null when it failed
+  std::string tls_hint_;
+  HttpReply failure_;
+};
+
 class ControlClient {
  public:
   // url: http://host:port or https://host:port (a trailing path is ignored). Uses default_control_access().
@@ -45,6 +74,10 @@ class ControlClient {
   HttpReply get(const std::string& path) const;
   HttpReply post(const std::string& path, const std::string& json_body) const;
   const std::string& url() const noexcept { return url_; }
+
+  // Opens the connection and sends the request (connect and send bounded by the timeout); the answer is read by
+  // the result's receive(). Every failure is in the result, none is thrown.
+  SentControlRequest send(const std::string& method, const std::string& path, const std::string& body) const;
 
  private:
   HttpReply request(const std::string& method, const std::string& path, const std::string& body) const;

@@ -1,4 +1,4 @@
-// Opening every transport connection of many contexts ahead of a run (POST /api/connect) over a bounded fan-out,
+// Opening every transport connection of many contexts ahead of a run (POST /api/connect) over a ControlRequestPool,
 // for daqx-launch --drive --connect and daqxctl connect.
 #pragma once
 
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "daqx/executive/control_fanout.hpp"
+#include "daqx/executive/control_request_pool.hpp"
 
 namespace daqx {
 
@@ -32,8 +32,8 @@ struct ContextConnections {
 
 // Every context is first asked to open its connections without waiting (all of them, so that the connections come
 // up together; each answer within `ask_deadline`), then each one that took it to wait for its own within what is
-// left of `limit`. Results in the order of `urls`.
+// left of `limit`, all over `pool`. Results in the order of `urls`.
 std::vector<ContextConnections> connect_contexts(const std::vector<std::string>& urls, std::chrono::milliseconds limit,
-                                                 unsigned fanout, std::chrono::milliseconds ask_deadline);
+                                                 ControlRequestPool& pool, std::chrono::milliseconds ask_deadline);
 
 }  // namespace daqx

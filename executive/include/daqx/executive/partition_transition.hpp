@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "daqx/executive/control_fanout.hpp"
+#include "daqx/executive/control_request_pool.hpp"
 #include "daqx/executive/partition.hpp"
 
 namespace daqx {
@@ -34,7 +34,6 @@ struct TransitionRequest {
   std::string command;                    // configure, enable, stop or halt
   std::optional<std::uint64_t> run;       // enable: the run it starts
   std::string path = "/api/transition";   // or /api/applications/TID/transition: one application
-  unsigned fanout = kDefaultControlFanout;                        // contexts asked at once
   std::chrono::milliseconds deadline = std::chrono::seconds(60);  // each context's answer must come within this
 };
 
@@ -66,6 +65,8 @@ struct TransitionOutcome {
 // Takes every context of `phases` through `request`: configure and enable phase after phase in order, ending
 // after a phase in which a context did not do it (the later phases rely on it: receivers are ready before senders
 // start); stop and halt phase after phase in reverse, going on past one that did not, to bring down all it can.
-TransitionOutcome run_transition(const ContextPhases& phases, const TransitionRequest& request);
+// The contexts of a phase are asked over `pool`, at most its fan-out at once.
+TransitionOutcome run_transition(const ContextPhases& phases, const TransitionRequest& request,
+                                 ControlRequestPool& pool);
 
 }  // namespace daqx

@@ -20,9 +20,9 @@ struct PartitionViewOptions {
   // Polling stops this long after the last request for the view, so that the contexts of a large partition are
   // not polled by every executive all the time; it resumes with the next request.
   std::chrono::milliseconds idle_after{std::chrono::seconds(60)};
-  unsigned max_parallel = ContextPoller::kDefaultThreads;  // contexts polled at once, by that many threads
-  // Workers to share (daqx-launch: those of its live table), which must outlive the view; null: the view starts
-  // max_parallel of its own when it is first watched and ends them when it idles.
+  unsigned max_parallel = 8;  // contexts polled at once (requests in flight) by a pool of the view's own
+  // A pool to share (daqx-launch: the one of its transitions and live table), which must outlive the view; null:
+  // the view starts a pool of its own when it is first watched and ends it when it idles.
   ContextPoller* poller = nullptr;
 };
 
