@@ -1,5 +1,5 @@
 // One look at the executives of a partition through GET /api/summary (one request per context, over a
-// ContextPoller's fixed threads): per context whether it answered, its applications (state, reason, counters), its
+// ContextPoller's pool): per context whether it answered, its applications (state, reason, counters), its
 // connections, transport counters and pool use. What the live tables of daqx-launch and daqxctl watch and the
 // launcher's end-of-run summary are made from.
 #pragma once

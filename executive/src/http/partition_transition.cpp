@@ -1,4 +1,5 @@
-// Phases from the partition file, one fanned-out round of transition requests per phase, and the outcome's report.
+// Phases from the partition file, one round of transition requests per phase over a ControlRequestPool, and the
+// outcome's report.
 #include "daqx/executive/partition_transition.hpp"
 
 #include <Poco/Exception.h>
