@@ -86,7 +86,7 @@ void usage(FILE* out) {
                "  Transitions go in phases: consecutive contexts of the partition file that host the same set of\n"
                "  application classes form one phase; configure and enable take the phases in file order (a phase\n"
                "  in which a context fails ends the transition), stop and halt in reverse (on past failures). The\n"
-               "  contexts of a phase are asked at once, at most --fanout N at a time (default 32, 1 to 1024; the\n"
+               "  contexts of a phase are asked at once, at most --fanout N at a time (default 64, 1 to 1024; the\n"
                "  connect and the live table too, all over 4 threads), each\n"
                "  answering within --transition-timeout seconds (default 60) or named as not answering; the\n"
                "  others go on. Each transition ends with a line per context that did not do it and a total line\n"

@@ -75,7 +75,7 @@ constexpr const char* kUsageText =
     "  Transitions go in phases: consecutive contexts of the partition file that host the same set of\n"
     "  application classes form one phase; configure and enable take the phases in file order and end after\n"
     "  one in which a context did not do it, stop and halt take them in reverse and go on, to bring down all\n"
-    "  they can. The contexts of a phase are asked at once, at most --fanout N at a time (default 32, 1 to\n"
+    "  they can. The contexts of a phase are asked at once, at most --fanout N at a time (default 64, 1 to\n"
     "  1024; connect and watch too, all over 4 threads), each answering within --timeout or named. Printed: a line per context that did it,\n"
     "  one per context that did not (stderr) and a total (\"configure: 64/64 contexts in 1.02 s (1 phase)\")\n"
     "       daqxctl shm list|clean   (this host, no partition needed)\n"

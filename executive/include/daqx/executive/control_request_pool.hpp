@@ -17,8 +17,8 @@
 
 namespace daqx {
 
-// Requests in flight at once by default: 64 one-second configures take two rounds.
-constexpr unsigned kDefaultControlFanout = 32;
+// Requests in flight at once by default: 64 one-second configures take one round; threads do not grow with it.
+constexpr unsigned kDefaultControlFanout = 64;
 constexpr unsigned kMaxControlFanout = 1024;
 
 struct ControlRequest {
