@@ -1,6 +1,6 @@
 // PartitionView: one thread that, while the view is watched, asks every context for GET /api/summary over a
-// ContextPoller (a fixed number of contexts at once, each request bounded by a short timeout), turns counters into
-// rates, and keeps the merged picture.
+// ContextPoller (a bounded number of requests in flight over its pool's few threads, each bounded by a short
+// timeout), turns counters into rates, and keeps the merged picture.
 #include "daqx/executive/partition_view.hpp"
 
 #include <algorithm>

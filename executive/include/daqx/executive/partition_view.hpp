@@ -21,8 +21,8 @@ struct PartitionViewOptions {
   // not polled by every executive all the time; it resumes with the next request.
   std::chrono::milliseconds idle_after{std::chrono::seconds(60)};
   unsigned max_parallel = 8;  // contexts polled at once (requests in flight) by a pool of the view's own
-  // A pool to share (daqx-launch: the one of its transitions and live table), which must outlive the view; null:
-  // the view starts a pool of its own when it is first watched and ends it when it idles.
+  // A poller to share (daqx-launch: the one over the pool of its transitions and live table), which must outlive
+  // the view; null: the view starts a poller of its own when it is first watched and ends it when it idles.
   ContextPoller* poller = nullptr;
 };
 
