@@ -418,7 +418,7 @@ int main(int argc, char** argv) {
   Supervisor supervisor(*engine, contexts, partition.launch,
                         std::chrono::milliseconds(static_cast<long long>(options.ready_timeout * 1000)), bring_up);
   const auto grace = std::chrono::seconds(static_cast<long long>(options.stop_timeout));
-  if (!supervisor.start_all([] { return g_stop != 0; }, options.drive_settings.fanout)) {
+  if (!supervisor.start_all([] { return g_stop != 0; }, requests)) {
     supervisor.stop_all(std::chrono::seconds(10));
     return 1;
   }

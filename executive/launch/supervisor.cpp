@@ -4,19 +4,15 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <deque>
 #include <fstream>
-#include <mutex>
 #include <thread>
 
 #include "child_process.hpp"
 #include "daqx/executive/control_client.hpp"
-#include "daqx/executive/control_fanout.hpp"
 #include "daqx/services/log_line.hpp"
 
 namespace daqx::launch {
@@ -96,7 +92,7 @@ bool Supervisor::answers(const Context& context) const {
   return ControlClient(context.launch.context->url, std::chrono::seconds(1)).get("/api/executive").status == 200;
 }
 
-bool Supervisor::start_all(const std::function<bool()>& interrupted, unsigned fanout) {
+bool Supervisor::start_all(const std::function<bool()>& interrupted, daqx::ControlRequestPool& pool) {
   std::vector<const ContextLaunch*> launches;
   std::vector<int> fds;
   try {
@@ -115,53 +111,52 @@ bool Supervisor::start_all(const std::function<bool()>& interrupted, unsigned fa
     return false;
   }
   for (int fd : fds) close(fd);
-  return wait_until_answering(interrupted, fanout);
+  return wait_until_answering(interrupted, pool);
 }
 
-bool Supervisor::wait_until_answering(const std::function<bool()>& interrupted, unsigned fanout) {
-  // The contexts not up yet, oldest check first: `fanout` threads take them round-robin, each context checked
-  // at most every kReadyPoll, so a slow or unreachable one (a 1 s request) holds one thread, not the others.
+bool Supervisor::wait_until_answering(const std::function<bool()>& interrupted, daqx::ControlRequestPool& pool) {
+  // Rounds over the contexts not up yet, at most one every kReadyPoll: each asked once per round on the launcher's
+  // request pool (its fixed threads, --fanout requests in flight), each request bounded by kReadyAsk, so a context
+  // that takes the connection and says nothing costs a round that much and holds no thread of its own.
   constexpr auto kReadyPoll = std::chrono::milliseconds(100);
-  struct Pending {
-    std::size_t index;
-    Clock::time_point check_at;
-  };
+  constexpr auto kReadyAsk = std::chrono::seconds(1);
   enum class Outcome { pending, up, ended, late };
   std::vector<Outcome> outcomes(contexts_.size(), Outcome::pending);
   std::vector<std::optional<int>> statuses(contexts_.size());
-  std::deque<Pending> queue;
-  for (std::size_t i = 0; i < contexts_.size(); ++i) queue.push_back({i, Clock::now()});
-  std::mutex lock;
-  std::atomic<bool> stop{false}, was_interrupted{false};
-  daqx::for_each_fanned_out(std::min<std::size_t>(std::max(fanout, 1u), contexts_.size()), fanout, [&](std::size_t) {
-    for (;;) {
-      Pending pending;
-      {
-        const std::lock_guard<std::mutex> held(lock);
-        if (stop || queue.empty()) return;
-        pending = queue.front();
-        queue.pop_front();
-      }
-      std::this_thread::sleep_until(pending.check_at);
-      // One thread holds a context at a time: its process and its entry are this thread's until it is put back.
-      Context& context = contexts_[pending.index];
-      Outcome& outcome = outcomes[pending.index];
-      if ((statuses[pending.index] = context.process->poll())) outcome = Outcome::ended;
-      else if (answers(context)) outcome = Outcome::up;
-      else if (Clock::now() - context.since > ready_timeout_) outcome = Outcome::late;
-      if (outcome == Outcome::up) continue;
-      if (outcome != Outcome::pending) {
+  std::vector<std::size_t> pending(contexts_.size());
+  for (std::size_t i = 0; i < contexts_.size(); ++i) pending[i] = i;
+  bool stop = false, was_interrupted = false;
+  while (!pending.empty() && !stop) {
+    const Clock::time_point round_start = Clock::now();
+    std::vector<daqx::ControlRequest> requests;
+    std::vector<std::size_t> asked;
+    for (std::size_t index : pending) {
+      Context& context = contexts_[index];
+      if ((statuses[index] = context.process->poll())) {
+        outcomes[index] = Outcome::ended;
         stop = true;  // the launch has failed: the others need not be waited for
-        return;
+      } else if (round_start - context.since > ready_timeout_) {
+        outcomes[index] = Outcome::late;
+        stop = true;
+      } else {
+        requests.push_back({context.launch.context->url, "GET", "/api/executive", "", kReadyAsk});
+        asked.push_back(index);
       }
-      if (interrupted()) {
-        was_interrupted = stop = true;
-        return;
-      }
-      const std::lock_guard<std::mutex> held(lock);
-      queue.push_back({pending.index, Clock::now() + kReadyPoll});
     }
-  });
+    if (stop) break;
+    std::vector<char> answered(asked.size(), 0);  // written by the pool's threads, one slot each
+    pool.run(requests, [&](std::size_t i, HttpReply reply) { answered[i] = reply.status == 200 ? 1 : 0; });
+    pending.clear();
+    for (std::size_t i = 0; i < asked.size(); ++i) {
+      if (answered[i] != 0) outcomes[asked[i]] = Outcome::up;
+      else pending.push_back(asked[i]);
+    }
+    if (!pending.empty() && interrupted()) {
+      was_interrupted = stop = true;
+      break;
+    }
+    std::this_thread::sleep_until(round_start + kReadyPoll);
+  }
   std::vector<std::string> not_up, ended_too;
   for (std::size_t i = 0; i < contexts_.size(); ++i) {
     Context& context = contexts_[i];

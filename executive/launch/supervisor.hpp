@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "daqx/executive/control_fanout.hpp"
+#include "daqx/executive/control_request_pool.hpp"
 #include "engine.hpp"
 #include "expendable_allowance.hpp"
 
@@ -34,10 +34,10 @@ class Supervisor {
   ~Supervisor();  // kills what still runs
 
   // Starts every context and waits until each answers on its control URL, within ready_timeout of its own
-  // start, checking `fanout` contexts at a time; false (every context that failed named with its host and the
-  // tail of its log, those not up yet listed) as soon as one ended or missed its deadline, or when
-  // `interrupted()` (called from the waiting threads) became true.
-  bool start_all(const std::function<bool()>& interrupted, unsigned fanout = daqx::kDefaultControlFanout);
+  // start, asking them over `pool` (its threads, its fan-out); false (every context that failed named with its
+  // host and the tail of its log, those not up yet listed) as soon as one ended or missed its deadline, or when
+  // `interrupted()` (called between rounds) became true.
+  bool start_all(const std::function<bool()>& interrupted, daqx::ControlRequestPool& pool);
 
   // One round of watching: exits noticed, restarts due started, restarted ones brought up. Returns false
   // once a context has ended for good without being asked to (no restart rule, or restarts used up) and the
@@ -83,7 +83,7 @@ class Supervisor {
   void launch(Context& context);
   void started(Context& context);
   bool answers(const Context& context) const;
-  bool wait_until_answering(const std::function<bool()>& interrupted, unsigned fanout);
+  bool wait_until_answering(const std::function<bool()>& interrupted, daqx::ControlRequestPool& pool);
   void failed(Context& context, const std::string& why);
 
   Engine& engine_;
