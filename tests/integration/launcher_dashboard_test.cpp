@@ -28,18 +28,6 @@ std::string evb_partition(const std::string& name) {
   return partition.xml();
 }
 
-// The dashboard's address as the launcher printed it; empty when it did not within the limit.
-std::string dashboard_url(LauncherProcess& launcher, std::chrono::seconds limit) {
-  const std::regex printed("daqx-launch: dashboard: (http://127\\.0\\.0\\.1:[0-9]+)/partition");
-  const auto deadline = Clock::now() + limit;
-  while (Clock::now() < deadline && launcher.running()) {
-    std::smatch match;
-    const std::string output = launcher.output();
-    if (std::regex_search(output, match, printed)) return match[1];
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return {};
-}
 
 }  // namespace
 
@@ -48,7 +36,7 @@ TEST_CASE("daqx-launch serves the partition's page and JSON on the address it pr
   const std::string partition = write_file("launch-dashboard.xml", evb_partition("launch-dashboard"));
   LauncherProcess launcher({"--config", partition, "--drive", "--run", "60", "--log-dir",
                             scratch_directory() + "/launch-dashboard-logs", "--run-number", "42"});
-  const std::string url = dashboard_url(launcher, std::chrono::seconds(60));
+  const std::string url = launcher.dashboard_url(std::chrono::seconds(60));
   INFO(launcher.output());
   REQUIRE_FALSE(url.empty());
   const daqx::ControlClient dashboard(url, std::chrono::seconds(10));

@@ -45,17 +45,6 @@ std::string probe_partition(const std::string& name) {
   return partition.xml();
 }
 
-std::string dashboard_url(LauncherProcess& launcher, std::chrono::seconds limit) {
-  const std::regex printed("daqx-launch: dashboard: (http://127\\.0\\.0\\.1:[0-9]+)/partition");
-  const auto deadline = Clock::now() + limit;
-  while (Clock::now() < deadline && launcher.running()) {
-    std::smatch match;
-    const std::string output = launcher.output();
-    if (std::regex_search(output, match, printed)) return match[1];
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return {};
-}
 
 Poco::JSON::Object::Ptr parse(const std::string& json) {
   Poco::JSON::Parser parser;
@@ -69,7 +58,7 @@ TEST_CASE("65 contexts are watched by daqx-launch --drive, its dashboard and daq
   const std::string partition = write_file("launch-watching.xml", probe_partition("launch-watching"));
   LauncherProcess launcher({"--config", partition, "--drive", "--run", "300", "--log-dir",
                             scratch_directory() + "/launch-watching-logs", "--run-number", "5"});
-  const std::string url = dashboard_url(launcher, std::chrono::seconds(60));
+  const std::string url = launcher.dashboard_url(std::chrono::seconds(60));
   INFO(last_lines(launcher.output(), 40));
   REQUIRE_FALSE(url.empty());
   const daqx::ControlClient dashboard(url, std::chrono::seconds(10));

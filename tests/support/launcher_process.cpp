@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -137,6 +138,18 @@ pid_t executive_pid_in_log(const std::string& log_path) {
   const std::string log = read_text(log_path);
   const std::size_t at = log.rfind("ready (pid ");
   return at == std::string::npos ? -1 : static_cast<pid_t>(std::stol(log.substr(at + 11)));
+}
+
+std::string LauncherProcess::dashboard_url(std::chrono::milliseconds limit) {
+  const std::regex printed("daqx-launch: dashboard: (http://127\\.0\\.0\\.1:[0-9]+)/partition");
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline && running()) {
+    std::smatch match;
+    const std::string text = output();
+    if (std::regex_search(text, match, printed)) return match[1];
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return {};
 }
 
 }  // namespace daqx::test

@@ -31,6 +31,9 @@ class LauncherProcess {
   // --run bound ends the run here instead of waiting for time to pass.
   void end_run() const;
   std::string output() const;  // everything it printed so far
+  // The dashboard's address as the launcher printed it (http://127.0.0.1:PORT); empty when it did not within
+  // `limit` (or ended first).
+  std::string dashboard_url(std::chrono::milliseconds limit);
   pid_t pid() const noexcept { return pid_; }  // of daqx-launch, or of the wrapper when there is one
 
   // A counter of an application at the end of the run, from the file the launcher's summary names

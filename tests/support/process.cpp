@@ -1,6 +1,7 @@
 // Subprocess runner for tests: fork/exec with a pipe for output, a deadline and group kill.
 #include "process.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -195,6 +196,16 @@ void reap_or_kill(pid_t pid, std::chrono::milliseconds grace) {
   kill(pid, SIGKILL);
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+}
+
+std::size_t threads_of_this_process() {
+  std::size_t count = 0;
+  DIR* tasks = opendir("/proc/self/task");
+  if (tasks == nullptr) return static_cast<std::size_t>(-1);
+  while (const dirent* entry = readdir(tasks))
+    if (entry->d_name[0] != '.') ++count;
+  closedir(tasks);
+  return count;
 }
 
 }  // namespace daqx::test

@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -56,5 +57,9 @@ void reap_or_kill(pid_t pid, std::chrono::milliseconds grace);
 std::string outcome(const ProcessResult& result);
 // The same for a wait status from waitpid: "exit code 3", "killed by signal 11 (Segmentation fault)".
 std::string wait_status_words(int status);
+
+// Threads of this process now (/proc/self/task); no assertion inside, so it may be called on any thread.
+// Unreadable: a count no check accepts.
+std::size_t threads_of_this_process();
 
 }  // namespace daqx::test

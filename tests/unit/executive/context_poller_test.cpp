@@ -6,8 +6,6 @@
 #include <Poco/Net/ServerSocket.h>
 #include <Poco/Net/SocketAddress.h>
 
-#include <dirent.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -15,6 +13,7 @@
 #include <mutex>
 #include <set>
 
+#include "../../support/process.hpp"
 #include "daqx/executive/context_poller.hpp"
 #include "daqx/executive/context_summary.hpp"
 #include "daqx/executive/control_server.hpp"
@@ -95,17 +94,6 @@ struct Served {
   }
 };
 
-// No assertion inside: it is also called on the poller's threads. Unreadable: a count no check accepts.
-std::size_t threads_of_this_process() {
-  std::size_t count = 0;
-  DIR* tasks = opendir("/proc/self/task");
-  if (tasks == nullptr) return static_cast<std::size_t>(-1);
-  while (const dirent* entry = readdir(tasks))
-    if (entry->d_name[0] != '.') ++count;
-  closedir(tasks);
-  return count;
-}
-
 std::uint16_t unused_port() {
   Poco::Net::ServerSocket socket(Poco::Net::SocketAddress("127.0.0.1", 0));
   return socket.address().port();  // closed again: nobody listens there now
@@ -118,11 +106,11 @@ TEST_CASE("a context poller asks every context once per round over its pool's th
   // One server behind every entry: the process's threads are then the server's few and the poller's.
   Served served(2, 0);
   const std::vector<std::string> urls(40, served.url);
-  const std::size_t before = threads_of_this_process();
+  const std::size_t before = daqx::test::threads_of_this_process();
   daqx::ControlRequestPool pool(12, 3);
   daqx::ContextPoller poller(pool);
   CHECK(pool.threads() == 3);
-  CHECK(threads_of_this_process() == before + 3);
+  CHECK(daqx::test::threads_of_this_process() == before + 3);
   std::size_t settled = 0;  // after the first round, once the server's own pool has grown
   for (int round = 0; round < 4; ++round) {
     std::mutex mutex;
@@ -132,16 +120,16 @@ TEST_CASE("a context poller asks every context once per round over its pool's th
       std::lock_guard lock(mutex);
       answered.insert(index);
       if (reply.status == 200) ++ok;
-      peak = std::max(peak, threads_of_this_process());
+      peak = std::max(peak, daqx::test::threads_of_this_process());
     });
     CHECK(answered.size() == urls.size());
     CHECK(std::set<std::size_t>(answered.begin(), answered.end()).size() == urls.size());  // each once
     CHECK(ok == urls.size());
     if (round == 0) {
-      settled = threads_of_this_process();
+      settled = daqx::test::threads_of_this_process();
     } else {  // no thread per context or per round
       CHECK(peak <= settled);
-      CHECK(threads_of_this_process() == settled);
+      CHECK(daqx::test::threads_of_this_process() == settled);
     }
   }
   CHECK(served.model.reads.load() == 4 * 40);  // one request per entry per round

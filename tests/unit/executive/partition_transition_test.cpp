@@ -6,8 +6,6 @@
 #include <Poco/Net/ServerSocket.h>
 #include <Poco/Net/SocketAddress.h>
 
-#include <dirent.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -20,6 +18,7 @@
 #include <thread>
 
 #include "../../support/partition_builder.hpp"
+#include "../../support/process.hpp"
 #include "daqx/executive/control.hpp"
 #include "daqx/executive/control_request_pool.hpp"
 #include "daqx/executive/control_server.hpp"
@@ -197,26 +196,15 @@ TEST_CASE("transition phases are the runs of consecutive contexts that host the 
   }
 }
 
-// No assertion inside: it is also called on the pool's threads. Unreadable: a count no check accepts.
-std::size_t threads_of_this_process() {
-  std::size_t count = 0;
-  DIR* tasks = opendir("/proc/self/task");
-  if (tasks == nullptr) return static_cast<std::size_t>(-1);
-  while (const dirent* entry = readdir(tasks))
-    if (entry->d_name[0] != '.') ++count;
-  closedir(tasks);
-  return count;
-}
-
 TEST_CASE("a request pool keeps as many requests in flight as its fan-out over its few threads: 40 contexts that "
           "answer only once all 40 are asked are served by 4 threads", "[executive][transition]") {
   Contexts contexts(40);
   for (auto& model : contexts.models) model->wait_for_together = 40;
-  const std::size_t before = threads_of_this_process();
+  const std::size_t before = daqx::test::threads_of_this_process();
   daqx::ControlRequestPool pool(40, 4);
   CHECK(pool.threads() == 4);
   CHECK(pool.fanout() == 40);
-  CHECK(threads_of_this_process() == before + 4);
+  CHECK(daqx::test::threads_of_this_process() == before + 4);
   daqx::TransitionRequest request;
   request.command = "configure";
   request.deadline = std::chrono::seconds(30);
@@ -225,7 +213,7 @@ TEST_CASE("a request pool keeps as many requests in flight as its fan-out over i
   CHECK(outcome.ok());
   CHECK(contexts.journal.entries().size() == 40);
   CHECK(contexts.journal.most_in_flight() == 40);
-  CHECK(threads_of_this_process() == before + 4);  // no thread per request
+  CHECK(daqx::test::threads_of_this_process() == before + 4);  // no thread per request
 }
 
 TEST_CASE("configure asks the contexts of a phase at once and the phases in file order, stop takes them in reverse",
