@@ -157,3 +157,31 @@ TEST_CASE("4x2 whose receive pools hold recvDepth buffers for two incoming conne
   check_pools_back(run, rus, bus);
   run.finish();
 }
+
+TEST_CASE("4x2 whose send depth lets a send completion queue hold two connections builds every event over several "
+          "completion queues",
+          "[transport][process][evb][scale-small]") {
+  const TransportProfile& transport = suite_transport();
+  // ptibv reserves sendDepth + 8 entries of a send completion queue per outgoing connection; a queue has
+  // min(max_cqe, 65536) entries (32767 on soft-RoCE). At sendDepth 16000 a queue holds at most four connections
+  // and the EvM has six (4 RUs, 2 BUs): it needs more than one queue.
+  if (transport.protocol != "ibv") skip_test("its completion queues are not reserved per connection");
+  constexpr int kRus = 4;
+  constexpr int kBus = 2;
+  constexpr double kEvents = 2000;
+  EvbRun run(transport, "evb-4x2-deep-sends", kRus, kBus, {{"maxEvents", "2000", "unsigned"}, {"buTimeout", "30", ""}},
+             {{"fragmentSize", "1024", "unsigned"}, {"evmTimeout", "30", ""}}, {{"evmTimeout", "30", ""}},
+             {{"sendDepth", "16000", "unsigned"}});
+  const std::vector<std::uint32_t> rus = units(ru, kRus);
+  const std::vector<std::uint32_t> bus = units(bu, kBus);
+  CHECK(plan_of(run.process(kEvm)).outgoing_connections == kRus + kBus);
+  CHECK(transport_metric(run.process(kEvm), "send_completion_queues") >= 2);
+  run.start_run();
+  run.require_progress(kEvm, "events_completed", kEvents);
+  run.stop_run();
+  check_every_event(run, rus, bus, kEvents);
+  check_no_starved_connection(run);
+  CHECK(transport_metric(run.process(kEvm), "completion_errors") == 0);
+  check_pools_back(run, rus, bus);
+  run.finish();
+}

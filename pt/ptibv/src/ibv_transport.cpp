@@ -20,12 +20,10 @@ namespace {
 using pt::address_text;
 using pt::errno_text;
 using State = pt::OutgoingConnection::State;
-constexpr int kCompletionBatch = 32;
 constexpr int kReadRounds = 8;  // batches per round before the thread looks at events and timers
 using pt::kCreditBufferSize;
 constexpr std::size_t kMaxCompletionQueue = 65536;
 constexpr std::uint32_t kCreditTag = 0x80000000u;  // low half of a wr_id: a credit message, not data
-constexpr unsigned kAckBatch = 64;                 // completion events acknowledged together
 constexpr std::chrono::milliseconds kAsyncCheckInterval{100};
 
 std::uint64_t work_id(std::uint32_t serial, std::uint32_t index) {
@@ -73,20 +71,11 @@ bool next_cm_event(rdma_event_channel* channel, CmEvent& copy) {
   return true;
 }
 
-// One round of a completion thread: up to kReadRounds batches of completions, then every rdma_cm event.
-// Returns whether there was anything, so the thread sleeps only when there was not.
+// One round of a completion thread: up to kReadRounds batches of completions from each of its queues, then
+// every rdma_cm event. Returns whether there was anything, so the thread sleeps only when there was not.
 template <typename Completion, typename Event>
-bool reap(ibv_cq* cq, rdma_event_channel* events, Completion&& completion, Event&& event) {
-  if (cq == nullptr) return false;
-  bool worked = false;
-  ibv_wc completions[kCompletionBatch];
-  for (int round = 0; round < kReadRounds; ++round) {
-    const int count = ibv_poll_cq(cq, kCompletionBatch, completions);
-    if (count <= 0) break;
-    worked = true;
-    for (int i = 0; i < count; ++i) completion(completions[i]);
-    if (count < kCompletionBatch) break;
-  }
+bool reap(CompletionQueues& queues, rdma_event_channel* events, Completion&& completion, Event&& event) {
+  bool worked = queues.poll(kReadRounds, completion);
   CmEvent copy;
   while (next_cm_event(events, copy)) {
     worked = true;
@@ -176,26 +165,14 @@ void IbvTransport::open_device(ibv_context* context) {
   register_memory(make_registrar(pd_));
 
   const std::size_t max_cqe = static_cast<std::size_t>(std::max(device_attr_.max_cqe, 64));
-  send_cq_size_ = std::min(max_cqe, kMaxCompletionQueue);
-  receive_cq_size_ = send_cq_size_;
+  const std::size_t cq_entries = std::min(max_cqe, kMaxCompletionQueue);
   const auto max_wr = static_cast<std::size_t>(std::max(device_attr_.max_qp_wr, 2));
   set_limits(static_cast<std::size_t>(device_attr_.max_sge), std::clamp<std::size_t>(m.send_depth, 1, max_wr - 1),
              std::clamp<std::size_t>(m.receive_depth, 2, max_wr));
 
-  if (!busy_polling()) {
-    send_channel_.channel = ibv_create_comp_channel(context_);
-    receive_channel_.channel = ibv_create_comp_channel(context_);
-    if (send_channel_.channel == nullptr || receive_channel_.channel == nullptr)
-      throw std::runtime_error("ibv_create_comp_channel: " + errno_text(errno) + " (waitMode=busy needs none)");
-    set_nonblocking(send_channel_.channel->fd);
-    set_nonblocking(receive_channel_.channel->fd);
-  }
-  send_cq_ = ibv_create_cq(context_, static_cast<int>(send_cq_size_), nullptr, send_channel_.channel, 0);
-  receive_cq_ = ibv_create_cq(context_, static_cast<int>(receive_cq_size_), nullptr, receive_channel_.channel, 0);
-  if (send_cq_ == nullptr || receive_cq_ == nullptr) throw std::runtime_error("ibv_create_cq: " + errno_text(errno));
-  send_channel_.cq = send_cq_;
-  receive_channel_.cq = receive_cq_;
-  cap_receive_budget(receive_cq_size_ / 2);  // the rest of the queue is for connections' first buffers and credits
+  send_queues_.open(context_, cq_entries, !busy_polling());
+  receive_queues_.open(context_, cq_entries, !busy_polling());
+  cap_receive_budget(cq_entries / 2);  // the rest of the queue is for connections' first buffers and credits
 
   if (settings_.srq == Settings::Srq::automatic && device_attr_.max_srq > 0) {
     srq_capacity_ = std::min<std::size_t>(static_cast<std::size_t>(device_attr_.max_srq_wr), 16384);
@@ -218,9 +195,9 @@ void IbvTransport::open_device(ibv_context* context) {
 
   set_nonblocking(context_->async_fd);
   if (!busy_polling()) {
-    send_waiter().add(send_channel_.channel->fd, &send_channel_);
+    send_waiter().add(send_queues_.channel_fd(), &send_queues_);
     send_waiter().add(send_events_->fd, &cm_marker_);
-    receive_waiter().add(receive_channel_.channel->fd, &receive_channel_);
+    receive_waiter().add(receive_queues_.channel_fd(), &receive_queues_);
     receive_waiter().add(receive_events_->fd, &cm_marker_);
     receive_waiter().add(context_->async_fd, &async_marker_);
   }
@@ -232,37 +209,24 @@ void IbvTransport::open_device(ibv_context* context) {
                  " receive buffers shared by the incoming connections (" + std::to_string(connection_depth()) +
                  " each, at most " + std::to_string(receive_depth()) + ")" +
                  (srq_ != nullptr ? " in a shared receive queue of " + std::to_string(srq_capacity_) : std::string("")) +
-                 ", " + (busy_polling() ? "busy polling" : "completion channels"));
+                 ", completion queues of " + std::to_string(cq_entries) + " entries (" +
+                 std::to_string(cq_entries / (send_depth() + kCreditBuffers)) + " outgoing connections each), " +
+                 (busy_polling() ? "busy polling" : "completion channels"));
   start_threads();
 }
 
-IbvTransport::SleepCheck IbvTransport::arm(Channel& channel) {
-  if (channel.armed) return SleepCheck::sleep;
-  // Ask for an event on the next completion, then look once more: one that came in between would
-  // otherwise wait for the one after it.
-  ibv_req_notify_cq(channel.cq, 0);
-  channel.armed = true;
-  return SleepCheck::look_again;
-}
-
-void IbvTransport::acknowledge(Channel& channel) {
-  ibv_cq* cq = nullptr;
-  void* context = nullptr;
-  while (ibv_get_cq_event(channel.channel, &cq, &context) == 0) {
-    channel.armed = false;
-    if (++channel.unacked >= kAckBatch) {
-      ibv_ack_cq_events(channel.cq, channel.unacked);
-      channel.unacked = 0;
-    }
-  }
+IbvTransport::SleepCheck IbvTransport::arm(CompletionQueues& queues) {
+  // Ask for an event on the next completion, then look once more: one that came in between would otherwise
+  // wait for the one after it.
+  return queues.arm() ? SleepCheck::look_again : SleepCheck::sleep;
 }
 
 void IbvTransport::on_send_ready(void* tag, std::uint32_t) {
-  if (tag == &send_channel_) acknowledge(send_channel_);
+  if (tag == &send_queues_) send_queues_.take_events();
 }
 
 void IbvTransport::on_receive_ready(void* tag, std::uint32_t) {
-  if (tag == &receive_channel_) acknowledge(receive_channel_);
+  if (tag == &receive_queues_) receive_queues_.take_events();
   if (tag == &async_marker_) async_ready_ = true;
 }
 
@@ -292,38 +256,29 @@ void IbvTransport::stop_endpoints() noexcept {
 }
 
 void IbvTransport::stop_device() noexcept {
-  for (Channel* channel : {&send_channel_, &receive_channel_}) {
-    if (channel->cq != nullptr && channel->unacked > 0) ibv_ack_cq_events(channel->cq, channel->unacked);
-    channel->unacked = 0;
-  }
-  if (send_cq_ != nullptr) ibv_destroy_cq(send_cq_);
-  if (receive_cq_ != nullptr) ibv_destroy_cq(receive_cq_);
-  send_cq_ = receive_cq_ = nullptr;
-  for (Channel* channel : {&send_channel_, &receive_channel_}) {
-    if (channel->channel != nullptr) ibv_destroy_comp_channel(channel->channel);
-    channel->channel = nullptr;
-    channel->cq = nullptr;
-  }
+  send_queues_.close();
+  receive_queues_.close();
   if (pd_ != nullptr) ibv_dealloc_pd(pd_);
   pd_ = nullptr;
 }
 
 // ---- queue pairs ----------------------------------------------------------------------------------------
 
-ibv_qp* IbvTransport::make_qp(rdma_cm_id* id, bool outgoing, std::uint32_t& max_inline, std::string& error) {
+ibv_qp* IbvTransport::make_qp(rdma_cm_id* id, CompletionQueue* queue, std::uint32_t& max_inline, std::string& error) {
+  const bool outgoing = queue != nullptr;
   ibv_qp_init_attr attributes{};
   attributes.qp_type = IBV_QPT_RC;
   attributes.sq_sig_all = 0;
   if (outgoing) {
-    attributes.send_cq = send_cq_;
-    attributes.recv_cq = send_cq_;
+    attributes.send_cq = queue->cq;
+    attributes.recv_cq = queue->cq;
     attributes.cap.max_send_wr = static_cast<std::uint32_t>(send_depth());
     attributes.cap.max_recv_wr = kCreditBuffers;
     attributes.cap.max_send_sge = static_cast<std::uint32_t>(gather_limit());
     attributes.cap.max_inline_data = static_cast<std::uint32_t>(settings_.inline_threshold);
   } else {
-    attributes.send_cq = receive_cq_;
-    attributes.recv_cq = receive_cq_;
+    attributes.send_cq = receive_queues_.first().cq;
+    attributes.recv_cq = receive_queues_.first().cq;
     attributes.srq = srq_;
     attributes.cap.max_send_wr = kCreditSends;
     attributes.cap.max_recv_wr = srq_ != nullptr ? 0 : static_cast<std::uint32_t>(receive_depth());
@@ -477,9 +432,9 @@ void IbvTransport::start_connect(pt::OutgoingConnection& base) {
   link->ring.resize(send_depth());
   link->credit_buffers.resize(kCreditBuffers);
   std::string error;
-  if (send_cq_use_ + need > send_cq_size_) {
-    error = "the send completion queue (" + std::to_string(send_cq_size_) + " entries) has no room for another " +
-            "connection: lower sendDepth";
+  link->queue = send_queues_.reserve(need, error);
+  if (link->queue == nullptr) {
+    // error says why: the device gives no more completion queues
   } else if (rdma_create_id(send_events_, &link->id, reinterpret_cast<void*>(static_cast<std::uintptr_t>(link->serial)),
                             RDMA_PS_TCP) != 0) {
     error = "rdma_create_id: " + errno_text(errno);
@@ -487,7 +442,6 @@ void IbvTransport::start_connect(pt::OutgoingConnection& base) {
              0) {
     error = "rdma_resolve_addr: " + errno_text(errno);
   }
-  send_cq_use_ += need;
   c.link = link.get();
   links_.emplace(link->serial, std::move(link));
   if (!error.empty()) teardown(c, error);
@@ -504,8 +458,9 @@ std::size_t IbvTransport::close_link(pt::OutgoingConnection& base) noexcept {
   link->qp = nullptr;
   link->id = nullptr;
   release_link(c, *link);
-  if (links_.erase(link->serial) > 0)  // its credit buffers go back to their pool here
-    send_cq_use_ -= std::min(send_cq_use_, send_depth() + kCreditBuffers);
+  if (link->queue != nullptr) send_queues_.release(*link->queue, send_depth() + kCreditBuffers);
+  link->queue = nullptr;
+  links_.erase(link->serial);  // its credit buffers go back to their pool here
   return 0;  // the frames it carried are in the queue: teardown counts them
 }
 
@@ -568,7 +523,7 @@ void IbvTransport::on_send_event(rdma_cm_event& event) {
           error = "rdma_resolve_route: " + errno_text(errno);
         break;
       case RDMA_CM_EVENT_ROUTE_RESOLVED: {
-        link.qp = make_qp(link.id, true, link.max_inline, error);
+        link.qp = make_qp(link.id, link.queue, link.max_inline, error);
         if (link.qp == nullptr) break;
         // Somewhere for the receiver's credit messages to land before the connection is even up.
         for (std::size_t i = 0; i < link.credit_buffers.size() && error.empty(); ++i) post_credit_receive(link, i, error);
@@ -626,7 +581,7 @@ void IbvTransport::on_send_event(rdma_cm_event& event) {
 }
 
 bool IbvTransport::reap_send() {
-  return reap(send_cq_, send_events_, [this](const ibv_wc& wc) { on_send_completion(wc); },
+  return reap(send_queues_, send_events_, [this](const ibv_wc& wc) { on_send_completion(wc); },
               [this](rdma_cm_event& event) { on_send_event(event); });
 }
 
@@ -650,8 +605,8 @@ void IbvTransport::accept(rdma_cm_id* id, const rdma_conn_param& param) {
   std::string error = decode_request(param.private_data, param.private_data_len, request);
   if (!error.empty()) return refuse(error);
   if (id->verbs != context_) return refuse("it arrived on device " + device_name(id->verbs));
-  if (receive_cq_use_ + 1 + kCreditSends > receive_cq_size_)
-    return refuse("the receive completion queue is full (" + std::to_string(receive_cq_size_) + " entries)");
+  if (receive_cq_use_ + 1 + kCreditSends > receive_queues_.entries())
+    return refuse("the receive completion queue is full (" + std::to_string(receive_queues_.entries()) + " entries)");
 
   auto connection = std::make_unique<Incoming>(std::max<std::size_t>(1, connection_depth() / 4),
                                                connection_settings().max_frame_size);
@@ -662,7 +617,7 @@ void IbvTransport::accept(rdma_cm_id* id, const rdma_conn_param& param) {
   c->cm_id = id;
   c->allowance.start(request.credit_buffers);
   std::uint32_t max_inline = 0;
-  c->qp = make_qp(id, false, max_inline, error);
+  c->qp = make_qp(id, nullptr, max_inline, error);
   if (c->qp == nullptr) return refuse(error);
   id->context = reinterpret_cast<void*>(static_cast<std::uintptr_t>(c->serial));
   adopt(std::move(connection));
@@ -868,10 +823,8 @@ void IbvTransport::on_receive_event(rdma_cm_event& event) {
       break;
     case RDMA_CM_EVENT_DISCONNECTED: {
       // Messages that arrived before the peer went may still be in the completion queue: take them first.
-      ibv_wc completions[kCompletionBatch];
-      int count = 0;
-      while ((count = ibv_poll_cq(receive_cq_, kCompletionBatch, completions)) > 0)
-        for (int i = 0; i < count; ++i) on_receive_completion(completions[i]);
+      while (receive_queues_.poll(kReadRounds, [this](const ibv_wc& wc) { on_receive_completion(wc); })) {
+      }
       if (!c.closed) close_incoming(c, "closed by the peer", ending_of(c));
       break;
     }
@@ -893,7 +846,7 @@ void IbvTransport::on_async_events() {
 }
 
 bool IbvTransport::reap_receive() {
-  return reap(receive_cq_, receive_events_, [this](const ibv_wc& wc) { on_receive_completion(wc); },
+  return reap(receive_queues_, receive_events_, [this](const ibv_wc& wc) { on_receive_completion(wc); },
               [this](rdma_cm_event& event) { on_receive_event(event); });
 }
 
@@ -919,6 +872,8 @@ void IbvTransport::report_wire(MetricSink& sink) const {
   sink.setting("shared_receive_queue", srq_ != nullptr ? 1 : 0, "1 when receive buffers go to a shared receive queue");
   sink.gauge("receive_buffers_posted", d(receive_buffers_posted_.load(std::memory_order_relaxed)),
              "receive buffers posted now (per connection, or in the shared receive queue)");
+  sink.gauge("send_completion_queues", d(send_queues_.count()),
+             "send completion queues open (one more whenever the others have no room for another connection)");
   sink.setting("numa_node", numa_node_, "NUMA node of ptibv's pools (-1: as the policy says)");
 }
 

@@ -3,9 +3,10 @@
 // completion queues and shared receive queue, queue pairs per connection and their connection protocol
 // (wire.hpp), and how one message, one receive buffer and one credit message are posted with verbs.
 //
-// The send thread owns the send completion queue (data sends and credit receives of outgoing QPs) and the
-// rdma_cm events of outgoing connections; the receive thread owns the receive completion queue (data
-// receives and credit sends of incoming QPs), the listener and the events of incoming connections.
+// The send thread owns the send completion queues (data sends and credit receives of outgoing QPs; one more
+// whenever the others have no room for another QP) and the rdma_cm events of outgoing connections; the receive
+// thread owns the receive completion queue (data receives and credit sends of incoming QPs), the listener and
+// the events of incoming connections.
 //
 // Queue pairs are created and moved through INIT, RTR and RTS by ptibv itself (rdma_cm without a QP of its
 // own), so that the path MTU and the GID index can be set from the configuration.
@@ -26,6 +27,7 @@
 
 #include "daqx/pt/message_transport.hpp"
 #include "daqx/pt/socket_address.hpp"
+#include "completion_queues.hpp"
 #include "settings.hpp"
 #include "verbs.hpp"
 #include "wire.hpp"
@@ -50,6 +52,7 @@ class IbvTransport final : public pt::MessageTransport {
     std::uint32_t serial = 0;
     rdma_cm_id* id = nullptr;
     ibv_qp* qp = nullptr;
+    CompletionQueue* queue = nullptr;  // the send completion queue its entries are reserved in
     std::uint32_t max_inline = 0;
     std::uint64_t unsignaled = 0;          // messages posted since the last one that asks for a completion
     std::vector<mem::Ref> credit_buffers;  // posted receives for credit messages
@@ -69,21 +72,14 @@ class IbvTransport final : public pt::MessageTransport {
     std::uint32_t generation = 0;
     Incoming* owner = nullptr;  // nullptr: in the shared receive queue
   };
-  // A completion channel and the queue it reports for; armed when an event for the next completion is asked.
-  struct Channel {
-    ibv_comp_channel* channel = nullptr;
-    ibv_cq* cq = nullptr;
-    bool armed = false;
-    unsigned unacked = 0;
-  };
 
   // Device objects (opened by the first listen or connect).
   void open_device(ibv_context* context);
   ibv_context* choose_device(const sockaddr* address);
-  ibv_qp* make_qp(rdma_cm_id* id, bool outgoing, std::uint32_t& max_inline, std::string& error);
+  // An outgoing QP's completions go to `queue`, an incoming one's (queue nullptr) to the receive queue.
+  ibv_qp* make_qp(rdma_cm_id* id, CompletionQueue* queue, std::uint32_t& max_inline, std::string& error);
   bool move_qp(rdma_cm_id* id, ibv_qp* qp, ibv_qp_state state, std::string& error);
-  SleepCheck arm(Channel& channel);
-  void acknowledge(Channel& channel);
+  static SleepCheck arm(CompletionQueues& queues);
   void refine_capabilities(TransportCapabilities& c) const override;
   void stop_endpoints() noexcept override;  // the listener, the shared receive queue and its buffers
   void stop_device() noexcept override;     // completion queues and channels, the protection domain
@@ -94,7 +90,7 @@ class IbvTransport final : public pt::MessageTransport {
   Posted post_message(pt::MessageOutgoing& c, pt::SendLink& link, const Message& message) noexcept override;
   std::size_t close_link(pt::OutgoingConnection& c) noexcept override;
   bool reap_send() override;
-  SleepCheck ready_to_sleep_send() override { return arm(send_channel_); }
+  SleepCheck ready_to_sleep_send() override { return arm(send_queues_); }
   void on_send_ready(void* tag, std::uint32_t events) override;
   void on_send_completion(const ibv_wc& wc);
   void on_send_event(rdma_cm_event& event);
@@ -102,7 +98,7 @@ class IbvTransport final : public pt::MessageTransport {
 
   // Receiving.
   bool reap_receive() override;
-  SleepCheck ready_to_sleep_receive() override { return arm(receive_channel_); }
+  SleepCheck ready_to_sleep_receive() override { return arm(receive_queues_); }
   void on_receive_ready(void* tag, std::uint32_t events) override;
   void receive_housekeeping(Clock::time_point now) override;
   void accept(rdma_cm_id* id, const rdma_conn_param& param);
@@ -128,14 +124,10 @@ class IbvTransport final : public pt::MessageTransport {
   ibv_device_attr device_attr_{};
   int numa_node_ = -1;
   ibv_pd* pd_ = nullptr;
-  ibv_cq* send_cq_ = nullptr;
-  ibv_cq* receive_cq_ = nullptr;
+  CompletionQueues send_queues_;     // send thread
+  CompletionQueues receive_queues_;  // receive thread: one queue
   ibv_srq* srq_ = nullptr;
   std::size_t srq_capacity_ = 0;
-  std::size_t send_cq_size_ = 0;
-  std::size_t receive_cq_size_ = 0;
-  Channel send_channel_;
-  Channel receive_channel_;
   int cm_marker_ = 0;       // waiter tag of the rdma_cm channels: reap_* reads them
   int async_marker_ = 0;    // waiter tag of the device's asynchronous events
   bool async_ready_ = false;
@@ -146,7 +138,6 @@ class IbvTransport final : public pt::MessageTransport {
   static constexpr std::uint32_t kCreditSends = 4;    // credit messages in flight per incoming QP
   std::unordered_map<std::uint32_t, std::unique_ptr<Link>> links_;  // send thread (and stop)
   std::uint32_t next_link_serial_ = 1;
-  std::size_t send_cq_use_ = 0;   // completion entries the live links may need at once (send thread)
 
   std::unordered_map<std::uint32_t, Incoming*> incoming_by_qp_;      // qp_num -> connection (receive thread)
   std::unordered_map<std::uint32_t, Incoming*> incoming_by_serial_;  // rdma_cm id context -> connection
