@@ -1,8 +1,14 @@
 // A libfabric client that connects to a ptofi endpoint the proper way and then sends one malformed frame, for
 // the transport suite's bad-peer test: the receiver must close this connection alone and count it.
 //
-//   ofi_bad_peer --provider tcp --host H --port P --case bad-magic|oversized|unknown-target|truncated [--target T]
+//   ofi_bad_peer --provider tcp --host H --port P --case CASE [--target T]
 //
+// CASE: bad-magic, oversized, unknown-target, truncated (a malformed frame on a connection of its own), or no-id,
+// wrong-id (a good frame without the connection id, or with a wrong one, where the receiver shares a receive
+// context: nobody's message, dropped and counted).
+//
+// A receiver that shares a receive context gives the connection an id in its accept data (8 bytes); the client
+// puts it on every message as remote CQ data, as ptofi's senders do.
 // Each libfabric message carries one piece of a frame, the first starting with daqx's 32-byte frame header
 // (docs/wire-format.md). The receiver sends small credit messages back: 16 receive buffers of 64 bytes give them
 // somewhere to land, and the first one is awaited (briefly) before sending, as a real sender would.
@@ -126,6 +132,7 @@ std::vector<std::vector<std::byte>> messages_for(const Options& options) {
   if (options.kind == "oversized") return {message(header(1u << 30, options.target), kMaxMessage - daqx::kFrameHeaderSize)};
   if (options.kind == "unknown-target") return {message(header(64, 4242), 64 - daqx::kFrameHeaderSize)};
   if (options.kind == "truncated") return {message(header(1u << 20, options.target), 100)};
+  if (options.kind == "no-id" || options.kind == "wrong-id") return {message(header(64, options.target), 64 - daqx::kFrameHeaderSize)};
   return {};
 }
 
@@ -145,7 +152,7 @@ int main(int argc, char** argv) {
   }
   if (options.port.empty()) return usage("--port is required");
   const std::vector<std::vector<std::byte>> messages = messages_for(options);
-  if (messages.empty()) return usage("--case must be bad-magic, oversized, unknown-target or truncated");
+  if (messages.empty()) return usage("--case must be bad-magic, oversized, unknown-target, truncated, no-id or wrong-id");
 
   // The buffers outlive the fabric objects (declared first, destroyed last): the provider may touch posted
   // buffers until the endpoint is closed. One region holds the receive buffers and the messages.
@@ -193,9 +200,12 @@ int main(int argc, char** argv) {
   }
 
   if (failed(fi_connect(f.endpoint, f.info->dest_addr, nullptr, 0), "fi_connect")) return 2;
-  fi_eq_cm_entry entry{};
+  union {
+    fi_eq_cm_entry entry;
+    std::uint8_t space[sizeof(fi_eq_cm_entry) + 64];
+  } connected{};
   std::uint32_t event = 0;
-  ssize_t got = fi_eq_sread(f.eq, &event, &entry, sizeof entry, kConnectMillis, 0);
+  ssize_t got = fi_eq_sread(f.eq, &event, &connected.entry, sizeof connected, kConnectMillis, 0);
   if (got == -FI_EAVAIL) {
     fi_eq_err_entry eq_error{};
     fi_eq_readerr(f.eq, &eq_error, 0);
@@ -212,6 +222,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::printf("connected to %s:%s\n", options.host.c_str(), options.port.c_str());
+  // The connection's id, when the receiver gave one (little-endian, 8 bytes).
+  const bool has_id = static_cast<std::size_t>(got) >= sizeof(fi_eq_cm_entry) + 8;
+  std::uint64_t id = 0;
+  for (int i = 0; has_id && i < 8; ++i) id |= static_cast<std::uint64_t>(connected.entry.data[i]) << (8 * i);
+  if (options.kind == "wrong-id") id ^= std::uint64_t{1} << 40;  // its serial, someone else's secret
+  const bool send_id = has_id && options.kind != "no-id";
+  std::printf("connection id %s\n", has_id ? "given" : "not given");
 
   for (std::size_t i = 0; i < kReceiveBuffers; ++i) {
     receives[i].receive = true;
@@ -235,7 +252,8 @@ int main(int argc, char** argv) {
     std::memcpy(at, messages[i].data(), messages[i].size());
     offset += messages[i].size();
     for (;;) {
-      ssize_t posted = fi_send(f.endpoint, at, messages[i].size(), f.descriptor, 0, &sends[i].context);
+      ssize_t posted = send_id ? fi_senddata(f.endpoint, at, messages[i].size(), f.descriptor, id, 0, &sends[i].context)
+                               : fi_send(f.endpoint, at, messages[i].size(), f.descriptor, 0, &sends[i].context);
       if (posted == 0) break;
       if (posted != -FI_EAGAIN) {
         failed(static_cast<int>(posted), "fi_send");

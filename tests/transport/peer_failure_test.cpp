@@ -276,6 +276,23 @@ TEST_CASE("a fabric client sending malformed frames loses only its own connectio
   traffic.check_undisturbed_and_drained();
 }
 
+TEST_CASE("a fabric client whose messages carry no connection id, or a wrong one, has them dropped and counted: the "
+          "shared receive context keeps its buffers and the others are undisturbed", "[transport][process][faults]") {
+  const TransportProfile& transport = suite_transport();
+  if (transport.capabilities.connection_manager != "libfabric") skip_test("no connection ids: connections are not libfabric's");
+  HonestTraffic traffic(transport, "bad-id-client");
+  ExecutiveProcess& receiver = traffic.receiver();
+  // ptofi shares a receive context where the provider carries 8 bytes of remote CQ data (tcp); verbs has 4.
+  if (!(transport_metric(receiver, "shared_receive_context") > 0))
+    skip_test("provider " + transport.provider + " gives no shared receive context with 8 bytes of CQ data");
+  const double before = transport_metric(receiver, "unattributed_messages");
+  run_bad_clients(transport, traffic.receiver_port(), receiver, {"no-id", "wrong-id"});
+  CHECK(wait_until([&] { return transport_metric(receiver, "unattributed_messages") >= before + 2; }));
+  INFO(receiver.output());
+  CHECK(transport_metric(receiver, "unattributed_messages") == before + 2);
+  traffic.check_undisturbed_and_drained();
+}
+
 TEST_CASE("a local peer writing garbage into its shared-memory ring loses only its own connection, counted: the "
           "executive stays up, frees every block and serves others", "[transport][process][faults]") {
   const TransportProfile& transport = suite_transport();

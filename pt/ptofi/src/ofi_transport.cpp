@@ -6,6 +6,7 @@
 #include <sys/epoll.h>
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 
 namespace daqx::ptofi {
@@ -25,13 +26,24 @@ union CmEvent {
   std::uint8_t space[sizeof(fi_eq_cm_entry) + 256];
 };
 
+// A connection id as accept data: 8 bytes, least significant first.
+void encode_id(std::uint64_t id, std::uint8_t (&bytes)[8]) {
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<std::uint8_t>(id >> (8 * i));
+}
+std::uint64_t decode_id(const std::uint8_t* bytes) {
+  std::uint64_t id = 0;
+  for (int i = 0; i < 8; ++i) id |= static_cast<std::uint64_t>(bytes[i]) << (8 * i);
+  return id;
+}
+
 // One round of a completion thread: up to kReadRounds batches of completions, then every connection
-// event. Returns whether there was anything, so the thread sleeps only when there was not.
+// event (with the length of its connection data). Returns whether there was anything, so the thread sleeps
+// only when there was not.
 template <typename Completion, typename CompletionError, typename Event, typename EventError>
 bool drain_queues(fid_cq* cq, fid_eq* eq, Completion&& completion, CompletionError&& completion_error, Event&& event,
                   EventError&& event_error) {
   bool worked = false;
-  fi_cq_msg_entry entries[kCompletionBatch];
+  fi_cq_data_entry entries[kCompletionBatch];
   for (int round = 0; round < kReadRounds; ++round) {
     ssize_t count = fi_cq_read(cq, entries, kCompletionBatch);
     if (count > 0) {
@@ -53,7 +65,8 @@ bool drain_queues(fid_cq* cq, fid_eq* eq, Completion&& completion, CompletionErr
     std::uint32_t kind = 0;
     ssize_t got = fi_eq_read(eq, &kind, &entry.entry, sizeof entry, 0);
     if (got > 0) {
-      event(kind, entry.entry);
+      const auto length = static_cast<std::size_t>(got);
+      event(kind, entry.entry, length > sizeof(fi_eq_cm_entry) ? length - sizeof(fi_eq_cm_entry) : 0);
       worked = true;
       continue;
     }
@@ -143,7 +156,7 @@ void OfiTransport::open_fabric(const fi_info& info) {
   for (auto* cq : {&send_cq_, &receive_cq_}) {
     fi_cq_attr attributes{};
     attributes.size = kCompletionQueueSize;
-    attributes.format = FI_CQ_FORMAT_MSG;
+    attributes.format = FI_CQ_FORMAT_DATA;  // a shared receive's remote CQ data names its connection
     attributes.wait_obj = wait_object;
     fid_cq* opened = nullptr;
     check(fi_cq_open(domain_.get(), &attributes, &opened, nullptr),
@@ -211,6 +224,7 @@ void OfiTransport::listen(const EndpointAddress& local) {
   const std::string service = std::to_string(local.port);
   InfoPtr info = find_provider(settings_.provider, local.hostname.c_str(), service.c_str(), FI_SOURCE);
   open_fabric(*info);
+  open_shared_receive(*info);
   fid_pep* passive = nullptr;
   int error = fi_passive_ep(fabric_.get(), info.get(), &passive, &passive_marker_);
   if (error != 0) throw std::runtime_error("fi_passive_ep on " + local.text() + ": " + fabric_error(error));
@@ -222,8 +236,43 @@ void OfiTransport::listen(const EndpointAddress& local) {
   receive_waiter().wake();
 }
 
+void OfiTransport::open_shared_receive(const fi_info& info) {
+  if (settings_.srx == Settings::Srx::never || srx_) return;
+  if (info.domain_attr->max_ep_srx_ctx == 0 || info.domain_attr->cq_data_size < sizeof(std::uint64_t)) {
+    host().log(LogLevel::info, "provider " + settings_.provider + " has no shared receive contexts or less than 8 bytes "
+                               "of remote CQ data: receive buffers are posted to each incoming connection");
+    return;
+  }
+  // Room for the budget and for every connection's one buffer beyond it (pt/base keeps each connection one).
+  fi_rx_attr attributes = *info.rx_attr;
+  attributes.size = std::max<std::size_t>(attributes.size, 2 * receive_budget());
+  fid_ep* srx = nullptr;
+  const int error = fi_srx_context(domain_.get(), &attributes, &srx, nullptr);
+  if (error != 0) {
+    host().log(LogLevel::warning, "fi_srx_context: " + fabric_error(error) +
+                                      ": receive buffers are posted to each incoming connection");
+    return;
+  }
+  srx_.reset(srx);
+  srx_slots_.resize(attributes.size);
+  srx_free_.reserve(attributes.size);
+  for (std::size_t i = srx_slots_.size(); i-- > 0;) {
+    srx_slots_[i].context.kind = OpKind::shared_receive;
+    srx_slots_[i].context.index = static_cast<std::uint32_t>(i);
+    srx_free_.push_back(static_cast<std::uint32_t>(i));
+  }
+  srx_capacity_.store(attributes.size, std::memory_order_relaxed);
+  cap_receive_budget(attributes.size / 2);
+  host().log(LogLevel::info, "incoming connections share one receive context of " + std::to_string(attributes.size) +
+                                 " buffers (" + std::to_string(receive_budget()) + " budgeted)");
+}
+
 void OfiTransport::stop_endpoints() noexcept {
   passive_.reset();
+  srx_.reset();  // after the incoming endpoints (closed before): the provider lets go of every shared buffer
+  srx_slots_.clear();
+  srx_free_.clear();
+  srx_posted_.store(0, std::memory_order_relaxed);
   for (auto& link : links_) link->credit_buffers.clear();
 }
 
@@ -236,14 +285,17 @@ void OfiTransport::stop_device() noexcept {
   fabric_.reset();
 }
 
-fid_ep* OfiTransport::make_endpoint(fi_info* info, void* context, fid_eq* eq, fid_cq* cq, std::string& error) {
+fid_ep* OfiTransport::make_endpoint(fi_info* info, void* context, fid_eq* eq, fid_cq* cq, fid_ep* srx,
+                                    std::string& error) {
+  if (srx != nullptr) info->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
   fid_ep* endpoint = nullptr;
   int result = fi_endpoint(domain_.get(), info, &endpoint, context);
   if (result != 0) {
     error = "fi_endpoint: " + fabric_error(result);
     return nullptr;
   }
-  result = fi_ep_bind(endpoint, &eq->fid, 0);
+  result = srx != nullptr ? fi_ep_bind(endpoint, &srx->fid, 0) : 0;
+  if (result == 0) result = fi_ep_bind(endpoint, &eq->fid, 0);
   if (result == 0) result = fi_ep_bind(endpoint, &cq->fid, FI_TRANSMIT | FI_RECV);
   if (result == 0) result = fi_enable(endpoint);
   if (result != 0) {
@@ -269,8 +321,19 @@ OfiTransport::Posted OfiTransport::post_message(pt::MessageOutgoing& c, pt::Send
   auto& link = static_cast<OfiLink&>(base);
   const pt::MessagePieces& pieces = message.pieces;
   OpContext& op = link.sends[message.slot];
-  const ssize_t result = fi_sendv(link.endpoint, pieces.iov, const_cast<void**>(pieces.descriptors), pieces.count, 0,
-                                  &op.provider);
+  ssize_t result = 0;
+  if (link.send_id) {
+    // The receiver shares a receive context: the connection's id tells it whose buffer this message took.
+    fi_msg msg{};
+    msg.msg_iov = pieces.iov;
+    msg.desc = const_cast<void**>(pieces.descriptors);
+    msg.iov_count = pieces.count;
+    msg.context = &op.provider;
+    msg.data = link.id;
+    result = fi_sendmsg(link.endpoint, &msg, FI_REMOTE_CQ_DATA | FI_COMPLETION);
+  } else {
+    result = fi_sendv(link.endpoint, pieces.iov, const_cast<void**>(pieces.descriptors), pieces.count, 0, &op.provider);
+  }
   if (result == 0) return Posted::ok;
   // -FI_EAGAIN: the provider's queue is full. Messages are in flight (their completions pump again) unless
   // the provider needs to be polled first: the send thread does that and retries.
@@ -309,7 +372,7 @@ void OfiTransport::start_connect(pt::OutgoingConnection& base) {
     link->credit_buffers[i].context.link = link.get();
   }
   std::string error;
-  link->endpoint = make_endpoint(c.info.get(), link.get(), send_eq_.get(), send_cq_.get(), error);
+  link->endpoint = make_endpoint(c.info.get(), link.get(), send_eq_.get(), send_cq_.get(), nullptr, error);
   if (link->endpoint != nullptr) {
     // Somewhere for the receiver's first credit message to land before the connection is even up.
     for (BufferOp& op : link->credit_buffers)
@@ -376,13 +439,17 @@ void OfiTransport::on_send_error(const fi_cq_err_entry& error) {
   });
 }
 
-void OfiTransport::on_send_event(std::uint32_t event, fid_t fid) {
+void OfiTransport::on_send_event(std::uint32_t event, const fi_eq_cm_entry& entry, std::size_t data_length) {
+  const fid_t fid = entry.fid;
   if (fid == nullptr || fid->context == nullptr) return;
   auto& link = *static_cast<OfiLink*>(fid->context);
   OfiOutgoing& c = *link.owner;
   with_lock(c, [&] {
     if (link.closed || c.link != &link) return;
     if (event == FI_CONNECTED) {
+      // Accept data of 8 bytes: the receiver shares a receive context and gave this connection that id.
+      link.send_id = data_length >= sizeof link.id;
+      if (link.send_id) link.id = decode_id(entry.data);
       link.connected = true;
       connection_up(c);  // credits may have arrived before the event: it pumps
     } else if (event == FI_SHUTDOWN) {
@@ -405,9 +472,9 @@ void OfiTransport::on_send_event_error(const fi_eq_err_entry& error) {
 bool OfiTransport::reap_send() {
   return drain_queues(
       send_cq_.get(), send_eq_.get(),
-      [this](const fi_cq_msg_entry& entry) { on_send_completion(*static_cast<OpContext*>(entry.op_context), entry.len); },
+      [this](const fi_cq_data_entry& entry) { on_send_completion(*static_cast<OpContext*>(entry.op_context), entry.len); },
       [this](const fi_cq_err_entry& error) { on_send_error(error); },
-      [this](std::uint32_t kind, const fi_eq_cm_entry& entry) { on_send_event(kind, entry.fid); },
+      [this](std::uint32_t kind, const fi_eq_cm_entry& entry, std::size_t length) { on_send_event(kind, entry, length); },
       [this](const fi_eq_err_entry& error) { on_send_event_error(error); });
 }
 
@@ -424,7 +491,7 @@ void OfiTransport::accept(fi_info* request) {
   OfiIncoming* c = connection.get();
   prepare_incoming(*c);
   c->remote = pt::address_text(static_cast<const sockaddr*>(request->dest_addr));
-  c->buffers.resize(receive_depth());
+  if (!srx_) c->buffers.resize(receive_depth());  // its own receive queue
   for (std::size_t i = 0; i < c->buffers.size(); ++i) {
     c->buffers[i].context.kind = OpKind::data_receive;
     c->buffers[i].context.index = static_cast<std::uint32_t>(i);
@@ -437,18 +504,26 @@ void OfiTransport::accept(fi_info* request) {
     c->credit_sends[i].context.link = c;
   }
   std::string error;
-  c->endpoint = make_endpoint(request, c, receive_eq_.get(), receive_cq_.get(), error);
+  c->endpoint = make_endpoint(request, c, receive_eq_.get(), receive_cq_.get(), srx_.get(), error);
   if (c->endpoint == nullptr) {
     fi_reject(passive_.get(), request->handle, nullptr, 0);
     events().requests_refused.fetch_add(1, std::memory_order_relaxed);
     host().log(LogLevel::warning, "refused a connection from " + c->remote + ": " + error);
     return;
   }
+  std::uint8_t accept_data[8] = {};
+  if (srx_) {
+    // Its id: a serial no open connection has, and a secret, so that a peer cannot pass for another by guessing.
+    while (next_serial_ == 0 || incoming_by_serial_.count(next_serial_) != 0) ++next_serial_;
+    c->id = next_serial_++ | (secrets_() << 32);
+    incoming_by_serial_[static_cast<std::uint32_t>(c->id)] = c;
+    encode_id(c->id, accept_data);
+  }
   adopt(std::move(connection));
   // Buffers go up before the connection does: the sender may start as soon as it has credits.
   replenish(*c);
   if (c->closed) return;
-  const int result = fi_accept(c->endpoint, nullptr, 0);
+  const int result = srx_ ? fi_accept(c->endpoint, accept_data, sizeof accept_data) : fi_accept(c->endpoint, nullptr, 0);
   if (result != 0) {
     events().requests_refused.fetch_add(1, std::memory_order_relaxed);
     close_incoming(*c, "fi_accept: " + fabric_error(result), pt::Ending::normal);
@@ -457,6 +532,28 @@ void OfiTransport::accept(fi_info* request) {
 
 OfiTransport::Post OfiTransport::post_receive_buffer(pt::MessageIncoming& base, std::string& error) {
   auto& c = static_cast<OfiIncoming&>(base);
+  if (srx_) {
+    if (srx_spare_ > 0) {
+      --srx_spare_;  // a buffer left in the shared context by a closed connection: it is this one's now
+      return Post::posted;
+    }
+    if (srx_free_.empty()) return Post::no_room;  // a message arriving frees room
+    mem::Ref buffer = receive_pool_->allocate(message_settings().receive_buffer_size);
+    if (!buffer) return Post::no_memory;
+    const std::uint32_t index = srx_free_.back();
+    BufferOp& op = srx_slots_[index];
+    const ssize_t result = fi_recv(srx_.get(), buffer.data(), buffer.size(), descriptor_of(buffer, registration_slot()), 0,
+                                   &op.context.provider);
+    if (result == -FI_EAGAIN) return Post::again;
+    if (result != 0) {
+      error = "fi_recv on the shared receive context: " + fabric_error(static_cast<int>(result));
+      return Post::failed;
+    }
+    srx_free_.pop_back();
+    op.buffer = std::move(buffer);
+    srx_posted_.fetch_add(1, std::memory_order_relaxed);
+    return Post::posted;
+  }
   mem::Ref buffer = receive_pool_->allocate(message_settings().receive_buffer_size);
   if (!buffer) return Post::no_memory;
   BufferOp& op = c.buffers[c.posted % c.buffers.size()];
@@ -499,9 +596,52 @@ void OfiTransport::close_receive_link(pt::MessageIncoming& base) noexcept {
   c.endpoint = nullptr;
   for (BufferOp& op : c.buffers) op.buffer.reset();
   for (BufferOp& op : c.credit_sends) op.buffer.reset();
+  if (c.id != 0 && incoming_by_serial_.erase(static_cast<std::uint32_t>(c.id)) > 0) {
+    // Buffers posted on its behalf and not used stay in the shared context for the next connection.
+    const std::uint64_t arrived = c.consumed() + c.assembler.messages_waiting();
+    srx_spare_ += c.posted > arrived ? c.posted - arrived : 0;
+  }
 }
 
-void OfiTransport::on_receive_completion(OpContext& op, std::size_t length) {
+void OfiTransport::on_shared_receive(OpContext& op, const fi_cq_data_entry& entry) {
+  BufferOp& slot = srx_slots_[op.index];
+  mem::Ref buffer = std::move(slot.buffer);
+  srx_free_.push_back(op.index);
+  if (srx_posted_.load(std::memory_order_relaxed) > 0) srx_posted_.fetch_sub(1, std::memory_order_relaxed);
+  OfiIncoming* c = nullptr;
+  if ((entry.flags & FI_REMOTE_CQ_DATA) != 0) {
+    auto found = incoming_by_serial_.find(static_cast<std::uint32_t>(entry.data));
+    if (found != incoming_by_serial_.end() && found->second->id == entry.data) c = found->second;
+  }
+  if (c == nullptr || c->closed) {
+    // A message no open connection answers for: a late one of a connection closed meanwhile, or one whose id is
+    // wrong. Dropped; its buffer goes straight back, so that the shared context still holds every buffer the
+    // open connections were credited for.
+    unattributed_messages_.fetch_add(1, std::memory_order_relaxed);
+    const std::uint32_t index = srx_free_.back();
+    if (fi_recv(srx_.get(), buffer.data(), buffer.size(), descriptor_of(buffer, registration_slot()), 0,
+                &srx_slots_[index].context.provider) == 0) {
+      srx_free_.pop_back();
+      srx_slots_[index].buffer = std::move(buffer);
+      srx_posted_.fetch_add(1, std::memory_order_relaxed);
+    } else if (srx_spare_ > 0) {
+      --srx_spare_;
+    }
+    return;
+  }
+  if (c->consumed() + c->assembler.messages_waiting() >= c->posted) {
+    close_incoming(*c, "bad stream: the sender sent more messages than it had credits for", pt::Ending::bad);
+    return;
+  }
+  message_arrived(*c, std::move(buffer), entry.len);
+}
+
+void OfiTransport::on_receive_completion(OpContext& op, const fi_cq_data_entry& entry) {
+  if (op.kind == OpKind::shared_receive) {
+    on_shared_receive(op, entry);
+    return;
+  }
+  const std::size_t length = entry.len;
   auto& c = *static_cast<OfiIncoming*>(op.link);
   if (c.closed) return;
   if (op.kind == OpKind::credit_send) {
@@ -525,6 +665,21 @@ void OfiTransport::on_receive_completion(OpContext& op, std::size_t length) {
 void OfiTransport::on_receive_error(const fi_cq_err_entry& error) {
   if (error.op_context == nullptr) return;
   auto& op = *static_cast<OpContext*>(error.op_context);
+  if (op.kind == OpKind::shared_receive) {
+    // A shared buffer's receive failed: its buffer goes back to the pool, and the connection it names (if any)
+    // closes. Either way the buffer is no longer in the shared context: one spare fewer.
+    srx_slots_[op.index].buffer.reset();
+    srx_free_.push_back(op.index);
+    if (srx_posted_.load(std::memory_order_relaxed) > 0) srx_posted_.fetch_sub(1, std::memory_order_relaxed);
+    if (error.err == FI_ECANCELED) return;  // the shared context is closing
+    events().completion_errors.fetch_add(1, std::memory_order_relaxed);
+    auto found = incoming_by_serial_.find(static_cast<std::uint32_t>(error.data));
+    if (found != incoming_by_serial_.end() && found->second->id == error.data && !found->second->closed)
+      close_incoming(*found->second, "receive failed: " + completion_error_text(receive_cq_.get(), error),
+                     ending_of(*found->second));
+    if (srx_spare_ > 0) --srx_spare_;
+    return;
+  }
   auto& c = *static_cast<OfiIncoming*>(op.link);
   if (c.closed) return;
   if (error.err == FI_ECANCELED) {  // the provider flushed the posted buffers: the connection is gone
@@ -544,11 +699,10 @@ void OfiTransport::on_receive_event(std::uint32_t event, fid_t fid) {
     send_credits(c);
   } else if (event == FI_SHUTDOWN) {
     // Messages that arrived before the peer went may still be in the completion queue: take them first.
-    fi_cq_msg_entry entries[kCompletionBatch];
+    fi_cq_data_entry entries[kCompletionBatch];
     ssize_t count = 0;
     while ((count = fi_cq_read(receive_cq_.get(), entries, kCompletionBatch)) > 0)
-      for (ssize_t i = 0; i < count; ++i)
-        on_receive_completion(*static_cast<OpContext*>(entries[i].op_context), entries[i].len);
+      for (ssize_t i = 0; i < count; ++i) on_receive_completion(*static_cast<OpContext*>(entries[i].op_context), entries[i]);
     if (!c.closed) close_incoming(c, "closed by the peer", ending_of(c));
   }
 }
@@ -570,9 +724,9 @@ void OfiTransport::on_receive_event_error(const fi_eq_err_entry& error) {
 bool OfiTransport::reap_receive() {
   return drain_queues(
       receive_cq_.get(), receive_eq_.get(),
-      [this](const fi_cq_msg_entry& entry) { on_receive_completion(*static_cast<OpContext*>(entry.op_context), entry.len); },
+      [this](const fi_cq_data_entry& entry) { on_receive_completion(*static_cast<OpContext*>(entry.op_context), entry); },
       [this](const fi_cq_err_entry& error) { on_receive_error(error); },
-      [this](std::uint32_t kind, const fi_eq_cm_entry& entry) {
+      [this](std::uint32_t kind, const fi_eq_cm_entry& entry, std::size_t) {
         if (kind == FI_CONNREQ) {
           accept(entry.info);
           fi_freeinfo(entry.info);
@@ -581,6 +735,20 @@ bool OfiTransport::reap_receive() {
         }
       },
       [this](const fi_eq_err_entry& error) { on_receive_event_error(error); });
+}
+
+void OfiTransport::report_wire(MetricSink& sink) const {
+  MessageTransport::report_wire(sink);
+  sink.setting("shared_receive_context", static_cast<double>(srx_capacity_.load(std::memory_order_relaxed)),
+               "buffers the shared receive context holds at most (0: buffers posted to each incoming connection)");
+  // The buffers in the shared context stay posted when their connections close (for the next ones): at rest
+  // the receive pool holds these.
+  if (srx_capacity_.load(std::memory_order_relaxed) > 0)
+    sink.gauge("receive_buffers_posted", static_cast<double>(srx_posted_.load(std::memory_order_relaxed)),
+                       "receive buffers in the shared receive context now");
+  sink.counter("unattributed_messages", static_cast<double>(unattributed_messages_.load(std::memory_order_relaxed)),
+               "messages no open incoming connection answered for (late ones of closed connections, or a wrong "
+               "connection id): dropped, their buffers posted again");
 }
 
 }  // namespace daqx::ptofi

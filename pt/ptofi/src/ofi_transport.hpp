@@ -9,6 +9,12 @@
 //
 // Every posted operation carries an OpContext whose memory lives as long as the transport: a completion
 // that arrives after its connection was torn down finds a connection marked closed and is ignored.
+//
+// Receive buffers go to one shared receive context (fi_srx_context) when the provider has them and carries 8
+// bytes of remote CQ data: the receiver gives each incoming connection an id (a serial and a random secret) in
+// its accept data, and the sender puts it on every data message, which names the connection a buffer was
+// taken for. Each connection is still credited only the buffers posted on its behalf (pt/base), so no sender
+// can use up another's. Otherwise buffers are posted to each incoming endpoint's own receive queue.
 #pragma once
 
 #include <rdma/fabric.h>
@@ -17,10 +23,13 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
 
+#include <atomic>
 #include <list>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "daqx/pt/message_transport.hpp"
@@ -31,12 +40,12 @@
 namespace daqx::ptofi {
 
 // What libfabric hands back with a completion. The provider may use `provider` (FI_CONTEXT modes).
-enum class OpKind : std::uint8_t { data_send, credit_receive, data_receive, credit_send };
+enum class OpKind : std::uint8_t { data_send, credit_receive, data_receive, credit_send, shared_receive };
 struct OpContext {
   fi_context2 provider{};
   OpKind kind = OpKind::data_send;
-  std::uint32_t index = 0;  // slot in its connection's ring
-  void* link = nullptr;     // OfiLink* or OfiIncoming*
+  std::uint32_t index = 0;  // slot in its connection's ring, or in the shared receive context's slots
+  void* link = nullptr;     // OfiLink* or OfiIncoming*; nullptr for a shared receive
 };
 struct BufferOp {  // a posted receive buffer, or a credit message on its way
   OpContext context;
@@ -56,13 +65,16 @@ struct OfiLink : pt::SendLink {
   fid_ep* endpoint = nullptr;
   std::vector<OpContext> sends;          // one per slot of the ring of messages in flight
   std::vector<BufferOp> credit_buffers;  // posted receives for credit messages
+  bool send_id = false;                  // the receiver shares a receive context: each message carries id
+  std::uint64_t id = 0;                  // the connection's id at the receiver (its accept data)
 };
 struct OfiIncoming : pt::MessageIncoming {
   using MessageIncoming::MessageIncoming;
   fid_ep* endpoint = nullptr;
-  std::vector<BufferOp> buffers;      // ring of posted receive buffers; slot = posted % size
+  std::vector<BufferOp> buffers;      // ring of posted receive buffers; slot = posted % size (own receive queue)
   std::uint64_t taken = 0;            // messages taken out of the ring, in order
   std::vector<BufferOp> credit_sends;
+  std::uint64_t id = 0;               // with a shared receive context: serial (low half) and secret (high half)
 };
 
 class OfiTransport final : public pt::MessageTransport {
@@ -73,7 +85,9 @@ class OfiTransport final : public pt::MessageTransport {
  private:
   // Fabric objects.
   void open_fabric(const fi_info& info);
-  fid_ep* make_endpoint(fi_info* info, void* context, fid_eq* eq, fid_cq* cq, std::string& error);
+  // An endpoint bound to eq and cq, and to the shared receive context srx unless that is null.
+  fid_ep* make_endpoint(fi_info* info, void* context, fid_eq* eq, fid_cq* cq, fid_ep* srx, std::string& error);
+  void open_shared_receive(const fi_info& info);
   void add_wait_objects(pt::Waiter& waiter, fid_cq* cq, fid_eq* eq);
   SleepCheck ready_to_sleep(fid_cq* cq, fid_eq* eq);
 
@@ -86,7 +100,7 @@ class OfiTransport final : public pt::MessageTransport {
   SleepCheck ready_to_sleep_send() override;
   void on_send_completion(OpContext& op, std::size_t length);
   void on_send_error(const fi_cq_err_entry& error);
-  void on_send_event(std::uint32_t event, fid_t fid);
+  void on_send_event(std::uint32_t event, const fi_eq_cm_entry& entry, std::size_t data_length);
   void on_send_event_error(const fi_eq_err_entry& error);
   bool post_credit_receive(OfiLink& link, BufferOp& op, std::string& error);
 
@@ -94,7 +108,8 @@ class OfiTransport final : public pt::MessageTransport {
   bool reap_receive() override;
   SleepCheck ready_to_sleep_receive() override;
   void accept(fi_info* request);
-  void on_receive_completion(OpContext& op, std::size_t length);
+  void on_receive_completion(OpContext& op, const fi_cq_data_entry& entry);
+  void on_shared_receive(OpContext& op, const fi_cq_data_entry& entry);
   void on_receive_error(const fi_cq_err_entry& error);
   void on_receive_event(std::uint32_t event, fid_t fid);
   void on_receive_event_error(const fi_eq_err_entry& error);
@@ -105,6 +120,7 @@ class OfiTransport final : public pt::MessageTransport {
   void stop_endpoints() noexcept override;
   void stop_device() noexcept override;
   void refine_capabilities(TransportCapabilities& c) const override;
+  void report_wire(MetricSink& sink) const override;
 
   Settings settings_;
   mem::Pool* receive_pool_ = nullptr;
@@ -121,6 +137,19 @@ class OfiTransport final : public pt::MessageTransport {
   int passive_marker_ = 0;  // the passive endpoint's context: tells its events from an endpoint's
   int wait_marker_ = 0;     // the tag of the queues' descriptors in the waiters: reap_* reads the queues
   std::mutex open_mutex_;   // opening the fabric (listen or the first connect)
+
+  // The shared receive context (receive thread) and its buffers: slots sized once, as the provider keeps
+  // pointers to their contexts.
+  FidPtr<fid_ep> srx_;
+  std::vector<BufferOp> srx_slots_;
+  std::vector<std::uint32_t> srx_free_;
+  std::atomic<std::size_t> srx_posted_{0};  // buffers in the shared context now (written by the receive thread)
+  std::size_t srx_spare_ = 0;   // of those, posted for connections that closed: the next post takes one
+  std::unordered_map<std::uint32_t, OfiIncoming*> incoming_by_serial_;
+  std::uint32_t next_serial_ = 1;
+  std::mt19937_64 secrets_{std::random_device{}()};
+  std::atomic<std::uint64_t> unattributed_messages_{0};
+  std::atomic<std::size_t> srx_capacity_{0};
 
   static constexpr std::size_t kCreditBuffers = 8;  // credit receives posted per outgoing endpoint
   static constexpr std::size_t kCreditSends = 4;    // credit messages in flight per incoming endpoint

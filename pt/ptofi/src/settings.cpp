@@ -19,6 +19,9 @@ std::vector<ParamSpec> parameter_specs() {
            {}},
           {"registerMemory", ParamType::string, "auto", "",
            "auto: register pools with the domain when the provider asks for it (FI_MR_LOCAL); always; never", {}, {}},
+          {"srx", ParamType::string, "auto", "",
+           "auto: incoming connections share one receive context where the provider has them and carries 8 bytes of "
+           "remote CQ data (the sender's connection id); never: receive buffers posted to each connection", {}, {}},
       });
 }
 
@@ -31,6 +34,7 @@ Settings Settings::from(const ParamSet& params) {
     case 1: s.registration = Registration::always; break;
     default: s.registration = Registration::never; break;
   }
+  s.srx = pt::choice(params, "srx", {"auto", "never"}) == 0 ? Srx::automatic : Srx::never;
   return s;
 }
 

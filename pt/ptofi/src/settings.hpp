@@ -17,6 +17,7 @@ inline constexpr const char* kHelp =
 struct Settings {
   std::string provider = "tcp";
   enum class Registration { automatic, always, never } registration = Registration::automatic;
+  enum class Srx { automatic, never } srx = Srx::automatic;
 
   static Settings from(const ParamSet& params);
 };
