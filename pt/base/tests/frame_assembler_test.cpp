@@ -72,8 +72,8 @@ TEST_CASE("a frame that is a whole message comes out as that message's buffer", 
   CHECK(assembler.next(frame) == FrameAssembler::Result::need_more);
 }
 
-TEST_CASE("a small frame alone in its message is copied into the small-frame pool and the message's buffer goes "
-          "back at once, while packed frames and large ones are handed on as they are",
+TEST_CASE("the frames of a small message, alone or packed, are copied into the small-frame pool and the message's "
+          "buffer goes back at once, while frames of larger messages are handed on as they are",
           "[pt][assembler]") {
   mem::Pool pool = make_pool();
   mem::Pool small = make_pool();
@@ -100,11 +100,28 @@ TEST_CASE("a small frame alone in its message is copied into the small-frame poo
   CHECK(pool.blocks_in_use() == 1);
   CHECK(small.blocks_in_use() == 1);
 
-  push({64, 64});  // packed: views into the buffer
+  push({64, 64});  // packed in a small message: copies, and the buffer back once both are out
   Frame first, second;
   REQUIRE(assembler.next(first) == FrameAssembler::Result::frame);
+  CHECK(pool.blocks_in_use() == 2);
   REQUIRE(assembler.next(second) == FrameAssembler::Result::frame);
-  CHECK(first.data.head()->is_view());
+  CHECK(pool.blocks_in_use() == 1);
+  CHECK(small.blocks_in_use() == 3);
+  CHECK_FALSE(first.data.head()->is_view());
+  std::vector<std::byte> expected_second(64);
+  write_frame(expected_second.data(), 64, 2);
+  CHECK(bytes_of(second) == expected_second);
+  CHECK(assembler.messages_done() == 3);
+  first.data.reset();
+  second.data.reset();
+
+  push({64, 64, 100});  // packed in a message above the limit: views into the buffer
+  Frame view_a, view_b, view_c;
+  REQUIRE(assembler.next(view_a) == FrameAssembler::Result::frame);
+  REQUIRE(assembler.next(view_b) == FrameAssembler::Result::frame);
+  REQUIRE(assembler.next(view_c) == FrameAssembler::Result::frame);
+  CHECK(view_a.data.head()->is_view());
+  CHECK(view_c.data.head()->is_view());
   CHECK(small.blocks_in_use() == 1);
 
   // With the small-frame pool empty, a small frame is handed on as its buffer: nothing waits for it.

@@ -2,9 +2,8 @@
 // carry several whole frames (packed by the sender), the end of one frame and the start of the next, or one
 // piece of a large frame. A frame that is a whole message is handed out as that message's buffer; one that
 // is part of a message as a view of the buffer (mem::Ref::view: a window, not a copy); one that spans
-// messages as a chain of such pieces; a small frame that is alone in its message may instead be copied into a
-// block of its own (copy_small_frames), so that a control frame an application keeps does not pin a whole
-// receive buffer. Anything that is not a valid stream of frames is refused with the
+// messages as a chain of such pieces; the frames of a small message may instead be copied into blocks of their
+// own (copy_small_frames), so that control frames an application keeps do not pin a whole receive buffer. Anything that is not a valid stream of frames is refused with the
 // reason, and the connection must close.
 #pragma once
 
@@ -30,8 +29,8 @@ class FrameAssembler {
 
   explicit FrameAssembler(std::uint32_t max_frame_size = kDefaultMaxFrameSize) : max_frame_size_(max_frame_size) {}
 
-  // Frames of at most `limit` bytes that are alone in their message are copied into blocks of `pool` (when it
-  // has one; else the message's buffer is handed on as for any other frame). Packed frames stay views.
+  // The frames of a message of at most `limit` bytes are copied into blocks of `pool` (when it has one; else
+  // handed on as for any other message). Frames of larger messages stay the buffer or views of it.
   void copy_small_frames(mem::Pool* pool, std::size_t limit) noexcept {
     copy_pool_ = pool;
     copy_limit_ = limit;
