@@ -15,7 +15,6 @@ namespace {
 using State = pt::OutgoingConnection::State;
 constexpr std::size_t kCompletionQueueSize = 8192;
 constexpr std::size_t kEventQueueSize = 256;
-constexpr int kCompletionBatch = 32;
 constexpr int kReadRounds = 8;  // batches per round before the thread looks at events and timers
 using pt::kCreditBufferSize;
 
@@ -40,26 +39,9 @@ std::uint64_t decode_id(const std::uint8_t* bytes) {
 // event (with the length of its connection data). Returns whether there was anything, so the thread sleeps
 // only when there was not.
 template <typename Completion, typename CompletionError, typename Event, typename EventError>
-bool drain_queues(fid_cq* cq, fid_eq* eq, Completion&& completion, CompletionError&& completion_error, Event&& event,
-                  EventError&& event_error) {
-  bool worked = false;
-  fi_cq_data_entry entries[kCompletionBatch];
-  for (int round = 0; round < kReadRounds; ++round) {
-    ssize_t count = fi_cq_read(cq, entries, kCompletionBatch);
-    if (count > 0) {
-      for (ssize_t i = 0; i < count; ++i) completion(entries[i]);
-      worked = true;
-      if (count < kCompletionBatch) break;
-      continue;
-    }
-    if (count == -FI_EAVAIL) {
-      fi_cq_err_entry error{};
-      if (fi_cq_readerr(cq, &error, 0) > 0) completion_error(error);
-      worked = true;
-      continue;
-    }
-    break;
-  }
+bool drain_queues(CompletionQueues& queues, fid_eq* eq, Completion&& completion, CompletionError&& completion_error,
+                  Event&& event, EventError&& event_error) {
+  bool worked = queues.poll(kReadRounds, completion, completion_error);
   for (;;) {
     CmEvent entry{};
     std::uint32_t kind = 0;
@@ -153,16 +135,21 @@ void OfiTransport::open_fabric(const fi_info& info) {
           "libfabric provider '" + settings_.provider + "' cannot open an event queue" + wait_hint);
     eq->reset(opened);
   }
-  for (auto* cq : {&send_cq_, &receive_cq_}) {
-    fi_cq_attr attributes{};
-    attributes.size = kCompletionQueueSize;
-    attributes.format = FI_CQ_FORMAT_DATA;  // a shared receive's remote CQ data names its connection
-    attributes.wait_obj = wait_object;
-    fid_cq* opened = nullptr;
-    check(fi_cq_open(domain_.get(), &attributes, &opened, nullptr),
-          "libfabric provider '" + settings_.provider + "' cannot open a completion queue" + wait_hint);
-    cq->reset(opened);
-  }
+  fi_cq_attr cq_attributes{};
+  cq_attributes.size = kCompletionQueueSize;
+  cq_attributes.format = FI_CQ_FORMAT_DATA;  // a shared receive's remote CQ data names its connection
+  cq_attributes.wait_obj = wait_object;
+  const std::string cq_failed = "libfabric provider '" + settings_.provider + "' cannot open a completion queue" + wait_hint;
+  // Each queue's thread waits on its descriptor too, from the moment it is opened.
+  auto waited_by = [this](pt::Waiter& waiter) {
+    return [this, &waiter](fid_cq* cq) {
+      if (!busy_polling()) add_wait_object(waiter, &cq->fid);
+    };
+  };
+  send_queues_.open(domain_.get(), cq_attributes, waited_by(send_waiter()), cq_failed);
+  receive_queues_.open(domain_.get(), cq_attributes, waited_by(receive_waiter()), cq_failed);
+  send_queues_.add_wait_object(&send_eq_->fid);
+  receive_queues_.add_wait_object(&receive_eq_->fid);
 
   const pt::MessageSettings& m = message_settings();
   set_limits(info.tx_attr->iov_limit, std::min(m.send_depth, info.tx_attr->size),
@@ -183,41 +170,40 @@ void OfiTransport::open_fabric(const fi_info& info) {
                                  " messages in flight, " + std::to_string(receive_budget()) +
                                  " receive buffers shared by the incoming connections (" +
                                  std::to_string(connection_depth()) + " each, at most " +
-                                 std::to_string(receive_depth()) + ")");
+                                 std::to_string(receive_depth()) + "), completion queues of " +
+                                 std::to_string(kCompletionQueueSize) + " entries (" +
+                                 std::to_string(kCompletionQueueSize / (send_depth() + kCreditBuffers)) +
+                                 " outgoing connections each)");
 
   if (!busy_polling()) {
-    add_wait_objects(send_waiter(), send_cq_.get(), send_eq_.get());
-    add_wait_objects(receive_waiter(), receive_cq_.get(), receive_eq_.get());
+    add_wait_object(send_waiter(), &send_eq_->fid);
+    add_wait_object(receive_waiter(), &receive_eq_->fid);
   }
   start_threads();
 }
 
-void OfiTransport::add_wait_objects(pt::Waiter& waiter, fid_cq* cq, fid_eq* eq) {
-  for (fid* object : {&cq->fid, &eq->fid}) {
-    int fd = -1;
-    int error = fi_control(object, FI_GETWAIT, &fd);
-    if (error != 0 || fd < 0)
-      throw std::runtime_error("libfabric provider '" + settings_.provider +
-                               "' gives no file descriptor to wait on (FI_GETWAIT: " + fabric_error(error) +
-                               "): set waitMode=busy");
-    waiter.add(fd, &wait_marker_);
-  }
+void OfiTransport::add_wait_object(pt::Waiter& waiter, fid* object) {
+  int fd = -1;
+  int error = fi_control(object, FI_GETWAIT, &fd);
+  if (error != 0 || fd < 0)
+    throw std::runtime_error("libfabric provider '" + settings_.provider +
+                             "' gives no file descriptor to wait on (FI_GETWAIT: " + fabric_error(error) +
+                             "): set waitMode=busy");
+  waiter.add(fd, &wait_marker_);
 }
 
-OfiTransport::SleepCheck OfiTransport::ready_to_sleep(fid_cq* cq, fid_eq* eq) {
-  fid* objects[2] = {&cq->fid, &eq->fid};
+OfiTransport::SleepCheck OfiTransport::ready_to_sleep(const CompletionQueues& queues) {
+  const std::vector<fid*>& objects = queues.wait_objects();
   // fi_trywait: the provider may have work it can only find by being polled; sleeping is safe only when
   // it says so.
-  const int ready = fi_trywait(fabric_.get(), objects, 2);
+  const int ready = fi_trywait(fabric_.get(), const_cast<fid**>(objects.data()), static_cast<int>(objects.size()));
   if (ready == -FI_EAGAIN) return SleepCheck::look_again;
   return ready == 0 ? SleepCheck::sleep : SleepCheck::sleep_briefly;
 }
 
-OfiTransport::SleepCheck OfiTransport::ready_to_sleep_send() { return ready_to_sleep(send_cq_.get(), send_eq_.get()); }
+OfiTransport::SleepCheck OfiTransport::ready_to_sleep_send() { return ready_to_sleep(send_queues_); }
 
-OfiTransport::SleepCheck OfiTransport::ready_to_sleep_receive() {
-  return ready_to_sleep(receive_cq_.get(), receive_eq_.get());
-}
+OfiTransport::SleepCheck OfiTransport::ready_to_sleep_receive() { return ready_to_sleep(receive_queues_); }
 
 void OfiTransport::listen(const EndpointAddress& local) {
   local_ = local;
@@ -277,8 +263,8 @@ void OfiTransport::stop_endpoints() noexcept {
 }
 
 void OfiTransport::stop_device() noexcept {
-  send_cq_.reset();
-  receive_cq_.reset();
+  send_queues_.close();
+  receive_queues_.close();
   send_eq_.reset();
   receive_eq_.reset();
   domain_.reset();
@@ -372,7 +358,14 @@ void OfiTransport::start_connect(pt::OutgoingConnection& base) {
     link->credit_buffers[i].context.link = link.get();
   }
   std::string error;
-  link->endpoint = make_endpoint(c.info.get(), link.get(), send_eq_.get(), send_cq_.get(), nullptr, error);
+  link->queue = send_queues_.reserve(send_depth() + kCreditBuffers, error);
+  if (link->queue != nullptr) {
+    // Queues sized for what the endpoint does, not the provider's defaults: providers keep per-endpoint state
+    // by these sizes, which a context with hundreds of endpoints pays for each.
+    c.info->tx_attr->size = send_depth();
+    c.info->rx_attr->size = kCreditBuffers;
+    link->endpoint = make_endpoint(c.info.get(), link.get(), send_eq_.get(), link->queue->cq.get(), nullptr, error);
+  }
   if (link->endpoint != nullptr) {
     // Somewhere for the receiver's first credit message to land before the connection is even up.
     for (BufferOp& op : link->credit_buffers)
@@ -394,6 +387,8 @@ std::size_t OfiTransport::close_link(pt::OutgoingConnection& base) noexcept {
   // Closing the endpoint stops the provider touching our buffers and drops its pending events.
   if (link->endpoint != nullptr) fi_close(&link->endpoint->fid);
   link->endpoint = nullptr;
+  if (link->queue != nullptr) send_queues_.release(*link->queue, send_depth() + kCreditBuffers);
+  link->queue = nullptr;
   for (BufferOp& op : link->credit_buffers) op.buffer.reset();
   release_link(c, *link);
   return 0;  // the frames it carried are in the queue: teardown counts them
@@ -422,7 +417,7 @@ void OfiTransport::on_send_completion(OpContext& op, std::size_t length) {
   });
 }
 
-void OfiTransport::on_send_error(const fi_cq_err_entry& error) {
+void OfiTransport::on_send_error(fid_cq* cq, const fi_cq_err_entry& error) {
   if (error.op_context == nullptr) return;
   auto& op = *static_cast<OpContext*>(error.op_context);
   auto& link = *static_cast<OfiLink*>(op.link);
@@ -435,7 +430,7 @@ void OfiTransport::on_send_error(const fi_cq_err_entry& error) {
     }
     events().completion_errors.fetch_add(1, std::memory_order_relaxed);
     teardown(c, (op.kind == OpKind::credit_receive ? "credit receive failed: " : "send failed: ") +
-                    completion_error_text(send_cq_.get(), error));
+                    completion_error_text(cq, error));
   });
 }
 
@@ -471,9 +466,9 @@ void OfiTransport::on_send_event_error(const fi_eq_err_entry& error) {
 
 bool OfiTransport::reap_send() {
   return drain_queues(
-      send_cq_.get(), send_eq_.get(),
+      send_queues_, send_eq_.get(),
       [this](const fi_cq_data_entry& entry) { on_send_completion(*static_cast<OpContext*>(entry.op_context), entry.len); },
-      [this](const fi_cq_err_entry& error) { on_send_error(error); },
+      [this](fid_cq* cq, const fi_cq_err_entry& error) { on_send_error(cq, error); },
       [this](std::uint32_t kind, const fi_eq_cm_entry& entry, std::size_t length) { on_send_event(kind, entry, length); },
       [this](const fi_eq_err_entry& error) { on_send_event_error(error); });
 }
@@ -504,7 +499,9 @@ void OfiTransport::accept(fi_info* request) {
     c->credit_sends[i].context.link = c;
   }
   std::string error;
-  c->endpoint = make_endpoint(request, c, receive_eq_.get(), receive_cq_.get(), srx_.get(), error);
+  request->tx_attr->size = kCreditSends;  // an incoming endpoint sends only credit messages
+  if (!srx_) request->rx_attr->size = receive_depth();
+  c->endpoint = make_endpoint(request, c, receive_eq_.get(), receive_queues_.first(), srx_.get(), error);
   if (c->endpoint == nullptr) {
     fi_reject(passive_.get(), request->handle, nullptr, 0);
     events().requests_refused.fetch_add(1, std::memory_order_relaxed);
@@ -662,7 +659,7 @@ void OfiTransport::on_receive_completion(OpContext& op, const fi_cq_data_entry& 
   }
 }
 
-void OfiTransport::on_receive_error(const fi_cq_err_entry& error) {
+void OfiTransport::on_receive_error(fid_cq* cq, const fi_cq_err_entry& error) {
   if (error.op_context == nullptr) return;
   auto& op = *static_cast<OpContext*>(error.op_context);
   if (op.kind == OpKind::shared_receive) {
@@ -675,7 +672,7 @@ void OfiTransport::on_receive_error(const fi_cq_err_entry& error) {
     events().completion_errors.fetch_add(1, std::memory_order_relaxed);
     auto found = incoming_by_serial_.find(static_cast<std::uint32_t>(error.data));
     if (found != incoming_by_serial_.end() && found->second->id == error.data && !found->second->closed)
-      close_incoming(*found->second, "receive failed: " + completion_error_text(receive_cq_.get(), error),
+      close_incoming(*found->second, "receive failed: " + completion_error_text(cq, error),
                      ending_of(*found->second));
     if (srx_spare_ > 0) --srx_spare_;
     return;
@@ -687,7 +684,7 @@ void OfiTransport::on_receive_error(const fi_cq_err_entry& error) {
     return;
   }
   events().completion_errors.fetch_add(1, std::memory_order_relaxed);
-  close_incoming(c, "receive failed: " + completion_error_text(receive_cq_.get(), error), ending_of(c));
+  close_incoming(c, "receive failed: " + completion_error_text(cq, error), ending_of(c));
 }
 
 void OfiTransport::on_receive_event(std::uint32_t event, fid_t fid) {
@@ -699,10 +696,12 @@ void OfiTransport::on_receive_event(std::uint32_t event, fid_t fid) {
     send_credits(c);
   } else if (event == FI_SHUTDOWN) {
     // Messages that arrived before the peer went may still be in the completion queue: take them first.
-    fi_cq_data_entry entries[kCompletionBatch];
-    ssize_t count = 0;
-    while ((count = fi_cq_read(receive_cq_.get(), entries, kCompletionBatch)) > 0)
-      for (ssize_t i = 0; i < count; ++i) on_receive_completion(*static_cast<OpContext*>(entries[i].op_context), entries[i]);
+    auto completion = [this](const fi_cq_data_entry& entry) {
+      on_receive_completion(*static_cast<OpContext*>(entry.op_context), entry);
+    };
+    auto failed = [this](fid_cq* cq, const fi_cq_err_entry& error) { on_receive_error(cq, error); };
+    while (receive_queues_.poll(kReadRounds, completion, failed)) {
+    }
     if (!c.closed) close_incoming(c, "closed by the peer", ending_of(c));
   }
 }
@@ -723,9 +722,9 @@ void OfiTransport::on_receive_event_error(const fi_eq_err_entry& error) {
 
 bool OfiTransport::reap_receive() {
   return drain_queues(
-      receive_cq_.get(), receive_eq_.get(),
+      receive_queues_, receive_eq_.get(),
       [this](const fi_cq_data_entry& entry) { on_receive_completion(*static_cast<OpContext*>(entry.op_context), entry); },
-      [this](const fi_cq_err_entry& error) { on_receive_error(error); },
+      [this](fid_cq* cq, const fi_cq_err_entry& error) { on_receive_error(cq, error); },
       [this](std::uint32_t kind, const fi_eq_cm_entry& entry, std::size_t) {
         if (kind == FI_CONNREQ) {
           accept(entry.info);
@@ -746,6 +745,8 @@ void OfiTransport::report_wire(MetricSink& sink) const {
   if (srx_capacity_.load(std::memory_order_relaxed) > 0)
     sink.gauge("receive_buffers_posted", static_cast<double>(srx_posted_.load(std::memory_order_relaxed)),
                        "receive buffers in the shared receive context now");
+  sink.gauge("send_completion_queues", static_cast<double>(send_queues_.count()),
+             "send completion queues open (one more whenever the others have no room for another connection)");
   sink.counter("unattributed_messages", static_cast<double>(unattributed_messages_.load(std::memory_order_relaxed)),
                "messages no open incoming connection answered for (late ones of closed connections, or a wrong "
                "connection id): dropped, their buffers posted again");

@@ -3,8 +3,9 @@
 // endpoint, endpoints per connection, and how one message, one receive buffer and one credit message are
 // posted with libfabric.
 //
-// The send thread reaps the send completion queue and the connection events of outgoing endpoints; the
-// receive thread the passive endpoint, incoming endpoints and their completion queue. Each waits on its
+// The send thread reaps the send completion queues (another is opened whenever none has room for another
+// endpoint's sends and credit receives) and the connection events of outgoing endpoints; the receive thread the
+// passive endpoint, incoming endpoints and their completion queue. Each waits on its
 // queues' file descriptors, or busy-polls.
 //
 // Every posted operation carries an OpContext whose memory lives as long as the transport: a completion
@@ -34,6 +35,7 @@
 
 #include "daqx/pt/message_transport.hpp"
 #include "daqx/pt/socket_address.hpp"
+#include "completion_queues.hpp"
 #include "fabric.hpp"
 #include "settings.hpp"
 
@@ -63,6 +65,7 @@ struct OfiOutgoing : pt::MessageOutgoing {
 struct OfiLink : pt::SendLink {
   OfiOutgoing* owner = nullptr;
   fid_ep* endpoint = nullptr;
+  CompletionQueue* queue = nullptr;      // the send completion queue its entries are reserved in
   std::vector<OpContext> sends;          // one per slot of the ring of messages in flight
   std::vector<BufferOp> credit_buffers;  // posted receives for credit messages
   bool send_id = false;                  // the receiver shares a receive context: each message carries id
@@ -88,8 +91,8 @@ class OfiTransport final : public pt::MessageTransport {
   // An endpoint bound to eq and cq, and to the shared receive context srx unless that is null.
   fid_ep* make_endpoint(fi_info* info, void* context, fid_eq* eq, fid_cq* cq, fid_ep* srx, std::string& error);
   void open_shared_receive(const fi_info& info);
-  void add_wait_objects(pt::Waiter& waiter, fid_cq* cq, fid_eq* eq);
-  SleepCheck ready_to_sleep(fid_cq* cq, fid_eq* eq);
+  void add_wait_object(pt::Waiter& waiter, fid* object);
+  SleepCheck ready_to_sleep(const CompletionQueues& queues);
 
   // Sending (pt::MessageTransport).
   std::unique_ptr<pt::OutgoingConnection> make_outgoing(const EndpointAddress& remote) override;
@@ -99,7 +102,7 @@ class OfiTransport final : public pt::MessageTransport {
   bool reap_send() override;
   SleepCheck ready_to_sleep_send() override;
   void on_send_completion(OpContext& op, std::size_t length);
-  void on_send_error(const fi_cq_err_entry& error);
+  void on_send_error(fid_cq* cq, const fi_cq_err_entry& error);
   void on_send_event(std::uint32_t event, const fi_eq_cm_entry& entry, std::size_t data_length);
   void on_send_event_error(const fi_eq_err_entry& error);
   bool post_credit_receive(OfiLink& link, BufferOp& op, std::string& error);
@@ -110,7 +113,7 @@ class OfiTransport final : public pt::MessageTransport {
   void accept(fi_info* request);
   void on_receive_completion(OpContext& op, const fi_cq_data_entry& entry);
   void on_shared_receive(OpContext& op, const fi_cq_data_entry& entry);
-  void on_receive_error(const fi_cq_err_entry& error);
+  void on_receive_error(fid_cq* cq, const fi_cq_err_entry& error);
   void on_receive_event(std::uint32_t event, fid_t fid);
   void on_receive_event_error(const fi_eq_err_entry& error);
   Post post_receive_buffer(pt::MessageIncoming& c, std::string& error) override;
@@ -131,8 +134,8 @@ class OfiTransport final : public pt::MessageTransport {
   FidPtr<fid_domain> domain_;
   FidPtr<fid_eq> send_eq_;
   FidPtr<fid_eq> receive_eq_;
-  FidPtr<fid_cq> send_cq_;
-  FidPtr<fid_cq> receive_cq_;
+  CompletionQueues send_queues_;     // send thread; one more whenever no queue has room for another endpoint
+  CompletionQueues receive_queues_;  // receive thread: one queue (the receive budget bounds what it holds)
   FidPtr<fid_pep> passive_;
   int passive_marker_ = 0;  // the passive endpoint's context: tells its events from an endpoint's
   int wait_marker_ = 0;     // the tag of the queues' descriptors in the waiters: reap_* reads the queues
