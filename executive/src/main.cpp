@@ -16,6 +16,7 @@
 
 #include "daqx/executive/control_server.hpp"
 #include "daqx/executive/executive.hpp"
+#include "daqx/executive/executive_identity.hpp"
 #include "daqx/executive/partition.hpp"
 #include "daqx/executive/partition_view.hpp"
 #include "daqx/services/log.hpp"
@@ -31,7 +32,7 @@ constexpr int kExitRuntime = 1;
 void usage(FILE* out) {
   std::fprintf(out,
                "usage: daqx-executive --config PARTITION.xml --context http://HOST:PORT [--inbox FRAMES]\n"
-               "                      [--log-level LEVEL] [--log-format FORMAT]\n"
+               "                      [--log-level LEVEL] [--log-format FORMAT] [--launch-instance ID]\n"
                "       daqx-executive --check --config PARTITION.xml [--context URL]\n"
                "       daqx-executive --host-limits\n"
                "       daqx-executive --list-params [MODULE ...] [--json]\n"
@@ -41,6 +42,9 @@ void usage(FILE* out) {
                "      --inbox FRAMES     frames each application may have queued (power of two, default 4096)\n"
                "      --stop-on-stdin-eof  shut down (as on SIGTERM) when standard input ends: a launcher holds it open,\n"
                "                         so its end, or the end of the ssh session carrying it, stops this executive\n"
+               "      --launch-instance ID  the launch this process belongs to (1 to 64 of 0-9, a-z, A-Z, '-'), shown\n"
+               "                         with its pid in GET /api/executive: daqx-launch gives it to what it starts\n"
+               "                         and drives only the executives that answer with its own\n"
                "      --log-level L      debug, info (default), warning or error: lines below it are dropped\n"
                "                         (or the environment's DAQX_LOG_LEVEL)\n"
                "      --log-format F     text (default) or json, one object per line (or DAQX_LOG_FORMAT)\n"
@@ -114,6 +118,7 @@ int main(int argc, char** argv) {
   bool stop_on_stdin_eof = false;
   std::string log_level_text;
   std::string log_format_text;
+  std::string instance;
   std::vector<std::string> args(argv + 1, argv + argc);
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -132,6 +137,13 @@ int main(int argc, char** argv) {
       inbox = std::strtoul(value().c_str(), nullptr, 10);
     } else if (a == "--stop-on-stdin-eof") {
       stop_on_stdin_eof = true;
+    } else if (a == "--launch-instance") {
+      instance = value();
+      if (!daqx::is_launch_instance(instance)) {
+        std::fprintf(stderr, "daqx-executive: --launch-instance '%s' is not 1 to %zu of 0-9, a-z, A-Z and '-'\n",
+                     instance.c_str(), daqx::kMaxLaunchInstance);
+        return kExitConfig;
+      }
     } else if (a == "--log-level") {
       log_level_text = value();
     } else if (a == "--log-format") {
@@ -255,6 +267,7 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);  // a peer closing a socket is an event, not a reason to die
   if (stop_on_stdin_eof) stop_when_stdin_ends();
+  daqx::set_launch_instance(instance);  // before the control server answers anyone
 
   try {
     daqx::config::Partition partition = daqx::config::load_partition(config_path);

@@ -1,4 +1,6 @@
 // The JSON shapes of the control API (documented in docs/control-api.md), written and read with Poco::JSON.
+#include <unistd.h>
+
 #include <cmath>
 #include <sstream>
 
@@ -11,6 +13,7 @@
 
 #include "control_routes.hpp"
 #include "json_writing.hpp"
+#include "daqx/executive/executive_identity.hpp"
 #include "daqx/executive/run_number.hpp"
 
 namespace daqx::http {
@@ -311,6 +314,9 @@ std::string json_executive(const std::string& partition, const std::string& cont
   Object::Ptr object = new_object();
   object->set("partition", partition);
   object->set("context", context);
+  // Which process this is: a launcher drives only the executives it started (docs/operations.md).
+  object->set("pid", static_cast<Poco::Int64>(::getpid()));
+  object->set("instance", launch_instance().empty() ? Poco::Dynamic::Var() : Poco::Dynamic::Var(launch_instance()));
   object->set("run", run);
   object->set("run_seconds", run_seconds < 0 ? Poco::Dynamic::Var() : number(run_seconds));
   object->set("metrics", metrics_array(metrics));
