@@ -26,6 +26,7 @@ struct ContextLaunch {
   std::string ssh_target;                   // ssh: where to connect ("user@node"); the context's host if empty
   std::string work_dir;                     // ssh: the folder on the host that receives the partition
   std::string log_path;                     // the local file that collects the context's output
+  std::string instance;                     // this launch's instance (--launch-instance): how its executive is known
 };
 
 // One started context, as the engine that started it can watch and stop it.

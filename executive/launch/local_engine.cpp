@@ -41,6 +41,7 @@ class LocalEngine final : public Engine {
 
 std::vector<std::string> executive_arguments(const std::string& partition_path, const ContextLaunch& context) {
   std::vector<std::string> arguments{"--config", partition_path, "--context", context.context->url, "--stop-on-stdin-eof"};
+  if (!context.instance.empty()) arguments.insert(arguments.end(), {"--launch-instance", context.instance});
   arguments.insert(arguments.end(), context.extra_arguments.begin(), context.extra_arguments.end());
   return arguments;
 }

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -17,10 +18,12 @@
 
 #include "daqx/executive/control_client.hpp"
 #include "daqx/executive/dashboard_server.hpp"
+#include "daqx/executive/executive_identity.hpp"
 #include "daqx/executive/partition.hpp"
 #include "daqx/executive/run_number.hpp"
 #include "daqx/services/version.hpp"
 #include "daqx/services/open_file_limit.hpp"
+#include "address_owner.hpp"
 #include "engine.hpp"
 #include "launch_plan.hpp"
 #include "partition_drive.hpp"
@@ -74,6 +77,14 @@ void usage(FILE* out) {
                "  --slurm-placement slurm instead maps the partition's hosts, in order, onto the allocation's nodes\n"
                "  and rewrites the partition (DIR/partition-placed.xml). --write-sbatch writes the batch script that\n"
                "  runs the partition through Slurm with this launcher and ARGS, then exits.\n"
+               "  It drives only the executives it starts: each is given this launch's instance (random, printed at\n"
+               "  start) and counts as up only when its URL answers GET /api/executive with it.\n"
+               "  Before anything starts, every context's control address is tried (a TCP connection, all at once\n"
+               "  over --fanout, 2 s each): one that something already serves (another launch of the partition, an\n"
+               "  executive started by hand, any program) is refused, naming context, address and what answers\n"
+               "  there, and nothing starts (exit 2). A URL answering as another process later fails the launch\n"
+               "  (exit 1); with --drive, contexts whose state someone else changed (another launcher, daqxctl)\n"
+               "  are named, end the run and make the exit code 1.\n"
                "  Before anything starts it makes the plan: per context and in total the connections, file\n"
                "  descriptors, receive, pool and registered memory, huge pages, threads and listening ports the\n"
                "  partition will use, from its declared parameters, against each host's limits (open files, locked\n"
@@ -95,9 +106,10 @@ void usage(FILE* out) {
                "  context) at http://HOST:PORT/partition and its JSON at /api/partition: by default on 127.0.0.1 and\n"
                "  a free port, printed at start; --dashboard [HOST:]PORT chooses (0.0.0.0: every interface),\n"
                "  --no-dashboard serves none.\n"
-               "Exit codes: 0 all clean (contexts lost within the allowance included), 1 a context failed to start,\n"
-               "            died for good beyond the allowance, or an application failed,\n"
-               "            2 usage or configuration.\n");
+               "Exit codes: 0 all clean (contexts lost within the allowance included), 1 a context failed to start\n"
+               "            or answered as another process, died for good beyond the allowance, an application\n"
+               "            failed, a stop or halt was not done, or someone else drove the run,\n"
+               "            2 usage or configuration, or a control address already served by another process.\n");
 }
 
 std::string self_directory() {
@@ -147,7 +159,8 @@ bool parse_dashboard(const std::string& text, Options& options) {
 }
 
 // Everything one context needs, from the partition's <Launch><Host> rule for its host and the options.
-std::vector<ContextLaunch> launches(const daqx::config::Partition& partition, const Options& options, const std::string& log_dir) {
+std::vector<ContextLaunch> launches(const daqx::config::Partition& partition, const Options& options, const std::string& log_dir,
+                                    const std::string& instance) {
   std::vector<ContextLaunch> contexts;
   for (const daqx::config::ContextConfig& context : partition.contexts) {
     ContextLaunch launch;
@@ -164,9 +177,30 @@ std::vector<ContextLaunch> launches(const daqx::config::Partition& partition, co
     }
     launch.extra_arguments = options.executive_arguments;
     launch.log_path = log_dir + "/" + context.host + "_" + std::to_string(context.port) + ".log";
+    launch.instance = instance;
     contexts.push_back(std::move(launch));
   }
   return contexts;
+}
+
+// Before anything starts: every context whose control address a process already serves (another launch of this
+// partition, an executive left behind, any program) named, over the launcher's request pool; false when one is.
+bool control_addresses_free(const daqx::config::Partition& partition, daqx::ControlRequestPool& requests) {
+  constexpr auto kProbeDeadline = std::chrono::seconds(2);
+  std::vector<std::string> urls;
+  for (const daqx::config::ContextConfig& context : partition.contexts) urls.push_back(context.url);
+  const std::vector<AddressInUse> in_use = addresses_in_use(urls, requests, kProbeDeadline);
+  for (const AddressInUse& context : in_use) {
+    const daqx::config::ContextConfig* config = partition.find_context(context.url);
+    std::fprintf(stderr, "daqx-launch: context %s: its control address %s:%u is served by another process, %s\n",
+                 context.url.c_str(), config->host.c_str(), unsigned{config->port}, context.by.c_str());
+  }
+  if (in_use.empty()) return true;
+  std::fprintf(stderr, "daqx-launch: %zu of %zu control addresses of partition '%s' are in use: nothing started (this "
+                       "launcher drives only executives it starts: stop what serves them first; docs/operations.md, "
+                       "\"Which executives a launcher drives\")\n",
+               in_use.size(), urls.size(), partition.name.c_str());
+  return false;
 }
 
 std::string absolute(const std::string& path) {
@@ -345,7 +379,9 @@ int main(int argc, char** argv) {
   }
   // The plan before start: a partition that does not fit its hosts is refused before anything starts (no log
   // folder, no process).
-  std::vector<ContextLaunch> contexts = launches(partition, options, options.log_dir);
+  // This launch's instance: every executive it starts gets it, and only one answering with it is driven.
+  const std::string instance = daqx::new_launch_instance();
+  std::vector<ContextLaunch> contexts = launches(partition, options, options.log_dir, instance);
   const LaunchPlan launch_plan = make_launch_plan(partition, *engine, contexts);
   if (options.plan) {
     for (const std::string& line : launch_plan.describe()) std::printf("%s\n", line.c_str());
@@ -360,6 +396,11 @@ int main(int argc, char** argv) {
                          "the whole plan)\n");
     return 2;
   }
+  // One pool of a few threads sends every request to the contexts, whatever their number: the check of their
+  // addresses, transitions, connect, and the polls of the live table and the dashboard, up to --fanout of them in
+  // flight at once.
+  daqx::ControlRequestPool requests(options.drive_settings.fanout);
+  if (!control_addresses_free(partition, requests)) return 2;
   if (!make_log_dir()) return 1;
 
   struct sigaction action {};
@@ -378,9 +419,6 @@ int main(int argc, char** argv) {
 
   Target target = Target::started;
   std::optional<std::uint64_t> run_number;
-  // One pool of a few threads sends every request to the contexts, whatever their number: transitions, connect,
-  // and the polls of the live table and the dashboard, up to --fanout of them in flight at once.
-  daqx::ControlRequestPool requests(options.drive_settings.fanout);
   // A restarted context is brought back to where the others are: configured, connected, enabled in this run.
   auto bring_up = [&](const std::string& url, Target to) {
     if (!transition_one(url, "configure", options.drive_settings, requests)) return false;
@@ -422,8 +460,8 @@ int main(int argc, char** argv) {
     supervisor.stop_all(std::chrono::seconds(10));
     return 1;
   }
-  std::printf("daqx-launch: %zu contexts of partition '%s' up through %s (logs in %s)\n", contexts.size(),
-              partition.name.c_str(), engine->name().c_str(), options.log_dir.c_str());
+  std::printf("daqx-launch: %zu contexts of partition '%s' up through %s (logs in %s, launch instance %s)\n",
+              contexts.size(), partition.name.c_str(), engine->name().c_str(), options.log_dir.c_str(), instance.c_str());
   std::fflush(stdout);
 
   const auto up = [&](const std::string& url) { return supervisor.is_up(url); };
@@ -483,14 +521,27 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "daqx-launch: %s: its contexts are stopped with it\n", gone.c_str());
     healthy = false;
   }
+  // Contexts whose state someone else changed while this launcher drove them: said, and the launch is not clean.
+  std::vector<std::string> driven_elsewhere;
+  if (display) driven_elsewhere = display->driven_elsewhere();
   if (options.drive && gone.empty()) {
-    transition_all(partition, "stop", options.drive_settings, requests, {}, up);
+    // A stop or halt not done where the launcher had brought the partition to where it goes from is a run not
+    // ended cleanly; a refusal there means someone else drove the context meanwhile.
+    const bool enabled = target == Target::enabled;
+    const bool stopped = transition_all(partition, "stop", options.drive_settings, requests, {}, up,
+                                        enabled ? &driven_elsewhere : nullptr) || !enabled;
     // Enabled from the end of enable to the end of stop: stop drains, and what it drains is counted.
     const double enabled_seconds = std::chrono::duration<double>(Clock::now() - start).count();
     if (display)
       display->summary(enabled_seconds, options.log_dir + "/run-" + std::to_string(*run_number) + "-counters.txt", up);
-    transition_all(partition, "halt", options.drive_settings, requests, {}, up);
+    const bool configured = target != Target::started;
+    const bool halted = transition_all(partition, "halt", options.drive_settings, requests, {}, up,
+                                       configured ? &driven_elsewhere : nullptr) || !configured;
+    healthy = healthy && stopped && halted;
   }
+  std::sort(driven_elsewhere.begin(), driven_elsewhere.end());
+  driven_elsewhere.erase(std::unique(driven_elsewhere.begin(), driven_elsewhere.end()), driven_elsewhere.end());
+  if (!driven_elsewhere.empty()) healthy = false;
   const bool clean = supervisor.stop_all(grace);
   std::printf("daqx-launch: restarts: %u\n", supervisor.total_restarts());
   for (const Supervisor::Summary& context : supervisor.summary())
@@ -498,6 +549,13 @@ int main(int argc, char** argv) {
       std::printf("  %-32s %u restart(s), last failure: %s\n", context.url.c_str(), context.restarts,
                   context.last_failure.empty() ? "none" : context.last_failure.c_str());
   for (const std::string& lost : supervisor.expendable().lost()) std::printf("daqx-launch: %s\n", lost.c_str());
-  std::printf("daqx-launch: all contexts stopped%s\n", clean ? " cleanly" : " (not all cleanly)");
+  std::string elsewhere;
+  for (const std::string& url : driven_elsewhere) elsewhere.append(elsewhere.empty() ? "" : ", ").append(url);
+  if (driven_elsewhere.empty())
+    std::printf("daqx-launch: all contexts stopped%s\n", clean ? " cleanly" : " (not all cleanly)");
+  else
+    std::printf("daqx-launch: all contexts stopped%s, but %zu of them were driven outside this launcher (another "
+                "launcher, daqxctl or a script changed their state): %s\n",
+                clean ? " cleanly" : " (not all cleanly)", driven_elsewhere.size(), elsewhere.c_str());
   return clean && healthy ? 0 : 1;
 }

@@ -49,10 +49,16 @@ bool transition_one(const std::string& url, const std::string& command, const Dr
 }
 
 bool transition_all(const config::Partition& partition, const std::string& command, const DriveSettings& settings,
-                    ControlRequestPool& pool, std::optional<std::uint64_t> run, const ContextFilter& filter) {
-  return report(run_transition(transition_phases(partition, filter),
-                               TransitionRequest{.command = command, .run = run, .deadline = settings.deadline}, pool),
-                true);
+                    ControlRequestPool& pool, std::optional<std::uint64_t> run, const ContextFilter& filter,
+                    std::vector<std::string>* driven_elsewhere) {
+  const TransitionOutcome outcome = run_transition(
+      transition_phases(partition, filter), TransitionRequest{.command = command, .run = run, .deadline = settings.deadline}, pool);
+  if (driven_elsewhere != nullptr)
+    for (const ContextOutcome& context : outcome.contexts)
+      if (context.result == ContextOutcome::Result::refused && context.status == 409 &&
+          context.states.find(":Failed") == std::string::npos)
+        driven_elsewhere->push_back(context.url);
+  return report(outcome, true);
 }
 
 bool connect_all(const config::Partition& partition, std::chrono::seconds limit, ControlRequestPool& pool) {

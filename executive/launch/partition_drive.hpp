@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "daqx/executive/control_request_pool.hpp"
 #include "daqx/executive/partition.hpp"
@@ -23,9 +24,12 @@ struct DriveSettings {
 bool transition_one(const std::string& url, const std::string& command, const DriveSettings& settings,
                     ControlRequestPool& pool, std::optional<std::uint64_t> run = {});
 // Every context that `filter` lets through (all when empty), in phases (transition_phases): a line on stderr per
-// context that did not do it, the total on stdout. False when one did not.
+// context that did not do it, the total on stdout. False when one did not. `driven_elsewhere`, when given, gets
+// the contexts that refused because they were not in a state the command goes from (409) with none of their
+// applications Failed: the launcher drove them to one, so someone else has driven them since.
 bool transition_all(const config::Partition& partition, const std::string& command, const DriveSettings& settings,
-                    ControlRequestPool& pool, std::optional<std::uint64_t> run = {}, const ContextFilter& filter = {});
+                    ControlRequestPool& pool, std::optional<std::uint64_t> run = {}, const ContextFilter& filter = {},
+                    std::vector<std::string>* driven_elsewhere = nullptr);
 
 // Every outgoing connection opened and up within `limit` (POST /api/connect), for all contexts or one.
 bool connect_all(const config::Partition& partition, std::chrono::seconds limit, ControlRequestPool& pool);

@@ -1,5 +1,6 @@
 #include "run_control.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <vector>
 
@@ -62,6 +63,23 @@ bool RunDisplay::sample(double elapsed, const ContextFilter& filter) {
     std::fprintf(stderr, "daqx-launch: %s does not answer (%d of %d samples): %s\n", context.url.c_str(), missed,
                  kMissedSamples, context.error.c_str());
     if (missed >= kMissedSamples) healthy = false;
+  }
+  // The launcher enabled every application of these contexts in this run: one found otherwise (and not Failed,
+  // which is the application's own doing) was driven by someone else, e.g. another launcher or daqxctl.
+  for (const console::ContextSample& context : samples) {
+    if (!context.answered) continue;
+    for (const console::UnitSample& unit : context.units) {
+      if ((unit.state == "Enabled" && context.run == run_) || unit.state == "Failed") continue;
+      if (std::find(driven_elsewhere_.begin(), driven_elsewhere_.end(), context.url) == driven_elsewhere_.end()) {
+        driven_elsewhere_.push_back(context.url);
+        const std::string in_run = context.run == 0 ? "no run" : "run " + std::to_string(context.run);
+        std::fprintf(stderr, "daqx-launch: %s was driven outside this launcher: %s is %s in %s, where this launcher "
+                             "enabled it in run %llu\n", context.url.c_str(), unit.name.c_str(), unit.state.c_str(),
+                     in_run.c_str(), static_cast<unsigned long long>(run_));
+      }
+      healthy = false;
+      break;
+    }
   }
   for (const console::UnitRates& unit : units) {
     if (unit.state != "Failed") continue;

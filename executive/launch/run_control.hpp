@@ -34,9 +34,12 @@ class RunDisplay {
              const ExpendableAllowance* lost = nullptr);
 
   // Reads every context that `filter` lets through (the others show as lost or restarting) and shows the table.
-  // False, with the reason on stderr, when an application is Failed or a context that should answer (not lost,
-  // not restarting) has not answered kMissedSamples samples in a row.
+  // False, with the reason on stderr, when an application is Failed, a context that should answer (not lost,
+  // not restarting) has not answered kMissedSamples samples in a row, or one has been driven outside this
+  // launcher (an application no longer Enabled in this run, and not Failed: driven_elsewhere()).
   bool sample(double elapsed, const ContextFilter& filter = {});
+  // The contexts found driven outside this launcher so far, each once, in the order found.
+  const std::vector<std::string>& driven_elsewhere() const { return driven_elsewhere_; }
 
   // Takes a table drawn in place off the terminal, so that a message printed next stays readable.
   void before_message() { view_.erase(); }
@@ -59,6 +62,7 @@ class RunDisplay {
   // restart rule to it. One that stays silent this many samples (each waits up to 3 s) is hung: the run ends.
   static constexpr int kMissedSamples = 3;
   std::map<std::string, int> missed_;  // url -> samples in a row it did not answer
+  std::vector<std::string> driven_elsewhere_;
 };
 
 }  // namespace daqx::launch

@@ -88,8 +88,9 @@ void Supervisor::launch(Context& context) {
   started(context);
 }
 
-bool Supervisor::answers(const Context& context) const {
-  return ControlClient(context.launch.context->url, std::chrono::seconds(1)).get("/api/executive").status == 200;
+AddressOwner Supervisor::owner(const Context& context) const {
+  const std::string& url = context.launch.context->url;
+  return owner_of(ControlClient(url, std::chrono::seconds(1)).get("/api/executive"), url, context.launch.instance);
 }
 
 bool Supervisor::start_all(const std::function<bool()>& interrupted, daqx::ControlRequestPool& pool) {
@@ -120,8 +121,9 @@ bool Supervisor::wait_until_answering(const std::function<bool()>& interrupted, 
   // that takes the connection and says nothing costs a round that much and holds no thread of its own.
   constexpr auto kReadyPoll = std::chrono::milliseconds(100);
   constexpr auto kReadyAsk = std::chrono::seconds(1);
-  enum class Outcome { pending, up, ended, late };
+  enum class Outcome { pending, up, ended, late, another };
   std::vector<Outcome> outcomes(contexts_.size(), Outcome::pending);
+  std::vector<AddressOwner> owners(contexts_.size());
   std::vector<std::optional<int>> statuses(contexts_.size());
   std::vector<std::size_t> pending(contexts_.size());
   for (std::size_t i = 0; i < contexts_.size(); ++i) pending[i] = i;
@@ -144,13 +146,19 @@ bool Supervisor::wait_until_answering(const std::function<bool()>& interrupted, 
       }
     }
     if (stop) break;
-    std::vector<char> answered(asked.size(), 0);  // written by the pool's threads, one slot each
-    pool.run(requests, [&](std::size_t i, HttpReply reply) { answered[i] = reply.status == 200 ? 1 : 0; });
+    // Written by the pool's threads, one slot each.
+    pool.run(requests, [&](std::size_t i, HttpReply reply) {
+      owners[asked[i]] = owner_of(reply, requests[i].url, contexts_[asked[i]].launch.instance);
+    });
     pending.clear();
-    for (std::size_t i = 0; i < asked.size(); ++i) {
-      if (answered[i] != 0) outcomes[asked[i]] = Outcome::up;
-      else pending.push_back(asked[i]);
+    for (std::size_t index : asked) {
+      switch (owners[index].kind) {
+        case AddressOwner::Kind::ours: outcomes[index] = Outcome::up; break;
+        case AddressOwner::Kind::another: outcomes[index] = Outcome::another; stop = true; break;
+        case AddressOwner::Kind::nobody: pending.push_back(index); break;
+      }
     }
+    if (stop) break;
     if (!pending.empty() && interrupted()) {
       was_interrupted = stop = true;
       break;
@@ -171,6 +179,15 @@ bool Supervisor::wait_until_answering(const std::function<bool()>& interrupted, 
                      log_tail(context.launch.log_path, 20).c_str());
         context.last_failure = "failed to start (" + describe_wait_status(*statuses[i]) + ")";
         context.phase = Phase::ended;  // reported: stop_all need not report it again
+        break;
+      case Outcome::another:
+        // Its own executive, not up (it cannot listen there), is stopped with the others; the other process is
+        // neither asked nor told anything.
+        std::fprintf(stderr, "daqx-launch: context %s: its control address is served by another process, %s, not by the "
+                             "executive this launcher started on %s: not driven; log %s:\n%s",
+                     url, owners[i].who.c_str(), context.where.c_str(), context.launch.log_path.c_str(),
+                     log_tail(context.launch.log_path, 8).c_str());
+        context.last_failure = "its control address is served by another process (" + owners[i].who + ")";
         break;
       case Outcome::late:
         std::fprintf(stderr, "daqx-launch: context %s on %s did not answer within %.0f s of its start; log %s:\n%s", url,
@@ -255,7 +272,11 @@ bool Supervisor::tick() {
         if (const std::optional<int> status = context.process->poll()) {
           failed(context, (context.phase == Phase::starting ? "died while starting (" : "died (") + describe_wait_status(*status) + ")");
         } else if (context.phase == Phase::starting) {
-          if (answers(context)) {
+          const AddressOwner answering = owner(context);
+          if (answering.kind == AddressOwner::Kind::another) {
+            context.process->kill();
+            failed(context, "cannot be brought back: its control address is served by another process, " + answering.who);
+          } else if (answering.kind == AddressOwner::Kind::ours) {
             if (before_message_) before_message_();
             std::printf("daqx-launch: %s is back on %s (restart %u)\n", context.launch.context->url.c_str(),
                         context.where.c_str(), context.restarts);

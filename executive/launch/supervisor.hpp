@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "daqx/executive/control_request_pool.hpp"
+#include "address_owner.hpp"
 #include "engine.hpp"
 #include "expendable_allowance.hpp"
 
@@ -33,10 +34,11 @@ class Supervisor {
              std::chrono::milliseconds ready_timeout, BringUp bring_up);
   ~Supervisor();  // kills what still runs
 
-  // Starts every context and waits until each answers on its control URL, within ready_timeout of its own
-  // start, asking them over `pool` (its threads, its fan-out); false (every context that failed named with its
-  // host and the tail of its log, those not up yet listed) as soon as one ended or missed its deadline, or when
-  // `interrupted()` (called between rounds) became true.
+  // Starts every context and waits until each answers on its control URL as the executive started for it (its
+  // launch instance, its context URL), within ready_timeout of its own start, asking them over `pool` (its threads,
+  // its fan-out); false (every context that failed named with its host and the tail of its log, those not up yet
+  // listed) as soon as one ended, missed its deadline or its URL answered as another process (which is left
+  // alone), or when `interrupted()` (called between rounds) became true.
   bool start_all(const std::function<bool()>& interrupted, daqx::ControlRequestPool& pool);
 
   // One round of watching: exits noticed, restarts due started, restarted ones brought up. Returns false
@@ -82,7 +84,8 @@ class Supervisor {
   int open_log(const Context& context) const;  // appended to, with a banner line; throws LaunchError
   void launch(Context& context);
   void started(Context& context);
-  bool answers(const Context& context) const;
+  // Whether the executive started for `context` answers on its URL (not another process: AddressOwner).
+  AddressOwner owner(const Context& context) const;
   bool wait_until_answering(const std::function<bool()>& interrupted, daqx::ControlRequestPool& pool);
   void failed(Context& context, const std::string& why);
 

@@ -115,6 +115,7 @@ HttpReply SentControlRequest::receive(std::chrono::milliseconds timeout) {
     answer.body = text.str();
   });
   session_.reset();  // one request per connection
+  reply.connected = true;
   return reply;
 }
 

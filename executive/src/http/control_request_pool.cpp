@@ -169,7 +169,7 @@ struct ControlRequestPool::Impl {
         } else if (now >= request.deadline) {
           const std::chrono::milliseconds deadline = (*request.call->requests)[request.index].deadline;
           finish(*request.call, request.index,
-                 HttpReply{0, "no answer within " + seconds_text(deadline) + " s", true});
+                 HttpReply{0, "no answer within " + seconds_text(deadline) + " s", true, true});
         } else {
           waiting.push_back(std::move(request));
         }

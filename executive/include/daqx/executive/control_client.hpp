@@ -19,6 +19,7 @@ struct HttpReply {
   int status = 0;      // 0: no answer (connection refused, timeout, TLS handshake refused); the reason is in body
   std::string body;
   bool timed_out = false;  // no answer within the timeout: the context took the connection (or not) and said nothing
+  bool connected = false;  // the connection was made: a process listens there, whether or not it answered
   bool answered() const noexcept { return status != 0; }
 };
 
