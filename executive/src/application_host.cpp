@@ -10,6 +10,7 @@
 #include <exception>
 #include <stdexcept>
 
+#include "daqx/services/text.hpp"
 #include "executive_core.hpp"
 
 namespace daqx::detail {
@@ -450,10 +451,14 @@ TransitionResult ApplicationHost::run(Command command, std::uint64_t run) {
         break;
     }
   } catch (const std::exception& e) {
-    fail(std::string(to_string(command)) + " failed: " + e.what());
-    result.http_status = 500;
+    // The application refused (its configuration, a resource it could not get): the request was fine, the
+    // application cannot do it, hence 422 and not a 500, which would say daqx itself is at fault. The reason is
+    // the application's text: one printable line whatever it holds.
+    const std::string reason = strings::printable(e.what());
+    fail(std::string(to_string(command)) + " failed: " + reason);
+    result.http_status = kApplicationRefusedStatus;
     result.message = "application " + std::to_string(tid()) + " (" + class_name() + "): " +
-                     std::string(to_string(command)) + " failed: " + e.what();
+                     std::string(to_string(command)) + " failed: " + reason;
     result.states.emplace_back(tid(), State::failed);
     return result;
   }
@@ -470,9 +475,9 @@ TransitionResult ApplicationHost::run(Command command, std::uint64_t run) {
     // Stop and halt end the run once their hooks are done with it; a failed enable never started one.
     if (state_ == State::configured || state_ == State::halted) run_.store(0, std::memory_order_release);
     result.ok = state_ != State::failed;
-    if (!result.ok) {
-      result.http_status = 500;
-      result.message = reason_;
+    if (!result.ok) {  // a hook called fail(): the application refused, as above
+      result.http_status = kApplicationRefusedStatus;
+      result.message = strings::printable(reason_);
     }
     result.states.emplace_back(tid(), state_);
   }

@@ -146,7 +146,7 @@ TEST_CASE("a Failed application shows its reason on the partition page and on it
   REQUIRE(first.wait_ready());
   REQUIRE(second.wait_ready());
   REQUIRE(first.transition("configure").status == 200);
-  REQUIRE(second.transition("configure").status == 500);
+  REQUIRE(second.transition("configure").status == 422);
 
   DevToolsPage page(*browser);
   page.navigate(good + "/partition");
@@ -210,7 +210,7 @@ TEST_CASE("a partition page of more contexts than it lists shows the totals per 
   for (const std::string& url : urls) executives.push_back(std::make_unique<ExecutiveProcess>(partition, url));
   for (const auto& executive : executives) REQUIRE(executive->wait_ready());
   for (std::size_t i = 0; i < kGood; ++i) REQUIRE(executives[i]->transition("configure").status == 200);
-  REQUIRE(executives.back()->transition("configure").status == 500);
+  REQUIRE(executives.back()->transition("configure").status == 422);
   const std::string failed = urls.back();
 
   DevToolsPage page(*browser);

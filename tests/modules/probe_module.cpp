@@ -62,7 +62,9 @@ class Probe final : public daqx::Application {
       std::this_thread::sleep_for(std::chrono::milliseconds(context().params().unsigned_integer("delayMs")));
   }
   void maybe_fail(const char* hook) {
-    if (context().params().string("failIn") == hook) throw std::runtime_error(std::string("told to fail in ") + hook);
+    if (context().params().string("failIn") != hook) return;
+    const std::string reason = context().params().string("failReason");
+    throw std::runtime_error(reason.empty() ? std::string("told to fail in ") + hook : reason);
   }
   std::atomic<std::uint64_t> sent_{0};
   std::atomic<std::uint64_t> received_{0};
@@ -83,6 +85,7 @@ DAQX_MODULE {
           "sends one frame to each peer on enable and records block addresses",
           {daqx::ParamSpec{"peer", daqx::ParamType::applications, "", "", "applications to send one frame to on enable", {}, {}},
            daqx::ParamSpec{"failIn", daqx::ParamType::string, "", "", "hook that throws: configure, enable or stop", {}, {}},
+           daqx::ParamSpec{"failReason", daqx::ParamType::string, "", "", "what the failing hook says (empty: told to fail in HOOK)", {}, {}},
            daqx::ParamSpec{"delayIn", daqx::ParamType::string, "", "", "hook that sleeps delayMs first: configure or enable", {}, {}},
            daqx::ParamSpec{"delayMs", daqx::ParamType::unsigned_integer, "0", "ms", "how long delayIn sleeps", 0, 60000},
            daqx::ParamSpec{"level", daqx::ParamType::unsigned_integer, "1", "", "a bounded number, for validation tests", 1, 10}},

@@ -41,9 +41,15 @@ struct ApplicationStatus {
   std::vector<Metric> metrics;
 };
 
+// The status of a transition an application refused: the request was well formed and legal, the application
+// could not carry it out (RFC 9110 15.5.21, Unprocessable Content).
+inline constexpr int kApplicationRefusedStatus = 422;
+
 struct TransitionResult {
   bool ok = false;
-  int http_status = 200;  // 200 done, 404 unknown application, 409 illegal transition, 500 hook failed
+  // 200 done, 404 unknown application, 409 illegal transition or busy, 422 an application refused (its hook threw
+  // or called fail()), 503 the context is shutting down.
+  int http_status = 200;
   std::string message;
   std::vector<std::pair<Tid, State>> states;  // the states after the command
 };
