@@ -9,19 +9,22 @@
 #include <cerrno>
 #include <cstring>
 
+#include "daqx/services/text.hpp"
+
 namespace daqx {
 namespace {
 
 // A run file is a number and a newline; anything much longer is not one.
 constexpr std::size_t kMaxFileBytes = 64;
 
+// The messages quote a path and a damaged file's bytes: one printable line whatever they hold.
 [[noreturn]] void fail(const std::string& path, const std::string& what, int error) {
-  throw RunNumberError("run file " + path + ": " + what + ": " + std::strerror(error));
+  throw RunNumberError(strings::printable("run file " + path + ": " + what + ": " + std::strerror(error)));
 }
 
 [[noreturn]] void damaged(const std::string& path, const std::string& what) {
-  throw RunNumberError("run file " + path + ": " + what +
-                       " (it should hold the last run number and a newline; repair it by hand)");
+  throw RunNumberError(strings::printable("run file " + path + ": " + what +
+                                          " (it should hold the last run number and a newline; repair it by hand)"));
 }
 
 class Descriptor {

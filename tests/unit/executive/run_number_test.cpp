@@ -165,3 +165,17 @@ TEST_CASE("the last run number allocatable is 2^53-1", "[run_number]") {
   CHECK(RunNumberFile(dir / "runs").next() == daqx::kMaxRunNumber);
   CHECK_THROWS_WITH(RunNumberFile(dir / "runs").next(), Contains("none left"));
 }
+
+TEST_CASE("a damaged run file's bytes are quoted in one printable line", "[run_number]") {
+  ScratchDirectory dir;
+  const std::string path = dir / "runs";
+  std::ofstream(path, std::ios::trunc) << std::string("12\x01\n\x1b[2J\xff\n", 9);
+  try {
+    RunNumberFile(path).next();
+    FAIL("a damaged run file was taken");
+  } catch (const RunNumberError& error) {
+    const std::string message = error.what();
+    CHECK_THAT(message, Contains("12\\x01\\n\\x1b[2J\\xff"));
+    for (char c : message) CHECK(static_cast<unsigned char>(c) >= 0x20);
+  }
+}

@@ -1,6 +1,7 @@
 // Small text helpers shared by the partition parser, the parameter checks, messages, logs and /metrics.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <initializer_list>
 #include <string>
@@ -74,14 +75,20 @@ inline std::string valid_utf8(std::string_view text) {
   return valid;
 }
 
+// Text from outside (a partition, a request, a file) quoted in a message is cut after this many of its bytes: a
+// message quoting a 40 kB request line or a damaged file stays a line a reader can take in.
+inline constexpr std::size_t kQuotedBytes = 200;
+
 // Text from outside (a partition, a request) made fit for a one-line message: line breaks, tabs, other control
 // characters and bytes that are not UTF-8 written as escapes (\n, \t, \r, \xHH), so that the message stays one
-// readable line of UTF-8 whatever the text held.
-inline std::string printable(std::string_view text) {
+// readable line of UTF-8 whatever the text held. Past `limit` bytes of `text` the rest is left out and the cut
+// said ("... (N bytes in all)"), never inside a UTF-8 sequence.
+inline std::string printable(std::string_view text, std::size_t limit = std::string_view::npos) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size();) {
+  out.reserve(std::min(text.size(), limit));
+  std::size_t i = 0;
+  while (i < text.size() && i < limit) {
     const std::size_t length = utf8_sequence(text, i);
     const auto c = static_cast<unsigned char>(text[i]);
     if (length > 1 || (length == 1 && c >= 0x20 && c != 0x7f)) {
@@ -102,10 +109,14 @@ inline std::string printable(std::string_view text) {
     }
     ++i;
   }
+  if (i < text.size()) out += concatenate({"... (", std::to_string(text.size()), " bytes in all)"});
   return out;
 }
 
-// The same in single quotes: 'text'.
-inline std::string quoted(std::string_view text) { return concatenate({"'", printable(text), "'"}); }
+// Outside text in single quotes, printable and cut after kQuotedBytes: 'text'. What every message uses to quote
+// bytes it did not write itself.
+inline std::string quoted(std::string_view text) {
+  return concatenate({"'", printable(text, kQuotedBytes), "'"});
+}
 
 }  // namespace daqx::strings
