@@ -3,21 +3,16 @@
 #include "http_server.hpp"
 
 #include <algorithm>
-#include <istream>
+#include <sstream>
+#include <string_view>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <system_error>
 
 #include <Poco/Exception.h>
-#include <Poco/Net/HTTPRequestHandler.h>
-#include <Poco/Net/HTTPRequestHandlerFactory.h>
+#include <Poco/Net/HTTPRequest.h>
 #include <Poco/Net/HTTPServerParams.h>
-#include <Poco/Net/HTTPServerRequest.h>
-#include <Poco/Net/HTTPServerResponse.h>
-#include <Poco/Net/HTTPServerRequestImpl.h>
-#include <Poco/Net/HTTPServerResponseImpl.h>
-#include <Poco/Net/HTTPServerSession.h>
 #include <Poco/Net/NetException.h>
 #include <Poco/Net/SecureServerSocket.h>
 #include <Poco/Net/SecureStreamSocket.h>
@@ -39,13 +34,14 @@
 #include "pending_replies.hpp"
 #include "reply_writer.hpp"
 #include "request_deadlines.hpp"
+#include "request_framing.hpp"
 #include "tls_context.hpp"
 
 namespace daqx {
 namespace {
 
-// A body over kMaxRequestBody but under this is read and dropped, so the client still gets its 413: closing
-// with unread data would reset the connection and lose the answer. Past it the connection is just closed.
+// After a refusal (413, 414, 431, ...) what the client still sends is read and dropped up to this, so that it
+// still gets its answer: closing with unread data would reset the connection and lose the answer.
 constexpr std::size_t kMaxDrainedBody = 64u << 20;
 
 // A request (TLS handshake, request line, header fields and body) must arrive whole within this, however its bytes
@@ -55,63 +51,12 @@ constexpr auto kRequestDeadline = std::chrono::seconds(5);
 // The answer must be taken by the client within this (a client that stops reading holds a thread no longer).
 constexpr auto kAnswerDeadline = std::chrono::seconds(10);
 
-// Reads at most `limit` bytes of the body into `into` (or drops them when `into` is null); returns how many came.
-std::size_t read_body(std::istream& in, std::string* into, std::size_t limit) {
-  char buffer[16384];
-  std::size_t total = 0;
-  while (total < limit && in) {
-    in.read(buffer, static_cast<std::streamsize>(std::min(sizeof buffer, limit - total)));
-    const auto count = static_cast<std::size_t>(in.gcount());
-    if (count == 0) break;
-    if (into != nullptr) into->append(buffer, count);
-    total += count;
-  }
-  return total;
-}
-
-http::Request read_request(Poco::Net::HTTPServerRequest& request) {
-  http::Request parsed;
-  parsed.method = request.getMethod();
-  parsed.target = request.getURI();
-  parsed.authorization = request.get(Poco::Net::HTTPRequest::AUTHORIZATION, "");
-  const bool has_length = request.hasContentLength();
-  // Without a length or chunking a request has no body (RFC 9112 6.3); Poco would read to the end of the
-  // connection instead, which a client that keeps it open would turn into a hang.
-  if (!has_length && !request.getChunkedTransferEncoding()) return parsed;
-  // A length that is not a number never gets here: Poco refuses it while reading the header.
-  const std::int64_t length = has_length ? request.getContentLength64() : -1;
-  if (has_length && length < 0) {
-    parsed.framing_error = "bad Content-Length: '" + request.get(Poco::Net::HTTPMessage::CONTENT_LENGTH) + "'";
-    return parsed;
-  }
-  if (length > static_cast<std::int64_t>(http::kMaxRequestBody)) {
-    parsed.body_too_large = true;
-    if (length <= static_cast<std::int64_t>(kMaxDrainedBody)) read_body(request.stream(), nullptr, kMaxDrainedBody);
-    return parsed;
-  }
-  read_body(request.stream(), &parsed.body, http::kMaxRequestBody + 1);
-  if (parsed.body.size() > http::kMaxRequestBody) {  // chunked, so its size shows only now
-    parsed.body_too_large = true;
-    parsed.body.clear();
-    read_body(request.stream(), nullptr, kMaxDrainedBody);
-  } else if (length >= 0 && parsed.body.size() < static_cast<std::size_t>(length)) {
-    parsed.body_incomplete = true;
-  }
-  return parsed;
-}
-
 http::Reply internal_error(const std::string& reason) {
   http::Reply reply;
   reply.status = 500;
   reply.content_type = http::kTextType;
   reply.body = "internal error: " + reason + "\n";
   return reply;
-}
-
-// The handler's answer to a request Poco parsed, through Poco's response (which leaves the body out for HEAD).
-void send_reply(Poco::Net::HTTPServerResponse& response, const http::Reply& reply) {
-  http::set_reply_fields(response, reply);
-  response.sendBuffer(reply.body.data(), reply.body.size());
 }
 
 // An answer to a request that could not be read (so there is no request object to answer through): a JSON
@@ -150,11 +95,33 @@ class HandshakeFailureLog {
   std::atomic<std::uint64_t> suppressed_{0};
 };
 
+// The head of a request, read whole (as scan_request_head frames it) and parsed by Poco: method, target and the
+// fields the routes read, or the reason it is refused.
+struct ParsedHead {
+  Poco::Net::HTTPRequest request;
+  int status = 0;  // refused: 400
+  std::string reason;
+};
+
+ParsedHead parse_head(std::string_view head) {
+  ParsedHead parsed;
+  std::istringstream text{std::string(head)};
+  try {
+    parsed.request.read(text);
+  } catch (const Poco::Exception& error) {
+    parsed.status = 400;
+    parsed.reason = "malformed request: " + strings::printable(error.message(), strings::kQuotedBytes);
+  }
+  return parsed;
+}
+
 // One accepted connection, one request: on a TLS port the handshake first, counted and dropped when it fails (a
 // plain HTTP client, a wrong CA on the client side, a scanner); then the request, read whole within
-// kRequestDeadline (a deadline on the whole, not on each read); then the handler, and the answer. Not Poco's
-// HTTPServerConnection: it would answer what its parser refuses with an empty 400, hand a failed handshake to its
-// global error handler unseen, and time out each read alone, so a byte every few seconds kept a thread forever.
+// kRequestDeadline (a deadline on the whole, not on each read) and framed by request_framing.hpp, which holds it
+// to its limits (414, 431) and never takes a head or body cut off by the client's end for a whole one (400); then
+// the handler, and the answer. Not Poco's HTTPServerConnection: it would answer what its parser refuses with an
+// empty 400, take a head cut off inside a field line for a whole one, hand a failed handshake to its global error
+// handler unseen, and time out each read alone, so a byte every few seconds kept a thread forever.
 class Connection : public Poco::Net::TCPServerConnection {
  public:
   Connection(const Poco::Net::StreamSocket& socket, Poco::Net::HTTPServerParams::Ptr params, const http::Handler& handler,
@@ -178,34 +145,46 @@ class Connection : public Poco::Net::TCPServerConnection {
   }
 
  private:
+  // What reading more of the request gave.
+  enum class Received { more, ended, late };
+
   void serve() {
     const int fd = socket().impl()->sockfd();
     // Shut down for reading when it passes: a read in progress ends, and the 408 can still be sent.
     http::RequestDeadlines::Watch request_watch = deadlines_.watch(fd, kRequestDeadline, SHUT_RD);
     if (tls_ && !handshake()) return;
-    Poco::Net::HTTPServerSession session(socket(), params_);
-    Poco::Net::HTTPServerResponseImpl response(session);
-    std::optional<Poco::Net::HTTPServerRequestImpl> request;
-    http::Request parsed;
-    try {
-      request.emplace(response, session, params_.get());
-      parsed = read_request(*request);
-    } catch (const Poco::Net::NoMessageException&) {
-      if (request_watch.expired()) access_.count_deadline_refusal();
-      return;  // closed (or idle until its deadline) before sending anything: nobody to answer
-    } catch (const Poco::Net::MessageException& error) {
-      if (request_watch.expired()) return refuse_late();
-      access_.count_malformed_refusal();
-      return send_refusal(socket(), 400, "malformed request: " + error.message());
-    } catch (const Poco::TimeoutException&) {
-      return refuse_late();
+    socket().setReceiveTimeout(params_->getTimeout());
+    socket().setSendTimeout(params_->getTimeout());
+
+    std::string received;
+    http::HeadScan head;
+    for (bool ended = false;;) {
+      head = http::scan_request_head(received, ended);
+      if (head.outcome != http::HeadScan::Outcome::incomplete) break;
+      const Received got = receive(received, request_watch);
+      if (got == Received::late) return received.empty() ? access_.count_deadline_refusal() : refuse_late();
+      if (got == Received::ended) {
+        if (received.empty()) return;  // closed before sending anything: nobody to answer
+        ended = true;
+      }
     }
+    if (head.outcome == http::HeadScan::Outcome::refused) return refuse(head.status, head.reason, request_watch);
+    ParsedHead parsed_head = parse_head(std::string_view(received).substr(0, head.length));
+    if (parsed_head.status != 0) return refuse(parsed_head.status, parsed_head.reason, request_watch);
+    received.erase(0, head.length);
+
+    http::Request parsed;
+    const Poco::Net::HTTPRequest& request = parsed_head.request;
+    parsed.method = request.getMethod();
+    parsed.target = request.getURI();
+    parsed.authorization = request.get(Poco::Net::HTTPRequest::AUTHORIZATION, "");
+    if (read_body(request, received, parsed, request_watch) == Received::late) return refuse_late();
+    // A body refused unread is dropped after the answer (drain()), so that the client still gets it.
+    const bool unread_body = parsed.body_too_large || !parsed.framing_error.empty();
     if (request_watch.expired()) return refuse_late();
-    request_watch.release();
 
     http::Reply reply;
     try {
-      if (request->getExpectContinue()) response.sendContinue();
       reply = handler_(parsed, access_);
     } catch (const Poco::Exception& error) {
       reply = internal_error(error.displayText());
@@ -215,16 +194,132 @@ class Connection : public Poco::Net::TCPServerConnection {
       reply = internal_error("unknown exception");
     }
     if (reply.pending != nullptr) {
-      // The answer comes later (a wait): the connection leaves this thread for the parked ones. Detached from the
-      // session first, whose end would close it.
-      pending_.park(session.detachSocket(), std::move(reply.pending));
+      // The answer comes later (a wait): the connection leaves this thread for the parked ones.
+      request_watch.release();
+      pending_.park(socket(), std::move(reply.pending));
       return;
     }
+    if (!unread_body) request_watch.release();
     const http::RequestDeadlines::Watch answer_watch = deadlines_.watch(fd, kAnswerDeadline, SHUT_RDWR);
-    response.setVersion(request->getVersion());
-    response.setKeepAlive(false);
-    response.set("Server", params_->getSoftwareVersion());
-    send_reply(response, reply);
+    http::write_reply(socket(), reply, parsed.method != "HEAD");
+    if (unread_body) drain();
+  }
+
+  // Appends what the client sent next to `into`.
+  Received receive(std::string& into, const http::RequestDeadlines::Watch& watch) {
+    char buffer[16384];
+    int count = 0;
+    try {
+      count = socket().receiveBytes(buffer, sizeof buffer);
+    } catch (const Poco::TimeoutException&) {
+      return Received::late;
+    }
+    if (count <= 0) return watch.expired() ? Received::late : Received::ended;
+    into.append(buffer, static_cast<std::size_t>(count));
+    return Received::more;
+  }
+
+  // The body as the head frames it (RFC 9112 6.3): Content-Length bytes, or chunked, or none. `received` holds
+  // what came after the head. Limits and framing faults are recorded in `parsed` for the routes to answer.
+  Received read_body(const Poco::Net::HTTPRequest& request, std::string& received, http::Request& parsed,
+                     const http::RequestDeadlines::Watch& watch) {
+    const bool chunked = request.has(Poco::Net::HTTPMessage::TRANSFER_ENCODING);
+    const bool has_length = request.hasContentLength();
+    if (chunked && has_length) {
+      parsed.framing_error = "both Content-Length and Transfer-Encoding: the body's length is ambiguous";
+      return Received::ended;
+    }
+    if (chunked && !request.getChunkedTransferEncoding()) {
+      parsed.framing_error = "Transfer-Encoding " + strings::quoted(request.get(Poco::Net::HTTPMessage::TRANSFER_ENCODING)) +
+                             " is not supported: send chunked, or a Content-Length";
+      return Received::ended;
+    }
+    const bool expect_continue = request.getExpectContinue();
+    if (chunked) return read_chunked(received, parsed, watch, expect_continue);
+    // Without a length or chunking a request has no body.
+    if (!has_length) return Received::ended;
+    std::int64_t length = -1;
+    try {
+      length = request.getContentLength64();
+    } catch (const Poco::Exception&) {
+    }
+    if (length < 0) {
+      parsed.framing_error = "bad Content-Length: " + strings::quoted(request.get(Poco::Net::HTTPMessage::CONTENT_LENGTH));
+      return Received::ended;
+    }
+    if (length > static_cast<std::int64_t>(http::kMaxRequestBody)) {
+      parsed.body_too_large = true;
+      return Received::ended;
+    }
+    const auto wanted = static_cast<std::size_t>(length);
+    if (received.size() < wanted) continue_if_expected(expect_continue);
+    while (received.size() < wanted) {
+      const Received got = receive(received, watch);
+      if (got == Received::late) return got;
+      if (got == Received::ended) break;
+    }
+    if (received.size() < wanted) {
+      parsed.body_incomplete = true;
+    } else {
+      received.resize(wanted);
+      parsed.body = std::move(received);
+    }
+    return Received::ended;
+  }
+
+  Received read_chunked(std::string& received, http::Request& parsed, const http::RequestDeadlines::Watch& watch,
+                        bool expect_continue) {
+    http::ChunkedBody body(http::kMaxRequestBody);
+    using Outcome = http::ChunkedBody::Outcome;
+    Outcome outcome = body.feed(received);
+    if (outcome == Outcome::incomplete) continue_if_expected(expect_continue);
+    while (outcome == Outcome::incomplete) {
+      std::string more;
+      const Received got = receive(more, watch);
+      if (got == Received::late) return got;
+      if (got == Received::ended) {
+        parsed.body_incomplete = true;
+        return got;
+      }
+      outcome = body.feed(more);
+    }
+    if (outcome == Outcome::complete) parsed.body = std::move(body.body());
+    if (outcome == Outcome::too_large) parsed.body_too_large = true;
+    if (outcome == Outcome::malformed) parsed.framing_error = "malformed chunked body: " + body.reason();
+    return Received::ended;
+  }
+
+  // "Expect: 100-continue": the client waits for this before sending its body.
+  void continue_if_expected(bool expected) {
+    if (!expected) return;
+    constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    socket().sendBytes(kContinue.data(), static_cast<int>(kContinue.size()));
+  }
+
+  // A request refused before it was read whole: its answer, then what the client still sends is dropped.
+  void refuse(int status, const std::string& reason, const http::RequestDeadlines::Watch& watch) {
+    access_.count_malformed_refusal();
+    send_refusal(socket(), status, reason);
+    if (!watch.expired()) drain();
+  }
+
+  // After an answer sent with bytes of the request still unread: the sending side is shut down (the client sees
+  // the answer end), then what the client still sends is read and dropped until it closes, for kMaxDrainedBody
+  // bytes and the request's deadline at most. Closing with unread bytes would reset the connection, and the client
+  // would lose the answer.
+  void drain() {
+    ::shutdown(socket().impl()->sockfd(), SHUT_WR);
+    char buffer[16384];
+    std::size_t total = 0;
+    try {
+      while (total < kMaxDrainedBody) {
+        const int count = socket().receiveBytes(buffer, sizeof buffer);
+        if (count <= 0) break;
+        total += static_cast<std::size_t>(count);
+      }
+    } catch (const Poco::Exception&) {
+      // reset, or its deadline passed: done with it either way
+    }
   }
 
   void refuse_late() {

@@ -24,7 +24,7 @@ void set_reply_fields(Poco::Net::HTTPResponse& response, const Reply& reply) {
   if (!reply.location.empty()) response.set("Location", reply.location);
 }
 
-bool write_reply(Poco::Net::StreamSocket& socket, const Reply& reply) {
+bool write_reply(Poco::Net::StreamSocket& socket, const Reply& reply, bool with_body) {
   Poco::Net::HTTPResponse head;
   head.setVersion(Poco::Net::HTTPMessage::HTTP_1_1);
   set_reply_fields(head, reply);
@@ -33,7 +33,7 @@ bool write_reply(Poco::Net::StreamSocket& socket, const Reply& reply) {
   head.set("Server", "daqx");
   std::ostringstream text;
   head.write(text);
-  text << reply.body;
+  if (with_body) text << reply.body;
   const std::string bytes = text.str();
   try {
     std::size_t sent = 0;

@@ -18,8 +18,9 @@ std::string reason_phrase(int status);
 // WWW-Authenticate, Location as the reply has them), on a response Poco will send or one written by write_reply.
 void set_reply_fields(Poco::Net::HTTPResponse& response, const Reply& reply);
 
-// Writes `reply` whole (HTTP/1.1, Connection: close, its body) on `socket`, which the caller then closes; false when
-// the client went away or did not take it within the socket's send timeout.
-bool write_reply(Poco::Net::StreamSocket& socket, const Reply& reply);
+// Writes `reply` whole (HTTP/1.1, Connection: close, its body unless `with_body` is false: the answer to HEAD) on
+// `socket`, which the caller then closes; false when the client went away or did not take it within the socket's
+// send timeout.
+bool write_reply(Poco::Net::StreamSocket& socket, const Reply& reply, bool with_body = true);
 
 }  // namespace daqx::http

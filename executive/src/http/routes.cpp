@@ -101,7 +101,7 @@ class Router {
     if (s.size() == 1 && s[0] == "metrics") return get([&] { return metrics(); });
     if (path_ == "/partition" || path_ == "/api/partition") {
       if (pages_.partition_view == nullptr)
-        return error_reply(path_, 404, "this executive serves no partition view: " + path_);
+        return error_reply(path_, 404, "this executive serves no partition view: " + strings::quoted(path_));
       return get([&] { return partition_view(*pages_.partition_view, path_); });
     }
     if (s.size() == 2 && s[0] == "app") return get([&] { return application_page(s[1]); });
@@ -147,24 +147,25 @@ class Router {
     if (request_.body_too_large) {
       return error_reply(path_, 413, "request body larger than " + std::to_string(kMaxRequestBody) + " bytes");
     }
-    if (request_.body_incomplete) return error_reply(path_, 400, "request body shorter than its Content-Length");
+    if (request_.body_incomplete)
+      return error_reply(path_, 400, "request body cut off before its end (fewer bytes than its Content-Length, or no last chunk)");
     return handler();
   }
 
   template <typename Handler>
   Reply with_tid(std::string_view text, Handler handler) {
     const std::optional<Tid> tid = parse_tid(text);
-    if (!tid) return error_reply(path_, 400, "not an application id: '" + std::string(text) + "'");
+    if (!tid) return error_reply(path_, 400, "not an application id: " + strings::quoted(text));
     return handler(*tid);
   }
 
   Reply method_not_allowed(const char* allowed) {
-    Reply reply = error_reply(path_, 405, "method " + request_.method + " not allowed here: use " + allowed);
+    Reply reply = error_reply(path_, 405, "method " + strings::quoted(request_.method) + " not allowed here: use " + allowed);
     reply.allow = allowed;
     return reply;
   }
 
-  Reply not_found() { return error_reply(path_, 404, "no such page: " + path_); }
+  Reply not_found() { return error_reply(path_, 404, "no such page: " + strings::quoted(path_)); }
 
   Reply no_such_application(Tid tid) { return error_reply(path_, 404, "no application with tid " + std::to_string(tid)); }
 
@@ -220,7 +221,7 @@ class Router {
       char* end = nullptr;
       timeout_ms = std::strtoll(value.c_str(), &end, 10);
       if (value.empty() || *end != '\0' || timeout_ms < 0 || timeout_ms > 120000)
-        return error_reply(path_, 400, "timeout must be milliseconds from 0 to 120000, not '" + value + "'");
+        return error_reply(path_, 400, "timeout must be milliseconds from 0 to 120000, not " + strings::quoted(value));
     }
     Reply reply;  // once the executive is stopping, the wait's first poll answers 503
     reply.pending = start_connect_wait(model_, pages_, std::chrono::milliseconds(timeout_ms));
@@ -287,8 +288,8 @@ Reply checked(const Request& request, const AccessCheck& access, Route route) {
     // Before anything else looks at the request: a client without the token learns nothing from it.
     if (const Refusal refusal = access.check(request.method, request.authorization); refusal != Refusal::none)
       return refused(path, refusal);
-    if (!target_error.empty()) return error_reply(path, 400, "bad request target: " + target_error);
-    if (!path.starts_with('/')) return error_reply(path, 400, "bad request target: " + request.target);
+    if (!target_error.empty()) return error_reply(path, 400, "bad request target: " + strings::printable(target_error, strings::kQuotedBytes));
+    if (!path.starts_with('/')) return error_reply(path, 400, "bad request target: " + strings::quoted(request.target));
     if (!request.framing_error.empty()) return error_reply(path, 400, request.framing_error);
     return route(target);
   } catch (const Poco::Exception& error) {
@@ -315,9 +316,10 @@ Reply handle_request(ControlModel& model, const Request& request, const AccessCh
 Reply handle_dashboard_request(PartitionView& view, const Request& request, const AccessCheck& access) {
   return checked(request, access, [&](const Target& target) {
     const std::string& path = target.path;
-    if (path != "/" && path != "/partition" && path != "/api/partition") return error_reply(path, 404, "no such page: " + path);
+    if (path != "/" && path != "/partition" && path != "/api/partition")
+      return error_reply(path, 404, "no such page: " + strings::quoted(path));
     if (request.method != "GET" && request.method != "HEAD") {
-      Reply reply = error_reply(path, 405, "method " + request.method + " not allowed here: use " + kGetMethods);
+      Reply reply = error_reply(path, 405, "method " + strings::quoted(request.method) + " not allowed here: use " + kGetMethods);
       reply.allow = kGetMethods;
       return reply;
     }
