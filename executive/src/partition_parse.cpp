@@ -19,6 +19,8 @@
 #include <system_error>
 #include <utility>
 
+#include "xml_well_formed.hpp"
+
 namespace daqx::config {
 namespace {
 
@@ -179,6 +181,9 @@ void refuse_unreadable_text(std::string_view xml, const std::string& file) {
     if (equals_ignoring_case(xml.substr(at, doctype.size()), doctype))
       refuse(line_at(xml, at), {"a <!DOCTYPE>: a partition file may not have one (no DTD or entity is ever read, ",
                                 "fetched or expanded)"});
+  // pugixml reads leniently: what it would take of XML that is not well formed is refused here.
+  if (const std::optional<XmlFault> fault = first_well_formedness_fault(xml))
+    refuse(line_at(xml, fault->offset), {"malformed XML: ", fault->reason});
 }
 
 struct Finding {
@@ -855,7 +860,10 @@ Partition load_partition(const std::string& path) {
   const int read_error = std::ferror(file) != 0 ? errno : 0;  // a directory opens, then fails here with EISDIR
   std::fclose(file);
   if (read_error != 0) throw ConfigError({concatenate({path, ": cannot read: ", std::strerror(read_error)})});
-  return parse_partition(content, path);
+  Partition partition = parse_partition(content, path);
+  // Only of a file: it names hosts to look up, which parsing text alone (the fuzz target) must not do.
+  if (std::vector<std::string> clashes = check_same_sockets(partition); !clashes.empty()) throw ConfigError(std::move(clashes));
+  return partition;
 }
 
 }  // namespace daqx::config

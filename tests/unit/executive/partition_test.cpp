@@ -2,6 +2,12 @@
 // checks against what the loaded modules declare.
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -651,4 +657,103 @@ TEST_CASE("a catalogue that cannot list what it knows still names the unknown cl
                            ": unknown endpoint protocol 'tcp'");
   CHECK(messages[1] == "three.xml:" + std::to_string(line_in(kThreeContexts, "id=\"20\"")) +
                            ": unknown application class 'nton::Receiver'");
+}
+
+namespace {
+
+// load_partition of `xml` written to a file of its own (the socket check runs on files only); its messages.
+std::vector<std::string> messages_of_loading_text(const std::string& xml, const std::string& name) {
+  const std::filesystem::path path = std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()) + ".xml");
+  std::ofstream(path) << xml;
+  std::vector<std::string> messages = messages_of_loading(path.string());
+  std::filesystem::remove(path);
+  return messages;
+}
+
+// This machine's name and its IPv4 address as the resolver gives it; empty when the name does not resolve here.
+std::pair<std::string, std::string> own_name_and_address() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return {};
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(name, nullptr, &hints, &found) != 0 || found == nullptr) return {};
+  char text[INET_ADDRSTRLEN] = {};
+  ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(found->ai_addr)->sin_addr, text, sizeof text);
+  ::freeaddrinfo(found);
+  return {name, text};
+}
+
+std::string two_contexts(const std::string& first_url, const std::string& second_url) {
+  return "<Partition name=\"p\">\n  <Context url=\"" + first_url + "\"/>\n  <Context url=\"" + second_url +
+         "\"/>\n</Partition>\n";
+}
+
+}  // namespace
+
+TEST_CASE("a host name and its address on one port are one socket: refused naming both", "[partition][sockets]") {
+  const auto [name, address] = own_name_and_address();
+  INFO("this machine's name must resolve to an IPv4 address (/etc/hosts) for this test");
+  REQUIRE_FALSE(name.empty());
+  REQUIRE(name != address);
+  const std::vector<std::string> messages =
+      messages_of_loading_text(two_contexts("http://" + name + ":9001", "http://" + address + ":9001"), "name-and-address");
+  REQUIRE(messages.size() == 1);
+  CHECK_THAT(messages[0], Catch::Contains(":3: context URL 'http://" + address + ":9001' is the same socket as context URL 'http://" +
+                                          name + ":9001' at line 2 (both are " + address + ":9001)"));
+}
+
+TEST_CASE("sockets that differ in port or address, or are on machines apart, pass the socket check", "[partition][sockets]") {
+  // Ports apart; loopback addresses apart (127.0.0.2 is another socket than 127.0.0.1).
+  CHECK(messages_of_loading_text(two_contexts("http://localhost:9001", "http://127.0.0.1:9002"), "ports").empty());
+  CHECK(messages_of_loading_text(two_contexts("http://127.0.0.1:9001", "http://127.0.0.2:9001"), "loopbacks").empty());
+  // Names this machine does not know are compared as written: two of them are two machines, a wildcard on one takes
+  // nothing from the other, and the loopback address of one is not that of the other.
+  const std::string apart = R"(<Partition name="apart">
+  <Context url="http://node-a.invalid:9001">
+    <Endpoint protocol="tcp" hostname="0.0.0.0" port="9101" network="data"/>
+  </Context>
+  <Context url="http://node-b.invalid:9001">
+    <Endpoint protocol="tcp" hostname="localhost" port="9101" network="data"/>
+  </Context>
+  <Context url="http://node-c.invalid:9001">
+    <Endpoint protocol="tcp" hostname="127.0.0.1" port="9101" network="data"/>
+  </Context>
+</Partition>
+)";
+  const std::vector<std::string> apart_messages = messages_of_loading_text(apart, "apart");
+  INFO((apart_messages.empty() ? std::string() : apart_messages[0]));
+  CHECK(apart_messages.empty());
+}
+
+TEST_CASE("the XML well-formedness faults pugixml lets through are refused with their line, wherever they are",
+          "[partition]") {
+  const std::string head = "<Partition name=\"p\">\n  <Context url=\"http://h:1\">\n";
+  const std::string tail = "\n  </Context>\n</Partition>";
+  const struct {
+    std::string element;
+    std::string reason;
+  } cases[] = {
+      {"<Application class='a<b' id=\"1\"/>", "a '<' in the value of attribute 'class' of <Application>"},
+      {"<Application class=\"a\" id=\"1\"><Properties><x>1 &lt 2</x></Properties></Application>",
+       "an '&' that begins no reference"},
+      {"<Application class=\"a&#xD800;\" id=\"1\"/>", "the character reference '&#xD800;' is not a character XML allows"},
+      {"<Application class=\"a&#x;\" id=\"1\"/>", "the character reference '&#x;' is not a number"},
+      {"<Application class=\"a\" id=\"1\" class=\"b\"/>", "attribute 'class' appears more than once on <Application>"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.element);
+    CHECK(only_refusal(head + "    " + c.element + tail, "wf.xml").starts_with("wf.xml:3: malformed XML: " + c.reason));
+  }
+  // What is well formed passes the scan: references, '<' and '&' in comments and CDATA, '>' in values.
+  const std::string fine = head +
+                           "    <!-- a < b & c --><Application class=\"a&amp;b&#38;&#x26;&lt;&gt;&quot;&apos;>\" id=\"1\">"
+                           "<Properties><x><![CDATA[1 < 2 & 3]]></x></Properties></Application>" +
+                           tail;
+  try {
+    parse_partition(fine, "fine.xml");
+  } catch (const ConfigError& error) {
+    CHECK(std::string(error.what()).find("malformed XML") == std::string::npos);
+  }
 }

@@ -161,9 +161,16 @@ class ConfigError : public std::runtime_error {
 
 // Reads and checks a partition file: well-formed XML, known elements and attributes, required attributes,
 // numbers and ports, duplicate ids/URLs/endpoints/class+instance, networks served by an endpoint of the
-// context, policy rules. Throws ConfigError with every mistake found.
+// context, policy rules; load_partition also the sockets by address (check_same_sockets). Throws ConfigError
+// with every mistake found.
 Partition load_partition(const std::string& path);
 Partition parse_partition(std::string_view xml, const std::string& file_name);
+
+// Of a partition read whole (load_partition runs it): no two contexts or endpoints are the same socket once their
+// host names are resolved (a name and its address, localhost and 127.0.0.1), and a wildcard host (0.0.0.0, ::)
+// shares its port with no other socket of its context's machine. A name that does not resolve here is compared as
+// written. Returns the messages ("file:line: reason", naming both), empty when all is well.
+std::vector<std::string> check_same_sockets(const Partition& partition);
 
 // What the loaded modules provide, for the second round of checks (classes, protocols, parameters).
 class Catalogue {
