@@ -36,11 +36,8 @@ class ChunkedBody {
   explicit ChunkedBody(std::size_t max_body) : max_body_(max_body) {}
 
   Outcome feed(std::string_view bytes);
-  std::string& body() noexcept { return body_; }
-  // complete: how many of the bytes fed last came after the body's end (its trailer included) and belong to
-  // nobody; malformed: why.
-  std::size_t surplus() const noexcept { return pending_.size(); }
-  const std::string& reason() const noexcept { return reason_; }
+  std::string& body() noexcept { return body_; }  // whole once complete
+  const std::string& reason() const noexcept { return reason_; }  // malformed: why
 
  private:
   enum class Part { size_line, data, data_end, trailer };
