@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "daqx/executive/executive.hpp"
+#include "daqx/services/text.hpp"
 #include "http/control_routes.hpp"
 #include "daqx/services/open_file_limit.hpp"
 #include "param_listing.hpp"
@@ -769,7 +770,7 @@ std::string Executive::transport_capabilities(const std::string& module, const s
     ParamSet params(t.params);
     for (const std::string& assignment : assignments) {
       const std::size_t equals = assignment.find('=');
-      if (equals == std::string::npos) throw std::runtime_error("'" + assignment + "': expected NAME=VALUE");
+      if (equals == std::string::npos) throw std::runtime_error(strings::quoted(assignment) + ": expected NAME=VALUE");
       const std::string refused = params.set(assignment.substr(0, equals), assignment.substr(equals + 1));
       if (!refused.empty()) throw std::runtime_error("transport " + t.protocol + ": " + refused);
     }

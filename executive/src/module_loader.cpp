@@ -1,6 +1,8 @@
 // Module loading: path resolution, dlopen, the single entry point, ABI check.
 #include "module_loader.hpp"
 
+#include "daqx/services/text.hpp"
+
 #include <dlfcn.h>
 
 #include <cstdlib>
@@ -74,18 +76,18 @@ std::string ModuleRegistry::load(const std::string& spec, const std::string& par
   // dlopen would block on a FIFO and read a device without end; only a regular file can be a shared object.
   std::error_code status_error;
   const fs::file_status status = fs::status(path, status_error);
-  if (status_error) return "cannot load module '" + path + "': " + status_error.message();
+  if (status_error) return "cannot load module " + strings::quoted(path) + ": " + status_error.message();
   if (!fs::is_regular_file(status))
-    return "module '" + path + "' is not a shared object: it is " + file_kind(status.type());
+    return "module " + strings::quoted(path) + " is not a shared object: it is " + file_kind(status.type());
   for (const std::string& loaded : paths_)
     if (fs::equivalent(loaded, path)) return {};  // loading twice is harmless: the first load serves
   // Modules stay loaded for the life of the process (never dlclose): their code may still be on a stack
   // trace, and sanitizer reports need their symbols.
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) return "cannot load module '" + path + "': " + dlerror();
+  if (handle == nullptr) return "cannot load module " + strings::quoted(path) + ": " + strings::printable(dlerror());
   using Entry = const ModuleDescriptor* (*)();
   auto entry = reinterpret_cast<Entry>(dlsym(handle, DAQX_MODULE_ENTRY_NAME));
-  if (entry == nullptr) return "'" + path + "' is not a daqx module: it has no " DAQX_MODULE_ENTRY_NAME " entry point";
+  if (entry == nullptr) return strings::quoted(path) + " is not a daqx module: it has no " DAQX_MODULE_ENTRY_NAME " entry point";
   const ModuleDescriptor* descriptor = entry();
   if (descriptor == nullptr) return "module '" + path + "' returned no description";
   if (descriptor->abi_version != kModuleAbiVersion)

@@ -364,8 +364,9 @@ TEST_CASE("an executive that faults says so in its log, with the signal and a ba
 TEST_CASE("whatever bytes a partition's names hold, every page and JSON answer of the executive is valid UTF-8 and "
           "every JSON answer parses", "[executive][process]") {
   std::uint16_t port = free_port();
-  // A name with a byte that is not UTF-8, a control character and markup: shown on every page and in the JSON API.
-  std::string partition = write_file("stray-bytes.xml", one_context("p-\xff\x01-<b>", port, R"(
+  // A name with a byte that is not UTF-8, a control character and markup (escaped, as well-formed XML must have
+  // it): shown on every page and in the JSON API.
+  std::string partition = write_file("stray-bytes.xml", one_context("p-\xff\x01-&lt;b&gt;", port, R"(
     <Module path="libdaqx_nton.so"/>
     <Application class="nton::PingPong" id="2" instance="1"><Properties><role>pong</role></Properties></Application>
     <Application class="nton::PingPong" id="1" instance="0"><Properties><role>ping</role></Properties></Application>

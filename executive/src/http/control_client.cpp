@@ -15,6 +15,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "daqx/services/text.hpp"
 #include "tls_context.hpp"
 
 namespace daqx {
@@ -42,7 +43,7 @@ ControlClient::ControlClient(const std::string& url, std::chrono::milliseconds t
     : url_(url), timeout_(timeout), access_(std::move(access)) {
   Poco::URI uri(url);
   if ((uri.getScheme() != "http" && uri.getScheme() != "https") || uri.getHost().empty() || uri.getPort() == 0)
-    throw std::invalid_argument("not a context URL (http://host:port or https://host:port): '" + url + "'");
+    throw std::invalid_argument("not a context URL (http://host:port or https://host:port): " + strings::quoted(url));
   host_ = uri.getHost();
   port_ = uri.getPort();
   tls_ = uri.getScheme() == "https";
