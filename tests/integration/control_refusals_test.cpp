@@ -147,6 +147,22 @@ TEST_CASE("a request cut off inside its head or body is refused 400 and never ex
   CHECK(executive.stop() == 0);
 }
 
+TEST_CASE("a client that asks for 100 Continue gets it before sending its body, and then its answer",
+          "[executive][process][refusals][control]") {
+  ProbeContext probe("continue");
+  RawClient client(probe.port);
+  REQUIRE(client.connected());
+  const std::string whole = configure_request("Expect: 100-continue\r\n");
+  const std::size_t body_at = whole.find("\r\n\r\n") + 4;
+  client.send(whole.substr(0, body_at));
+  CHECK(client.read_until("\r\n\r\n", std::chrono::seconds(10)).starts_with("HTTP/1.1 100 Continue\r\n\r\n"));
+  client.send(whole.substr(body_at));
+  CHECK(status_of(client.read_all(std::chrono::seconds(10))) == 200);
+  CHECK(state(probe.executive, 1) == "Configured");
+  CHECK(probe.executive.transition("halt").status == 200);
+  CHECK(probe.executive.stop() == 0);
+}
+
 TEST_CASE("every refusal of the control port is a 4xx with a one-line JSON reason", "[executive][process][refusals][control]") {
   ProbeContext probe("refusals");
   const auto post = [](const std::string& target, const std::string& body, const std::string& fields = "") {

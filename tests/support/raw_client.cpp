@@ -32,7 +32,7 @@ bool RawClient::send(const std::string& bytes) {
 
 void RawClient::finish_sending() { ::shutdown(fd_, SHUT_WR); }
 
-std::string RawClient::read_all(std::chrono::milliseconds limit) {
+std::string RawClient::read_until(const std::string& marker, std::chrono::milliseconds limit) {
   using Clock = std::chrono::steady_clock;
   std::string text;
   const auto deadline = Clock::now() + limit;
@@ -44,6 +44,7 @@ std::string RawClient::read_all(std::chrono::milliseconds limit) {
     const ssize_t got = ::recv(fd_, buffer, sizeof buffer, 0);
     if (got <= 0) break;
     text.append(buffer, static_cast<std::size_t>(got));
+    if (!marker.empty() && text.find(marker) != std::string::npos) break;
   }
   return text;
 }

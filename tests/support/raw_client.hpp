@@ -20,8 +20,11 @@ class RawClient {
   bool send(const std::string& bytes);
   // Says no more bytes will come (a half-close): the server sees the end of the request.
   void finish_sending();
+  // What the server sends until `marker` has come (an interim answer such as 100 Continue), it closes, or `limit`
+  // passes.
+  std::string read_until(const std::string& marker, std::chrono::milliseconds limit = std::chrono::seconds(20));
   // Everything the server sends until it closes, or until `limit` passes.
-  std::string read_all(std::chrono::milliseconds limit = std::chrono::seconds(20));
+  std::string read_all(std::chrono::milliseconds limit = std::chrono::seconds(20)) { return read_until({}, limit); }
   // Whether the server closed the connection (or answered) within `limit`.
   bool closed_within(std::chrono::milliseconds limit);
 
