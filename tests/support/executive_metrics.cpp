@@ -51,6 +51,24 @@ double transport_metric(const ExecutiveProcess& executive, const std::string& na
   return found ? total : std::nan("");
 }
 
+double connection_metric(const ExecutiveProcess& executive, const std::string& peer_context, const std::string& name) {
+  Poco::JSON::Array::Ptr transports = get_array(executive, "/api/transports");
+  for (std::size_t t = 0; transports && t < transports->size(); ++t) {
+    Poco::JSON::Array::Ptr connections = transports->getObject(static_cast<unsigned>(t))->getArray("connections");
+    for (std::size_t c = 0; connections && c < connections->size(); ++c) {
+      Poco::JSON::Object::Ptr connection = connections->getObject(static_cast<unsigned>(c));
+      if (!connection->getValue<bool>("outgoing") || connection->optValue<std::string>("peer_context", "") != peer_context)
+        continue;
+      Poco::JSON::Array::Ptr metrics = connection->getArray("metrics");
+      for (std::size_t i = 0; metrics && i < metrics->size(); ++i) {
+        Poco::JSON::Object::Ptr m = metrics->getObject(static_cast<unsigned>(i));
+        if (m->getValue<std::string>("name") == name) return m->getValue<double>("value");
+      }
+    }
+  }
+  return std::nan("");
+}
+
 std::string transport_parameter(const ExecutiveProcess& executive, const std::string& name) {
   Poco::JSON::Array::Ptr transports = get_array(executive, "/api/transports");
   for (std::size_t t = 0; transports && t < transports->size(); ++t) {

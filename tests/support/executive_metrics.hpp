@@ -19,6 +19,8 @@ double pool_blocks_used(const ExecutiveProcess& executive, const std::string& po
 
 // A metric of the executive's transports, summed over them (NaN when none reports it or it is unreachable).
 double transport_metric(const ExecutiveProcess& executive, const std::string& name);
+// A metric of the executive's outgoing connection to the context at `peer_context` (NaN when there is none).
+double connection_metric(const ExecutiveProcess& executive, const std::string& peer_context, const std::string& name);
 // A parameter of the executive's first transport that has it, as text (empty when none has it).
 std::string transport_parameter(const ExecutiveProcess& executive, const std::string& name);
 
