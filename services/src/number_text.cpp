@@ -1,0 +1,173 @@
+// The strict number syntax of daqx and the wording of its refusals (number_text.hpp).
+#include "daqx/services/number_text.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <system_error>
+
+#include "daqx/services/text.hpp"
+
+namespace daqx::numbers {
+namespace {
+
+using strings::concatenate;
+using strings::quoted;
+
+constexpr std::string_view kUnsigned = "an unsigned integer";
+constexpr std::string_view kSigned = "an integer";
+constexpr std::string_view kReal = "a decimal number";
+
+bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
+bool is_blank(char c) noexcept { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'; }
+
+std::string not_a(std::string_view text, std::string_view kind, std::string_view why) {
+  return concatenate({quoted(text), " is not ", kind, ": ", why});
+}
+
+std::string out_of_range(std::string_view text, std::string_view kind, std::string_view why) {
+  return concatenate({quoted(text), " is out of range for ", kind, ": ", why});
+}
+
+std::string shown(double bound) {
+  char buffer[64];
+  const auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, bound);
+  return error == std::errc() ? std::string(buffer, end) : std::to_string(bound);
+}
+
+// What every number refuses before its own syntax: the reason, or empty.
+std::string_view common_refusal(std::string_view text, bool negative_allowed) noexcept {
+  if (text.empty()) return "it is empty";
+  if (text.find('\0') != std::string_view::npos) return "it holds a NUL byte";
+  if (is_blank(text.front())) return "it starts with a blank";
+  if (is_blank(text.back())) return "it ends with a blank, carriage return or line feed";
+  if (text.front() == '+') return "a '+' sign is not accepted";
+  if (text.front() == '-' && !negative_allowed) return "it is negative";
+  return {};
+}
+
+// Why text that is no number in integer syntax is refused (digits with an optional leading '-' checked by the
+// caller).
+std::string_view integer_refusal(std::string_view digits) noexcept {
+  if (digits.empty()) return "no digits";
+  if (digits.size() > 1 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X'))
+    return "only decimal digits are accepted (no 0x)";
+  for (char c : digits) {
+    if (is_digit(c)) continue;
+    if (c == '.' || c == 'e' || c == 'E') return "an integer has no fraction or exponent";
+    if (is_blank(c)) return "it holds a blank";
+    return "only decimal digits are accepted";
+  }
+  return {};
+}
+
+// -?digits[.digits][(e|E)-?digits], with digits on at least one side of the point.
+std::string_view real_refusal(std::string_view text) noexcept {
+  std::size_t at = 0;
+  const auto digits = [&] {
+    const std::size_t start = at;
+    while (at < text.size() && is_digit(text[at])) ++at;
+    return at - start;
+  };
+  if (at < text.size() && text[at] == '-') ++at;
+  if (text.size() > at + 1 && text[at] == '0' && (text[at + 1] == 'x' || text[at + 1] == 'X'))
+    return "only decimal digits are accepted (no 0x)";
+  std::size_t mantissa = digits();
+  if (at < text.size() && text[at] == '.') {
+    ++at;
+    mantissa += digits();
+  }
+  if (mantissa == 0) return "no digits (inf and nan are not numbers here)";
+  if (at < text.size() && (text[at] == 'e' || text[at] == 'E')) {
+    ++at;
+    if (at < text.size() && (text[at] == '-' || text[at] == '+')) ++at;
+    if (digits() == 0) return "no digits in its exponent";
+  }
+  if (at == text.size()) return {};
+  if (is_blank(text[at])) return "it holds a blank";
+  return "only decimal digits, a point and an exponent are accepted";
+}
+
+}  // namespace
+
+Parsed<std::uint64_t> parse_unsigned(std::string_view text, std::uint64_t min, std::uint64_t max) {
+  Parsed<std::uint64_t> parsed;
+  if (const std::string_view why = common_refusal(text, false); !why.empty()) {
+    parsed.error = not_a(text, kUnsigned, why);
+    return parsed;
+  }
+  if (const std::string_view why = integer_refusal(text); !why.empty()) {
+    parsed.error = not_a(text, kUnsigned, why);
+    return parsed;
+  }
+  std::uint64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error == std::errc::result_out_of_range || (error == std::errc() && value > max)) {
+    parsed.error = out_of_range(text, kUnsigned, concatenate({"above the maximum ", std::to_string(max)}));
+  } else if (error != std::errc() || end != text.data() + text.size()) {
+    parsed.error = not_a(text, kUnsigned, "only decimal digits are accepted");
+  } else if (value < min) {
+    parsed.error = out_of_range(text, kUnsigned, concatenate({"below the minimum ", std::to_string(min)}));
+  } else {
+    parsed.value = value;
+  }
+  return parsed;
+}
+
+Parsed<std::int64_t> parse_signed(std::string_view text, std::int64_t min, std::int64_t max) {
+  Parsed<std::int64_t> parsed;
+  if (const std::string_view why = common_refusal(text, true); !why.empty()) {
+    parsed.error = not_a(text, kSigned, why);
+    return parsed;
+  }
+  const std::string_view digits = text.front() == '-' ? text.substr(1) : text;
+  if (const std::string_view why = integer_refusal(digits); !why.empty()) {
+    parsed.error = not_a(text, kSigned, why);
+    return parsed;
+  }
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  const bool negative = text.front() == '-';
+  if (error == std::errc::result_out_of_range) {
+    parsed.error = out_of_range(text, kSigned,
+                                negative ? concatenate({"below the minimum ", std::to_string(min)})
+                                         : concatenate({"above the maximum ", std::to_string(max)}));
+  } else if (error != std::errc() || end != text.data() + text.size()) {
+    parsed.error = not_a(text, kSigned, "only decimal digits are accepted");
+  } else if (value > max) {
+    parsed.error = out_of_range(text, kSigned, concatenate({"above the maximum ", std::to_string(max)}));
+  } else if (value < min) {
+    parsed.error = out_of_range(text, kSigned, concatenate({"below the minimum ", std::to_string(min)}));
+  } else {
+    parsed.value = value;
+  }
+  return parsed;
+}
+
+Parsed<double> parse_real(std::string_view text, double min, double max) {
+  Parsed<double> parsed;
+  if (const std::string_view why = common_refusal(text, true); !why.empty()) {
+    parsed.error = not_a(text, kReal, why);
+    return parsed;
+  }
+  if (const std::string_view why = real_refusal(text); !why.empty()) {
+    parsed.error = not_a(text, kReal, why);
+    return parsed;
+  }
+  double value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value, std::chars_format::general);
+  if (error == std::errc::result_out_of_range || (error == std::errc() && !std::isfinite(value))) {
+    // Too large, or too close to zero for a double: neither is what was written.
+    parsed.error = out_of_range(text, kReal, "beyond what a double holds");
+  } else if (error != std::errc() || end != text.data() + text.size()) {
+    parsed.error = not_a(text, kReal, "only decimal digits, a point and an exponent are accepted");
+  } else if (value > max) {
+    parsed.error = out_of_range(text, kReal, concatenate({"above the maximum ", shown(max)}));
+  } else if (value < min) {
+    parsed.error = out_of_range(text, kReal, concatenate({"below the minimum ", shown(min)}));
+  } else {
+    parsed.value = value;
+  }
+  return parsed;
+}
+
+}  // namespace daqx::numbers
