@@ -12,6 +12,7 @@
 #include "connect_wait.hpp"
 #include "control_routes.hpp"
 #include "daqx/executive/partition_view.hpp"
+#include "daqx/services/number_text.hpp"
 #include "daqx/services/text.hpp"
 
 namespace daqx::http {
@@ -215,16 +216,15 @@ class Router {
   // reply: the server parks it off its request threads, so waits never take the threads that status reads, stop
   // and halt need; at most kMaxConnectWaits wait at once (more are 503 at once).
   Reply connect_all() {
-    long long timeout_ms = 10000;
+    std::uint64_t timeout_ms = 10000;
     for (const auto& [key, value] : query_) {
       if (key != "timeout") continue;
-      char* end = nullptr;
-      timeout_ms = std::strtoll(value.c_str(), &end, 10);
-      if (value.empty() || *end != '\0' || timeout_ms < 0 || timeout_ms > 120000)
-        return error_reply(path_, 400, "timeout must be milliseconds from 0 to 120000, not " + strings::quoted(value));
+      const numbers::Parsed<std::uint64_t> parsed = numbers::parse_unsigned(value, 0, 120000);
+      if (!parsed) return error_reply(path_, 400, "timeout (milliseconds, 0 to 120000): " + parsed.error);
+      timeout_ms = *parsed;
     }
     Reply reply;  // once the executive is stopping, the wait's first poll answers 503
-    reply.pending = start_connect_wait(model_, pages_, std::chrono::milliseconds(timeout_ms));
+    reply.pending = start_connect_wait(model_, pages_, std::chrono::milliseconds(static_cast<std::int64_t>(timeout_ms)));
     if (reply.pending == nullptr) {
       access_.count_busy_refusal();
       return error_reply(path_, 503,

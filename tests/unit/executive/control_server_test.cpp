@@ -1296,8 +1296,14 @@ TEST_CASE("POST /api/connect asks the transports to open their connections and w
   CHECK(up["down"].size() == 0);
   CHECK(up["seconds"].number < 5);
 
-  for (const char* bad : {"soon", "-1", "120001", "", "1.5"})
+  // The query's number by the strict syntax: decoded escapes included (a NUL, blanks, a '+') and nothing cut short.
+  for (const char* bad : {"soon", "-1", "120001", "", "1.5", "5%00x", "5%00", "%205", "5%20", "5%0D", "5%0A", "%2B5",
+                          "0x10", "1e3", "99999999999999999999"})
     require_json_error(post(port, std::string("/api/connect?timeout=") + bad, ""), 400);
+  CHECK_THAT(post(port, "/api/connect?timeout=5%00x", "").body,
+             Catch::Contains("timeout (milliseconds, 0 to 120000): '5\\\\x00x' is not an unsigned integer: it holds a NUL byte"));
+  CHECK_THAT(post(port, "/api/connect?timeout=120001", "").body,
+             Catch::Contains("'120001' is out of range for an unsigned integer: above the maximum 120000"));
   const HttpAnswer wrong_method = get(port, "/api/connect");
   require_json_error(wrong_method, 405);
   CHECK(wrong_method.header("allow") == "POST");
