@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "daqx/services/number_text.hpp"
 #include "daqx/services/text.hpp"
 
 namespace daqx {
@@ -113,15 +114,12 @@ std::uint64_t read_number(int fd, const std::string& path) {
   }
   if (length > kMaxFileBytes) damaged(path, "more than " + std::to_string(kMaxFileBytes) + " bytes");
   std::string_view text(buffer, length);
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.remove_suffix(1);
   if (text.empty()) damaged(path, "is empty");
-  std::uint64_t number = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') damaged(path, "does not hold a run number ('" + std::string(text) + "')");
-    number = number * 10 + static_cast<std::uint64_t>(c - '0');
-    if (number > kMaxRunNumber) damaged(path, "holds " + std::string(text) + ", above the largest run number");
-  }
-  return number;
+  // What next() writes: the number and one line feed (a file written by hand without it is read alike).
+  if (text.back() == '\n') text.remove_suffix(1);
+  const numbers::Parsed<std::uint64_t> number = numbers::parse_unsigned(text, 0, kMaxRunNumber);
+  if (!number) damaged(path, "does not hold a run number: " + number.error);
+  return *number;
 }
 
 }  // namespace

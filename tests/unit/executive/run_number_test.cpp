@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "daqx/executive/run_number.hpp"
+#include "daqx/services/text.hpp"
 
 using Catch::Matchers::Contains;
 using daqx::RunNumberError;
@@ -149,6 +150,29 @@ TEST_CASE("an empty or damaged run file is an error naming the file, and is left
     CHECK_THROWS_WITH(RunNumberFile(path).next(), Contains("run file " + path));
     CHECK_THROWS_AS(RunNumberFile(path).current(), RunNumberError);
     CHECK(contents(path) == text);
+  }
+}
+
+TEST_CASE("a run file holds the number and at most one line feed, read by the strict number syntax", "[run_number]") {
+  ScratchDirectory dir;
+  const std::string path = dir / "runs";
+  using namespace std::string_literals;
+  for (const std::string& text : {"5 \n"s, "5\r\n"s, "5\r"s, " 5\n"s, "\t5\n"s, "5\n\n"s, "+5\n"s, "0x10\n"s, "5\0\n"s,
+                                  "5\0"s, "1e3\n"s, "5.0\n"s, "9007199254740992\n"s}) {
+    INFO("contents '" << daqx::strings::printable(text) << "'");
+    std::ofstream(path, std::ios::trunc | std::ios::binary) << text;
+    CHECK_THROWS_WITH(RunNumberFile(path).current(), Contains("does not hold a run number: '"));
+    CHECK_THROWS_AS(RunNumberFile(path).next(), RunNumberError);
+    CHECK(contents(path) == text);
+  }
+  // The message quotes the bytes as one printable line.
+  std::ofstream(path, std::ios::trunc | std::ios::binary) << "7\r\n";
+  CHECK_THROWS_WITH(RunNumberFile(path).current(),
+                    Contains("'7\\r' is not an unsigned integer: it ends with a blank, carriage return or line feed"));
+  for (const std::string& text : {"41\n"s, "41"s, "041\n"s}) {
+    INFO("contents '" << daqx::strings::printable(text) << "'");
+    std::ofstream(path, std::ios::trunc | std::ios::binary) << text;
+    CHECK(RunNumberFile(path).next() == 42);
   }
 }
 
