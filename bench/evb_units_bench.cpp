@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "bu/bu.hpp"
+#include "daqx/services/number_text.hpp"
 #include "evm/evm.hpp"
 #include "fragment_sender.hpp"
 #include "outbox.hpp"
@@ -170,20 +172,30 @@ AssemblyCost bu_assembly(std::size_t units, std::uint64_t events) {
 
 }  // namespace
 
+// An option's number by daqx's strict syntax (daqx/services/number_text.hpp).
+template <typename Number>
+Number read_number(const std::string& option, const daqx::numbers::Parsed<Number>& parsed) {
+  if (!parsed) {
+    std::fprintf(stderr, "%s: %s\n", option.c_str(), parsed.error.c_str());
+    std::exit(2);
+  }
+  return *parsed;
+}
+
 int main(int argc, char** argv) {
   int repeat = 1;
   std::string csv_path = "evb_units_bench.csv";
   std::vector<std::size_t> unit_counts{8, 64, 512};
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--repeat" && i + 1 < argc) repeat = std::max(1, std::atoi(argv[++i]));
+    if (arg == "--repeat" && i + 1 < argc) repeat = read_number(arg, daqx::numbers::parse<int>(argv[++i], 1));
     else if (arg == "--csv" && i + 1 < argc) csv_path = argv[++i];
     else if (arg == "--units" && i + 1 < argc) {
       unit_counts.clear();
       std::string list = argv[++i];
       for (std::size_t at = 0; at < list.size();) {
         const std::size_t comma = std::min(list.find(',', at), list.size());
-        unit_counts.push_back(std::stoul(list.substr(at, comma - at)));
+        unit_counts.push_back(read_number(arg, daqx::numbers::parse<std::size_t>(list.substr(at, comma - at), 1)));
         at = comma + 1;
       }
     } else {

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "daqx/services/number_text.hpp"
+
 namespace daqx::bench {
 
 using Clock = std::chrono::steady_clock;
@@ -35,22 +37,21 @@ class Options {
     return it == values_.end() ? fallback : it->second;
   }
 
+  // Numbers by daqx's strict syntax (daqx/services/number_text.hpp), as every daqx program reads them.
   std::uint64_t number(const std::string& name, std::uint64_t fallback) const {
     auto it = values_.find(name);
     if (it == values_.end()) return fallback;
-    char* end = nullptr;
-    unsigned long long value = std::strtoull(it->second.c_str(), &end, 10);
-    if (end == it->second.c_str() || *end != '\0') fail("--" + name + " is not a number");
-    return value;
+    const numbers::Parsed<std::uint64_t> value = numbers::parse_unsigned(it->second);
+    if (!value) fail("--" + name + ": " + value.error);
+    return *value;
   }
 
   double real(const std::string& name, double fallback) const {
     auto it = values_.find(name);
     if (it == values_.end()) return fallback;
-    char* end = nullptr;
-    double value = std::strtod(it->second.c_str(), &end);
-    if (end == it->second.c_str() || *end != '\0') fail("--" + name + " is not a number");
-    return value;
+    const numbers::Parsed<double> value = numbers::parse_real(it->second);
+    if (!value) fail("--" + name + ": " + value.error);
+    return *value;
   }
 
   // Refuses options the program does not know, so a typo never silently runs with a default.

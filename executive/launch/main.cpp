@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "daqx/executive/executive_identity.hpp"
 #include "daqx/executive/partition.hpp"
 #include "daqx/executive/run_number.hpp"
+#include "daqx/services/number_text.hpp"
 #include "daqx/services/version.hpp"
 #include "daqx/services/open_file_limit.hpp"
 #include "address_owner.hpp"
@@ -151,10 +153,9 @@ bool parse_dashboard(const std::string& text, Options& options) {
   const std::size_t colon = text.rfind(':');
   const std::string port = colon == std::string::npos ? text : text.substr(colon + 1);
   if (colon != std::string::npos) options.dashboard_host = text.substr(0, colon);
-  char* end = nullptr;
-  const unsigned long parsed = std::strtoul(port.c_str(), &end, 10);
-  if (port.empty() || *end != '\0' || port[0] == '-' || parsed > 65535 || options.dashboard_host.empty()) return false;
-  options.dashboard_port = static_cast<std::uint16_t>(parsed);
+  const daqx::numbers::Parsed<std::uint16_t> parsed = daqx::numbers::parse<std::uint16_t>(port);
+  if (!parsed || options.dashboard_host.empty()) return false;
+  options.dashboard_port = *parsed;
   return true;
 }
 
@@ -224,16 +225,16 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    auto seconds = [&]() -> double {
-      const std::string text = value();
-      char* end = nullptr;
-      const double parsed = std::strtod(text.c_str(), &end);
-      if (end == text.c_str() || *end != '\0' || !(parsed >= 0)) {
-        std::fprintf(stderr, "daqx-launch: %s '%s' is not a number of seconds\n", a.c_str(), text.c_str());
+    // An option's number, by the strict syntax of every number daqx takes (daqx/services/number_text.hpp).
+    auto number = [&]<typename Number>(std::string_view what, const daqx::numbers::Parsed<Number>& parsed) -> Number {
+      if (!parsed) {
+        std::fprintf(stderr, "daqx-launch: %s (%.*s): %s\n", a.c_str(), static_cast<int>(what.size()), what.data(),
+                     parsed.error.c_str());
         std::exit(2);
       }
-      return parsed;
+      return *parsed;
     };
+    auto seconds = [&] { return number("seconds", daqx::numbers::parse_real(value(), 0)); };
     if (a == "-c" || a == "--config") options.config_path = value();
     else if (a == "--engine") options.engine = value();
     else if (a == "--log-dir") options.log_dir = value();
@@ -245,34 +246,15 @@ int main(int argc, char** argv) {
     else if (a == "--ready-timeout") options.ready_timeout = seconds();
     else if (a == "--stop-timeout") options.stop_timeout = seconds();
     else if (a == "--transition-timeout") {
-      const double limit = seconds();
-      if (!(limit > 0) || limit > 86400) {
-        std::fprintf(stderr, "daqx-launch: --transition-timeout needs seconds above 0 and at most 86400\n");
-        return 2;
-      }
+      const double limit = number("seconds, 0.001 to 86400", daqx::numbers::parse_real(value(), 0.001, 86400));
       options.drive_settings.deadline = std::chrono::milliseconds(static_cast<long long>(limit * 1000));
     }
     else if (a == "--fanout") {
-      const std::string text = value();
-      char* end = nullptr;
-      const unsigned long parsed = std::strtoul(text.c_str(), &end, 10);
-      if (text.empty() || *end != '\0' || text[0] == '-' || parsed == 0 || parsed > daqx::kMaxControlFanout) {
-        std::fprintf(stderr, "daqx-launch: --fanout '%s' is not a number of contexts asked at once (1 to %u)\n",
-                     text.c_str(), daqx::kMaxControlFanout);
-        return 2;
-      }
-      options.drive_settings.fanout = static_cast<unsigned>(parsed);
+      options.drive_settings.fanout =
+          number("contexts asked at once", daqx::numbers::parse<unsigned>(value(), 1, daqx::kMaxControlFanout));
     }
     else if (a == "--run-number") {
-      const std::string text = value();
-      char* end = nullptr;
-      const unsigned long long parsed = std::strtoull(text.c_str(), &end, 10);
-      if (text.empty() || *end != '\0' || text[0] == '-' || parsed == 0 || parsed > daqx::kMaxRunNumber) {
-        std::fprintf(stderr, "daqx-launch: --run-number '%s' is not a run number (1 to %llu)\n", text.c_str(),
-                     static_cast<unsigned long long>(daqx::kMaxRunNumber));
-        return 2;
-      }
-      options.run_number = parsed;
+      options.run_number = number("a run number", daqx::numbers::parse_unsigned(value(), 1, daqx::kMaxRunNumber));
     }
     else if (a == "--run-file") options.run_file = value();
     else if (a == "--log-level" || a == "--log-format") options.executive_arguments.insert(options.executive_arguments.end(), {a, value()});

@@ -20,6 +20,8 @@
 #include "daqx/executive/partition.hpp"
 #include "daqx/executive/partition_view.hpp"
 #include "daqx/services/log.hpp"
+#include "daqx/services/number_text.hpp"
+#include "daqx/services/text.hpp"
 #include "daqx/services/log_writer.hpp"
 #include "daqx/services/version.hpp"
 #include "crash_report.hpp"
@@ -134,7 +136,15 @@ int main(int argc, char** argv) {
     } else if (a == "-x" || a == "--context") {
       context_url = value();
     } else if (a == "--inbox") {
-      inbox = std::strtoul(value().c_str(), nullptr, 10);
+      const std::string text = value();
+      // Up to 2^24 frames: past that the queue's cells alone are gigabytes.
+      const daqx::numbers::Parsed<std::size_t> parsed = daqx::numbers::parse<std::size_t>(text, 2, std::size_t{1} << 24);
+      if (!parsed || (*parsed & (*parsed - 1)) != 0) {
+        std::fprintf(stderr, "daqx-executive: --inbox (frames, a power of two from 2 to 16777216): %s\n",
+                     parsed ? (daqx::strings::quoted(text) + " is not a power of two").c_str() : parsed.error.c_str());
+        std::exit(kExitConfig);
+      }
+      inbox = *parsed;
     } else if (a == "--stop-on-stdin-eof") {
       stop_on_stdin_eof = true;
     } else if (a == "--launch-instance") {

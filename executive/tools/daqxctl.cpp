@@ -33,6 +33,7 @@
 #include "daqx/executive/partition_connect.hpp"
 #include "daqx/executive/partition_transition.hpp"
 #include "daqx/executive/run_number.hpp"
+#include "daqx/services/number_text.hpp"
 #include "daqx/services/version.hpp"
 #include "live_view.hpp"
 #include "partition_poll.hpp"
@@ -132,16 +133,12 @@ std::string normalized_url(std::string url) {
   return url;
 }
 
-// A number of seconds, the whole text; NaN when it is not one (every range check then fails).
-double seconds_in(const std::string& text) {
-  std::size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  return used == text.size() && used != 0 ? value : std::nan("");
+// An option's number, read by the strict syntax of every number daqx takes (daqx/services/number_text.hpp);
+// refused as "OPTION (what it is): why".
+template <typename Number>
+Number number_option(const std::string& option, std::string_view what, daqx::numbers::Parsed<Number> parsed) {
+  if (!parsed) throw UsageError{option + " (" + std::string(what) + "): " + parsed.error};
+  return *parsed;
 }
 
 Options parse_options(int argc, char** argv) {
@@ -178,48 +175,20 @@ Options parse_options(int argc, char** argv) {
     } else if (arg == "--ca-file") {
       options.access.ca_file = take_value();
     } else if (arg == "--app") {
-      const std::string text = take_value();
-      std::uint32_t tid = 0;
-      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), tid);
-      if (error != std::errc() || end != text.data() + text.size() || tid == 0) {
-        throw UsageError{"--app needs an application id (a positive number), not '" + text + "'"};
-      }
-      options.app = tid;
+      options.app = number_option(arg, "an application id", daqx::numbers::parse<std::uint32_t>(take_value(), 1));
     } else if (arg == "--timeout") {
-      const std::string text = take_value();
-      options.timeout_seconds = seconds_in(text);
-      if (!(options.timeout_seconds > 0) || !std::isfinite(options.timeout_seconds)) {
-        throw UsageError{"--timeout needs a positive number of seconds, not '" + text + "'"};
-      }
+      options.timeout_seconds =
+          number_option(arg, "seconds, 0.001 to 86400", daqx::numbers::parse_real(take_value(), 0.001, 86400));
     } else if (arg == "--fanout") {
-      const std::string text = take_value();
-      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), options.fanout);
-      if (error != std::errc() || end != text.data() + text.size() || options.fanout == 0 ||
-          options.fanout > daqx::kMaxControlFanout) {
-        throw UsageError{"--fanout needs a number of contexts asked at once, 1 to " +
-                         std::to_string(daqx::kMaxControlFanout) + ", not '" + text + "'"};
-      }
+      options.fanout = number_option(arg, "contexts asked at once",
+                                     daqx::numbers::parse<unsigned>(take_value(), 1, daqx::kMaxControlFanout));
     } else if (arg == "--run") {
-      const std::string text = take_value();
-      std::uint64_t run = 0;
-      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), run);
-      if (error != std::errc() || end != text.data() + text.size() || run == 0 || run > daqx::kMaxRunNumber) {
-        throw UsageError{"--run needs a run number from 1 to " + std::to_string(daqx::kMaxRunNumber) + ", not '" +
-                         text + "'"};
-      }
-      options.run = run;
+      options.run =
+          number_option(arg, "a run number", daqx::numbers::parse_unsigned(take_value(), 1, daqx::kMaxRunNumber));
     } else if (arg == "--interval") {
-      const std::string text = take_value();
-      options.interval_seconds = seconds_in(text);
-      if (!(options.interval_seconds >= 0.1) || !(options.interval_seconds <= 3600)) {
-        throw UsageError{"--interval needs seconds from 0.1 to 3600, not '" + text + "'"};
-      }
+      options.interval_seconds = number_option(arg, "seconds", daqx::numbers::parse_real(take_value(), 0.1, 3600));
     } else if (arg == "--count") {
-      const std::string text = take_value();
-      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), options.count);
-      if (error != std::errc() || end != text.data() + text.size() || options.count == 0) {
-        throw UsageError{"--count needs a number of refreshes (1 or more), not '" + text + "'"};
-      }
+      options.count = number_option(arg, "refreshes", daqx::numbers::parse<unsigned>(take_value(), 1));
     } else if (arg == "--run-file") {
       options.run_file = take_value();
       if (options.run_file.empty()) throw UsageError{"--run-file needs a path"};
