@@ -1,6 +1,7 @@
 // Parameter types, the validation of parameter text against its declaration, and the typed set of values.
 #include "daqx/api/parameters.hpp"
 
+#include "daqx/services/number_text.hpp"
 #include "daqx/services/text.hpp"
 
 #include <charconv>
@@ -27,49 +28,31 @@ std::optional<bool> parse_boolean(std::string_view text) noexcept {
   return std::nullopt;
 }
 
-// The outcome of a full-string number parse: the value, or why there is none (so overflow reads differently
-// from garbage).
-template <typename Number>
-struct Parsed {
-  std::optional<Number> value;
-  bool out_of_range = false;
-};
-
-// The whole text must be the number: from_chars alone would accept "12x" as 12, and accepts no "+" or
-// blanks, which is what we want in a configuration file.
-template <typename Number>
-Parsed<Number> parse_number(std::string_view text) noexcept {
-  Parsed<Number> parsed;
-  if (text.empty()) return parsed;
-  Number value{};
-  const char* end = text.data() + text.size();
-  const auto [where, error] = std::from_chars(text.data(), end, value);
-  if (where != end) return parsed;
-  if (error == std::errc::result_out_of_range) {
-    parsed.out_of_range = true;
-    return parsed;
-  }
-  if (error != std::errc()) return parsed;
-  if constexpr (std::is_floating_point_v<Number>) {
-    if (!std::isfinite(value)) return parsed;  // "inf" and "nan" are no sensible settings
-  }
-  parsed.value = value;
-  return parsed;
+// A parameter's declared bounds (doubles) in the range of its integer type: what the parser checks against.
+template <typename Integer>
+std::pair<Integer, Integer> integer_bounds(const ParamSpec& spec) noexcept {
+  constexpr double lowest = static_cast<double>(std::numeric_limits<Integer>::min());
+  constexpr double highest = static_cast<double>(std::numeric_limits<Integer>::max());
+  Integer min = std::numeric_limits<Integer>::min();
+  Integer max = std::numeric_limits<Integer>::max();
+  if (spec.min && std::ceil(*spec.min) > lowest) min = static_cast<Integer>(std::ceil(*spec.min));
+  if (spec.max && std::floor(*spec.max) < highest) max = static_cast<Integer>(std::floor(*spec.max));
+  return {min, max};
 }
 
-// Bounds are doubles; show them as integers when they are, so messages read "the maximum 65535".
-std::string bound_text(double bound) {
-  if (std::floor(bound) == bound && std::fabs(bound) < 1e15) return std::to_string(static_cast<long long>(bound));
-  char buffer[64];
-  const auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, bound);
-  if (error != std::errc()) return std::to_string(bound);
-  return std::string(buffer, end);
+numbers::Parsed<std::int64_t> read_integer(const ParamSpec& spec, std::string_view text) {
+  const auto [min, max] = integer_bounds<std::int64_t>(spec);
+  return numbers::parse_signed(text, min, max);
 }
 
-std::string check_bounds(const ParamSpec& spec, double value, std::string_view text) {
-  if (spec.min && value < *spec.min) return concatenate({text, " is below the minimum ", bound_text(*spec.min)});
-  if (spec.max && value > *spec.max) return concatenate({text, " is above the maximum ", bound_text(*spec.max)});
-  return {};
+numbers::Parsed<std::uint64_t> read_unsigned(const ParamSpec& spec, std::string_view text) {
+  const auto [min, max] = integer_bounds<std::uint64_t>(spec);
+  return numbers::parse_unsigned(text, min, max);
+}
+
+numbers::Parsed<double> read_real(const ParamSpec& spec, std::string_view text) {
+  return numbers::parse_real(text, spec.min.value_or(std::numeric_limits<double>::lowest()),
+                             spec.max.value_or(std::numeric_limits<double>::max()));
 }
 
 // Splits on commas; every item is trimmed of blanks.
@@ -102,8 +85,8 @@ std::string validate_selector(std::string_view text) {
     return {};
   }
   for (std::string_view item : split_commas(selector)) {
-    const Parsed<std::uint32_t> id = parse_number<std::uint32_t>(item);
-    if (!id.value || *id.value == 0)
+    const numbers::Parsed<std::uint32_t> id = numbers::parse<std::uint32_t>(item, 1);
+    if (!id)
       return concatenate({"not an application selector: ", quoted(text), " (expected class:NAME, *, or ids such as 3,4,5)"});
   }
   return {};
@@ -140,24 +123,9 @@ std::string validate_param(const ParamSpec& spec, std::string_view text) {
     case ParamType::boolean:
       if (!parse_boolean(text)) return concatenate({"not a boolean: ", quoted(text), " (expected true/false, yes/no or 1/0)"});
       return {};
-    case ParamType::integer: {
-      const Parsed<std::int64_t> parsed = parse_number<std::int64_t>(text);
-      if (parsed.out_of_range) return concatenate({"out of range for a 64-bit integer: ", quoted(text)});
-      if (!parsed.value) return concatenate({"not an integer: ", quoted(text)});
-      return check_bounds(spec, static_cast<double>(*parsed.value), text);
-    }
-    case ParamType::unsigned_integer: {
-      const Parsed<std::uint64_t> parsed = parse_number<std::uint64_t>(text);
-      if (parsed.out_of_range) return concatenate({"out of range for a 64-bit unsigned integer: ", quoted(text)});
-      if (!parsed.value) return concatenate({"not an unsigned integer: ", quoted(text)});
-      return check_bounds(spec, static_cast<double>(*parsed.value), text);
-    }
-    case ParamType::real: {
-      const Parsed<double> parsed = parse_number<double>(text);
-      if (parsed.out_of_range) return concatenate({"out of range for a double: ", quoted(text)});
-      if (!parsed.value) return concatenate({"not a number: ", quoted(text)});
-      return check_bounds(spec, *parsed.value, text);
-    }
+    case ParamType::integer: return read_integer(spec, text).error;
+    case ParamType::unsigned_integer: return read_unsigned(spec, text).error;
+    case ParamType::real: return read_real(spec, text).error;
     case ParamType::string: {
       if (spec.allowed.empty()) return {};
       std::string words;
@@ -194,6 +162,16 @@ ParamSet::ParamSet(std::vector<ParamSpec> specs) : specs_(std::move(specs)) {
     if (!reason.empty())
       throw std::invalid_argument(concatenate({"parameter '", declared.name, "' has an invalid default: ", reason}));
   }
+  if (const std::string reason = run_checks(); !reason.empty())
+    throw std::invalid_argument(concatenate({"the declared defaults fail their own check: ", reason}));
+}
+
+std::string ParamSet::run_checks() const {
+  for (const ParamSpec& declared : specs_) {
+    if (!declared.check) continue;
+    if (std::string reason = declared.check(*this); !reason.empty()) return reason;
+  }
+  return {};
 }
 
 const ParamSpec* ParamSet::spec(std::string_view name) const noexcept {
@@ -207,9 +185,33 @@ std::string ParamSet::set(std::string_view name, std::string_view text) {
   if (declared == nullptr) return concatenate({"unknown parameter '", name, "'"});
   std::string reason = validate_param(*declared, text);
   if (!reason.empty()) return reason;
-  values_.find(name)->second = std::string(text);
+  std::string& value = values_.find(name)->second;
+  std::string previous = std::exchange(value, std::string(text));
+  if (reason = run_checks(); !reason.empty()) {
+    value = std::move(previous);
+    return reason;
+  }
   // A new selector makes the previous resolution stale; the executive resolves it again.
   if (const auto resolved = resolved_.find(name); resolved != resolved_.end()) resolved_.erase(resolved);
+  return {};
+}
+
+std::string ParamSet::set_together(const std::vector<std::pair<std::string, std::string>>& assignments) {
+  const auto previous = values_;
+  const auto restore = [&](std::string reason) {
+    values_ = previous;
+    return reason;
+  };
+  for (const auto& [name, text] : assignments) {
+    const ParamSpec* declared = spec(name);
+    if (declared == nullptr) return restore(concatenate({"unknown parameter '", name, "'"}));
+    if (std::string reason = validate_param(*declared, text); !reason.empty())
+      return restore(concatenate({"parameter '", name, "': ", reason}));
+    values_.find(name)->second = text;
+  }
+  if (std::string reason = run_checks(); !reason.empty()) return restore(std::move(reason));
+  for (const auto& [name, text] : assignments)
+    if (const auto resolved = resolved_.find(name); resolved != resolved_.end()) resolved_.erase(resolved);
   return {};
 }
 
@@ -228,22 +230,22 @@ bool ParamSet::boolean(std::string_view name) const {
 
 std::int64_t ParamSet::integer(std::string_view name) const {
   const std::string& value = text(name);
-  const Parsed<std::int64_t> parsed = parse_number<std::int64_t>(value);
-  if (!parsed.value) throw_wrong_type(name, value, "an integer");
+  const numbers::Parsed<std::int64_t> parsed = numbers::parse_signed(value);
+  if (!parsed) throw_wrong_type(name, value, "an integer");
   return *parsed.value;
 }
 
 std::uint64_t ParamSet::unsigned_integer(std::string_view name) const {
   const std::string& value = text(name);
-  const Parsed<std::uint64_t> parsed = parse_number<std::uint64_t>(value);
-  if (!parsed.value) throw_wrong_type(name, value, "an unsigned integer");
+  const numbers::Parsed<std::uint64_t> parsed = numbers::parse_unsigned(value);
+  if (!parsed) throw_wrong_type(name, value, "an unsigned integer");
   return *parsed.value;
 }
 
 double ParamSet::real(std::string_view name) const {
   const std::string& value = text(name);
-  const Parsed<double> parsed = parse_number<double>(value);
-  if (!parsed.value) throw_wrong_type(name, value, "a number");
+  const numbers::Parsed<double> parsed = numbers::parse_real(value);
+  if (!parsed) throw_wrong_type(name, value, "a number");
   return *parsed.value;
 }
 

@@ -163,7 +163,7 @@ void ExecutiveCore::make_transports() {
   for (const config::EndpointConfig& endpoint : context_->endpoints) {
     const TransportClass* cls = modules_.transport_class(endpoint.protocol);
     ParamSet params(cls->params);
-    for (const config::Property& p : endpoint.properties) params.set(p.name, p.value);  // checked already
+    params.set_together(config::assignments(endpoint.properties));  // checked already
     EndpointAddress local{endpoint.protocol, endpoint.hostname, endpoint.port, endpoint.network};
     // One transport per protocol serves every endpoint of it in this context; a second endpoint of the
     // same protocol (another network) gets its own instance.
@@ -182,7 +182,7 @@ void ExecutiveCore::make_applications(std::size_t inbox_capacity) {
   for (const config::ApplicationConfig& app : context_->applications) {
     const ApplicationClass* cls = modules_.application_class(app.class_name);
     ParamSet params(*modules_.application_params(app.class_name));
-    for (const config::Property& p : app.properties) params.set(p.name, p.value);  // checked already
+    params.set_together(config::assignments(app.properties));  // checked already
     for (const ParamSpec& spec : cls->params) {
       if (spec.type != ParamType::applications) continue;
       std::string error;
@@ -768,12 +768,15 @@ std::string Executive::transport_capabilities(const std::string& module, const s
   std::vector<std::pair<std::string, TransportCapabilities>> described;
   for (const TransportClass& t : d.transports) {
     ParamSet params(t.params);
+    std::vector<std::pair<std::string, std::string>> values;
     for (const std::string& assignment : assignments) {
       const std::size_t equals = assignment.find('=');
       if (equals == std::string::npos) throw std::runtime_error(strings::quoted(assignment) + ": expected NAME=VALUE");
-      const std::string refused = params.set(assignment.substr(0, equals), assignment.substr(equals + 1));
-      if (!refused.empty()) throw std::runtime_error("transport " + t.protocol + ": " + refused);
+      values.emplace_back(assignment.substr(0, equals), assignment.substr(equals + 1));
     }
+    // Together, as a partition's properties are: the checks see them all, in any order.
+    if (const std::string refused = params.set_together(values); !refused.empty())
+      throw std::runtime_error("transport " + t.protocol + ": " + refused);
     if (!t.capabilities) throw std::runtime_error("transport " + t.protocol + " declares no capabilities");
     described.emplace_back(t.protocol, t.capabilities(params));
   }

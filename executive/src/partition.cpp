@@ -2,15 +2,14 @@
 // and whether two applications can reach each other.
 #include "daqx/executive/partition.hpp"
 
+#include "daqx/services/number_text.hpp"
 #include "daqx/services/text.hpp"
 
 #include <fnmatch.h>
 
 #include <algorithm>
-#include <charconv>
 #include <initializer_list>
 #include <set>
-#include <system_error>
 #include <utility>
 
 namespace daqx::config {
@@ -39,15 +38,16 @@ std::string join_lines(const std::vector<std::string>& messages) {
 
 
 
-std::optional<std::uint32_t> parse_id(std::string_view text) noexcept {
-  std::uint32_t id = 0;
-  const char* end = text.data() + text.size();
-  const auto [where, error] = std::from_chars(text.data(), end, id);
-  if (text.empty() || error != std::errc() || where != end || id == 0) return std::nullopt;
-  return id;
-}
+std::optional<std::uint32_t> parse_id(std::string_view text) { return numbers::parse<std::uint32_t>(text, 1).value; }
 
 }  // namespace
+
+std::vector<std::pair<std::string, std::string>> assignments(const std::vector<Property>& properties) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  pairs.reserve(properties.size());
+  for (const Property& property : properties) pairs.emplace_back(property.name, property.value);
+  return pairs;
+}
 
 ConfigError::ConfigError(std::vector<std::string> messages)
     : std::runtime_error(join_lines(printable_lines(messages))), messages_(printable_lines(std::move(messages))) {}

@@ -74,7 +74,8 @@ class CatalogueCheck {
              {"unknown endpoint protocol ", quoted(endpoint.protocol), alternatives(catalogue_.transport_protocols())});
       return;
     }
-    check_properties(endpoint.properties, *specs, concatenate({"protocol ", endpoint.protocol}), nullptr);
+    check_properties(endpoint.properties, *specs, concatenate({"protocol ", endpoint.protocol}), nullptr,
+                     endpoint.where);
   }
 
   void check_application(const ApplicationConfig& application) {
@@ -85,13 +86,15 @@ class CatalogueCheck {
       return;
     }
     check_properties(application.properties, *specs, concatenate({"application class ", application.class_name}),
-                     &application);
+                     &application, application.where);
   }
 
   // `owner` names the declaring class or protocol in messages; `source` is the application the properties
-  // belong to (null for a transport), whose selected peers must be reachable from it.
+  // belong to (null for a transport), whose selected peers must be reachable from it. Once every value is valid on
+  // its own, the checks the class declares (ParamSpec::check) see them all together, as configure will.
   void check_properties(const std::vector<Property>& properties, const std::vector<ParamSpec>& specs,
-                        const std::string& owner, const ApplicationConfig* source) {
+                        const std::string& owner, const ApplicationConfig* source, const SourceLocation& where) {
+    const std::size_t findings_before = findings_.size();
     for (const Property& property : properties) {
       const ParamSpec* spec = find_spec(specs, property.name);
       if (spec == nullptr) {
@@ -113,6 +116,13 @@ class CatalogueCheck {
         continue;
       }
       if (spec->type == ParamType::applications) check_selection(property, source, owner);
+    }
+    if (findings_.size() != findings_before) return;
+    ParamSet values(specs);
+    if (const std::string reason = values.set_together(assignments(properties)); !reason.empty()) {
+      const std::string subject =
+          source != nullptr ? concatenate({"application ", std::to_string(source->id), " (", owner, ")"}) : owner;
+      report(where, {subject, ": ", reason});
     }
   }
 

@@ -1,6 +1,7 @@
 // Reads a partition file into a Partition, reporting every mistake with its line rather than the first one.
 #include "daqx/executive/partition.hpp"
 
+#include "daqx/services/number_text.hpp"
 #include "daqx/services/text.hpp"
 
 #include <pugixml.hpp>
@@ -46,21 +47,8 @@ std::string lowercase(std::string_view text) {
 
 std::string tag(std::string_view name) { return concatenate({"<", strings::printable(name), ">"}); }
 
-// The whole text must be the number, without sign or blanks.
-template <typename Number>
-std::optional<Number> parse_number(std::string_view text) noexcept {
-  Number value{};
-  const char* end = text.data() + text.size();
-  const auto [where, error] = std::from_chars(text.data(), end, value);
-  if (text.empty() || error != std::errc() || where != end) return std::nullopt;
-  return value;
-}
-
-std::optional<std::uint16_t> parse_port(std::string_view text) noexcept {
-  const std::optional<std::uint32_t> port = parse_number<std::uint32_t>(text);
-  if (!port || *port == 0 || *port > 65535) return std::nullopt;
-  return static_cast<std::uint16_t>(*port);
-}
+// Every number of the partition is read by numbers::parse (the strict syntax of docs/configuration.md).
+numbers::Parsed<std::uint16_t> parse_port(std::string_view text) { return numbers::parse<std::uint16_t>(text, 1); }
 
 // "0", "1-3", "0,2,4-5": sorted and without repeats. CPUs beyond CPU_SETSIZE cannot be pinned to.
 std::optional<std::vector<int>> parse_cpu_list(std::string_view text) {
@@ -71,9 +59,10 @@ std::optional<std::vector<int>> parse_cpu_list(std::string_view text) {
     const std::string_view item = trim(text.substr(start, comma - start));
     start = comma + 1;
     const std::size_t dash = item.find('-');
-    const std::optional<int> first = parse_number<int>(item.substr(0, dash));
-    const std::optional<int> last = dash == std::string_view::npos ? first : parse_number<int>(item.substr(dash + 1));
-    if (!first || !last || *first < 0 || *first > *last || *last >= CPU_SETSIZE) return std::nullopt;
+    const std::optional<int> first = numbers::parse<int>(item.substr(0, dash), 0, CPU_SETSIZE - 1).value;
+    const std::optional<int> last =
+        dash == std::string_view::npos ? first : numbers::parse<int>(item.substr(dash + 1), 0, CPU_SETSIZE - 1).value;
+    if (!first || !last || *first > *last) return std::nullopt;
     for (int cpu = *first; cpu <= *last; ++cpu) cpus.insert(cpu);
   }
   return std::vector<int>(cpus.begin(), cpus.end());
@@ -90,7 +79,7 @@ bool is_allocator(std::string_view allocator) noexcept {
   }
   if (allocator == "heap" || allocator == "hugepage") return true;
   return allocator.substr(0, numa_prefix.size()) == numa_prefix &&
-         parse_number<unsigned>(allocator.substr(numa_prefix.size())).has_value();
+         numbers::parse<unsigned>(allocator.substr(numa_prefix.size())).value.has_value();
 }
 
 // Splits "http://host:port" or "https://host:port"; returns the reason when the URL is not of that form.
@@ -117,10 +106,10 @@ std::string split_context_url(std::string_view url, std::string& host, std::uint
   }
   if (host.empty()) return form_error;
   const std::string_view port_text = authority.substr(colon + 1);
-  const std::optional<std::uint16_t> parsed = parse_port(port_text);
+  const numbers::Parsed<std::uint16_t> parsed = parse_port(port_text);
   if (!parsed)
     return concatenate({"context URL ", quoted(url), " has port ", quoted(port_text), ", which is not a port number ",
-                        kPortRange});
+                        kPortRange, ": ", parsed.error});
   port = *parsed;
   return {};
 }
@@ -552,20 +541,18 @@ class PartitionReader {
       report(line_of(element.attribute("policy"), element), {"restart policy ", quoted(policy), " is not never or on-failure"});
     }
     if (const pugi::xml_attribute count = element.attribute("maxRestarts")) {
-      if (const std::optional<std::uint32_t> parsed = parse_number<std::uint32_t>(count.value()))
+      if (const numbers::Parsed<std::uint32_t> parsed = numbers::parse<std::uint32_t>(count.value()))
         rule.max_restarts = *parsed;
       else
-        report(line_of(count, element), {"maxRestarts ", quoted(count.value()), " is not a whole number"});
+        report(line_of(count, element), {"maxRestarts: ", parsed.error});
     }
     const auto seconds = [&](const char* name, double& into) {
       const pugi::xml_attribute attribute = element.attribute(name);
       if (!attribute) return;
-      char* end = nullptr;
-      const double value = std::strtod(attribute.value(), &end);
-      if (end == attribute.value() || *end != '\0' || !(value >= 0) || value > 3600)
-        report(line_of(attribute, element), {name, " ", quoted(attribute.value()), " is not a time in seconds (0 to 3600)"});
+      if (const numbers::Parsed<double> parsed = numbers::parse_real(attribute.value(), 0, 3600))
+        into = *parsed;
       else
-        into = value;
+        report(line_of(attribute, element), {name, " (seconds, 0 to 3600): ", parsed.error});
     };
     seconds("backoff", rule.backoff_seconds);
     seconds("maxBackoff", rule.max_backoff_seconds);
@@ -581,9 +568,9 @@ class PartitionReader {
     const auto count = [&](const char* name, std::optional<std::uint32_t>& into) {
       const pugi::xml_attribute attribute = element.attribute(name);
       if (!attribute) return;
-      into = parse_number<std::uint32_t>(attribute.value());
-      if (!into || *into == 0)
-        report(line_of(attribute, element), {name, " ", quoted(attribute.value()), " is not a whole number of at least 1"});
+      const numbers::Parsed<std::uint32_t> parsed = numbers::parse<std::uint32_t>(attribute.value(), 1);
+      into = parsed.value;
+      if (!parsed) report(line_of(attribute, element), {name, ": ", parsed.error});
     };
     count("max", rule.max_lost);
     count("min", rule.min_left);
@@ -691,11 +678,10 @@ class PartitionReader {
     endpoint.network = value_of(element, "network");
     const pugi::xml_attribute port = element.attribute("port");
     if (port && !std::string_view(port.value()).empty()) {
-      if (const std::optional<std::uint16_t> parsed = parse_port(port.value())) {
+      if (const numbers::Parsed<std::uint16_t> parsed = parse_port(port.value())) {
         endpoint.port = *parsed;
       } else {
-        report(line_of(port, element),
-               {"port ", quoted(port.value()), " is not a port number ", kPortRange});
+        report(line_of(port, element), {"port ", kPortRange, ": ", parsed.error});
       }
     }
     if (!endpoint.hostname.empty() && endpoint.port != 0) {
@@ -722,14 +708,12 @@ class PartitionReader {
   bool read_number(pugi::xml_node element, const char* name, std::uint32_t& number) {
     const pugi::xml_attribute attribute = element.attribute(name);
     const std::string_view text = attribute.value();
-    if (const std::optional<std::uint32_t> parsed = parse_number<std::uint32_t>(text)) {
+    const numbers::Parsed<std::uint32_t> parsed = numbers::parse<std::uint32_t>(text);
+    if (parsed) {
       number = *parsed;
       return true;
     }
-    // A string of digits that does not parse is too large; anything else is no number at all.
-    const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos;
-    report(line_of(attribute, element),
-           {name, " ", quoted(text), digits ? " is out of range (at most 4294967295)" : " is not a number"});
+    report(line_of(attribute, element), {name, ": ", parsed.error});
     return false;
   }
 

@@ -152,7 +152,7 @@ TEST_CASE("bytes that are not UTF-8 in names and values are refused where they m
     const std::string path = write_file(
         "latin1-port.xml",
         partition_text(port, "    <Endpoint protocol=\"tcp\" hostname=\"127.0.0.1\" port=\"80\xFF\" network=\"d\"/>\n"));
-    require_refusal(check(path), path, 3, "is not a port number");
+    require_refusal(check(path), path, 3, "'80\\xff' is not an unsigned integer");
   }
   SECTION("a property value with a stray byte") {
     const std::string path = write_file("latin1-value.xml", partition_text(port, kProbe +
@@ -281,29 +281,30 @@ TEST_CASE("every number out of its type's or its declaration's range is refused 
     int line;
   };
   const std::vector<Case> cases = {
-      {"unsigned-2-64", property("<n type=\"unsigned\">18446744073709551616</n>"), "out of range for a 64-bit unsigned", 5},
+      {"unsigned-2-64", property("<n type=\"unsigned\">18446744073709551616</n>"), "out of range for an unsigned integer", 5},
       {"unsigned-negative", property("<n type=\"unsigned\">-1</n>"), "not an unsigned integer", 5},
-      {"int-2-63", property("<n type=\"int\">9223372036854775808</n>"), "out of range for a 64-bit integer", 5},
-      {"int-below-2-63", property("<n type=\"int\">-9223372036854775809</n>"), "out of range for a 64-bit integer", 5},
-      {"double-1e400", property("<n type=\"double\">1e400</n>"), "out of range for a double", 5},
-      {"double-nan", property("<n type=\"double\">NaN</n>"), "not a number", 5},
-      {"double-inf", property("<n type=\"double\">inf</n>"), "not a number", 5},
+      {"int-2-63", property("<n type=\"int\">9223372036854775808</n>"), "out of range for an integer", 5},
+      {"int-below-2-63", property("<n type=\"int\">-9223372036854775809</n>"), "out of range for an integer", 5},
+      {"double-1e400", property("<n type=\"double\">1e400</n>"), "out of range for a decimal number", 5},
+      {"double-nan", property("<n type=\"double\">NaN</n>"), "not a decimal number", 5},
+      {"double-inf", property("<n type=\"double\">inf</n>"), "not a decimal number", 5},
       {"bool-2", property("<n type=\"bool\">2</n>"), "not a boolean", 5},
-      {"declared-2-64", property("<level>18446744073709551616</level>"), "out of range for a 64-bit unsigned", 5},
+      {"declared-2-64", property("<level>18446744073709551616</level>"), "out of range for an unsigned integer", 5},
       {"declared-negative", property("<level>-1</level>"), "not an unsigned integer", 5},
       {"declared-1e400", property("<level>1e400</level>"), "not an unsigned integer", 5},
       {"declared-above-max", property("<delayMs>60001</delayMs>"), "above the maximum 60000", 5},
       {"id-2-32", kProbe + "    <Application class=\"test::Probe\" id=\"4294967296\"/>\n", "out of range", 4},
-      {"id-negative", kProbe + "    <Application class=\"test::Probe\" id=\"-1\"/>\n", "is not a number", 4},
+      {"id-negative", kProbe + "    <Application class=\"test::Probe\" id=\"-1\"/>\n", "is not an unsigned integer: it is negative", 4},
       {"instance-2-64", kProbe + "    <Application class=\"test::Probe\" id=\"1\" instance=\"18446744073709551616\"/>\n",
        "out of range", 4},
-      {"port-0", "    <Endpoint protocol=\"tcp\" hostname=\"127.0.0.1\" port=\"0\" network=\"d\"/>\n", "not a port number", 3},
+      {"port-0", "    <Endpoint protocol=\"tcp\" hostname=\"127.0.0.1\" port=\"0\" network=\"d\"/>\n",
+       "port (1-65535): '0' is out of range for an unsigned integer: below the minimum 1", 3},
       {"port-65536", "    <Endpoint protocol=\"tcp\" hostname=\"127.0.0.1\" port=\"65536\" network=\"d\"/>\n",
-       "not a port number", 3},
+       "port (1-65535): ", 3},
       {"port-2-64", "    <Endpoint protocol=\"tcp\" hostname=\"127.0.0.1\" port=\"18446744073709551616\" network=\"d\"/>\n",
-       "not a port number", 3},
+       "port (1-65535): ", 3},
       {"port-negative", "    <Endpoint protocol=\"tcp\" hostname=\"127.0.0.1\" port=\"-80\" network=\"d\"/>\n",
-       "not a port number", 3},
+       "port (1-65535): ", 3},
   };
   for (const Case& c : cases) {
     SECTION(c.name) {
@@ -321,12 +322,13 @@ TEST_CASE("every number out of its type's or its declaration's range is refused 
         "             backoff=\"1e400\" maxBackoff=\"nan\"/>\n  </Launch>\n</Partition>\n";
     const std::string path = write_file("restart.xml", text);
     const ProcessResult result = check(path);
-    require_refusal(result, path, 4, "maxRestarts '4294967296' is not a whole number");
-    CHECK_THAT(result.output, Contains(path + ":5: backoff '1e400'") && Contains(path + ":5: maxBackoff 'nan'"));
+    require_refusal(result, path, 4, "maxRestarts: '4294967296' is out of range for an unsigned integer");
+    CHECK_THAT(result.output, Contains(path + ":5: backoff (seconds, 0 to 3600): '1e400'") &&
+                                  Contains(path + ":5: maxBackoff (seconds, 0 to 3600): 'nan'"));
   }
   SECTION("a started executive refuses as --check does") {
     const std::string path = write_file("started.xml", partition_text(port, property("<level>18446744073709551616</level>")));
-    require_refusal(start(path, url(port)), path, 5, "out of range for a 64-bit unsigned");
+    require_refusal(start(path, url(port)), path, 5, "out of range for an unsigned integer");
   }
 }
 

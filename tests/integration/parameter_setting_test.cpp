@@ -16,6 +16,7 @@ using Catch::Contains;
 namespace {
 
 constexpr std::uint32_t kBu = 200;
+constexpr std::uint32_t kEvm = 10;
 
 // A BU, an RU and the EvM in one executive, left Halted: the BU's parameters cover every kind of check.
 struct HaltedEventBuilder {
@@ -33,13 +34,14 @@ struct HaltedEventBuilder {
     return partition.xml();
   }
 
-  daqx::HttpReply set(const std::string& name, const std::string& value) const {
-    return executive.post("/api/applications/" + std::to_string(kBu) + "/parameters",
+  // `value` goes into the JSON string as written: "16\\r" sends a carriage return.
+  daqx::HttpReply set(const std::string& name, const std::string& value, std::uint32_t tid = kBu) const {
+    return executive.post("/api/applications/" + std::to_string(tid) + "/parameters",
                           "{\"name\":\"" + name + "\",\"value\":\"" + value + "\"}");
   }
   // The value the executive holds now, as GET /api/applications/<tid> shows it.
-  std::string value(const std::string& name) const {
-    Poco::JSON::Object::Ptr app = executive.application(kBu);
+  std::string value(const std::string& name, std::uint32_t tid = kBu) const {
+    Poco::JSON::Object::Ptr app = executive.application(tid);
     if (!app) return "(unreachable)";
     Poco::JSON::Array::Ptr params = app->getArray("parameters");
     for (std::size_t i = 0; i < params->size(); ++i) {
@@ -52,13 +54,13 @@ struct HaltedEventBuilder {
 
 // Sets name=value, requires a 400 whose reason contains `because`, and the value unchanged.
 void require_refused(const HaltedEventBuilder& evb, const std::string& name, const std::string& value,
-                     const std::string& because) {
-  const std::string before = evb.value(name);
-  const daqx::HttpReply reply = evb.set(name, value);
+                     const std::string& because, std::uint32_t tid = kBu) {
+  const std::string before = evb.value(name, tid);
+  const daqx::HttpReply reply = evb.set(name, value, tid);
   INFO(name << "=" << value << ": " << reply.status << " " << reply.body);
   CHECK(reply.status == 400);
   CHECK_THAT(reply.body, Contains(because));
-  CHECK(evb.value(name) == before);
+  CHECK(evb.value(name, tid) == before);
 }
 
 }  // namespace
@@ -74,8 +76,8 @@ TEST_CASE("a parameter set through the control API is checked against its declar
   require_refused(evb, "slots", "-3", "not an unsigned integer");
   require_refused(evb, "slots", "5000", "above the maximum 4096");      // declared range
   require_refused(evb, "slots", "0", "below the minimum 1");
-  require_refused(evb, "requestInterval", "fast", "not a number");
-  require_refused(evb, "requestInterval", "nan", "not a number");       // NaN is inside no range
+  require_refused(evb, "requestInterval", "fast", "not a decimal number");
+  require_refused(evb, "requestInterval", "nan", "not a decimal number");  // NaN is inside no range
   require_refused(evb, "requestInterval", "100", "above the maximum 60");
   require_refused(evb, "checkData", "maybe", "not a boolean");
   require_refused(evb, "output", "tape", "is not discard, file or consumer");  // declared choices
@@ -93,5 +95,51 @@ TEST_CASE("a parameter set through the control API is checked against its declar
   CHECK(evb.set("slots", "8").status == 409);
   CHECK(evb.set("slots", "many").status == 409);
   CHECK(evb.value("slots") == "32");
+  CHECK(evb.executive.stop() == 0);
+}
+
+TEST_CASE("a number set through the control API is read by the strict syntax: the whole text, decimal, no blanks, "
+          "NUL, '+', 0x or exponent, in range: each refused with 400 and the reason",
+          "[executive][process][http][parameters]") {
+  HaltedEventBuilder evb;
+  REQUIRE(evb.executive.wait_ready());
+  REQUIRE(evb.value("slots") == "16");
+  require_refused(evb, "slots", "0x10", "'0x10' is not an unsigned integer: only decimal digits are accepted (no 0x)");
+  require_refused(evb, "slots", " 16", "' 16' is not an unsigned integer: it starts with a blank");
+  require_refused(evb, "slots", "16 ", "it ends with a blank, carriage return or line feed");
+  require_refused(evb, "slots", "16\\r", "'16\\\\r' is not an unsigned integer: it ends with a blank");
+  require_refused(evb, "slots", "16\\n", "it ends with a blank, carriage return or line feed");
+  require_refused(evb, "slots", "1\\u00006", "'1\\\\x006' is not an unsigned integer: it holds a NUL byte");
+  require_refused(evb, "slots", "+16", "a '+' sign is not accepted");
+  require_refused(evb, "slots", "1e1", "an integer has no fraction or exponent");
+  require_refused(evb, "slots", "16.0", "an integer has no fraction or exponent");
+  require_refused(evb, "slots", "", "it is empty");
+  require_refused(evb, "slots", "18446744073709551616", "above the maximum");
+  require_refused(evb, "requestInterval", "0x1p-4", "only decimal digits are accepted (no 0x)");
+  require_refused(evb, "requestInterval", "inf", "not a decimal number");
+  CHECK(evb.set("requestInterval", "5e-2").status == 200);  // a real may have an exponent
+  CHECK(evb.value("requestInterval") == "5e-2");
+  CHECK(evb.executive.stop() == 0);
+}
+
+TEST_CASE("a value its application would refuse at configure is refused when set, by the check the application "
+          "declares, and configure then succeeds",
+          "[executive][process][http][parameters]") {
+  HaltedEventBuilder evb;
+  REQUIRE(evb.executive.wait_ready());
+  // The EvM's sized batches: minEventsPerRequest may not pass maxEventsPerRequest, whichever is set second.
+  CHECK(evb.set("maxEventsPerRequest", "100", kEvm).status == 200);
+  require_refused(evb, "minEventsPerRequest", "200", "minEventsPerRequest (200) is above maxEventsPerRequest (100)",
+                  kEvm);
+  CHECK(evb.set("minEventsPerRequest", "50", kEvm).status == 200);
+  require_refused(evb, "maxEventsPerRequest", "20", "minEventsPerRequest (50) is above maxEventsPerRequest (20)", kEvm);
+  // The BU's levels: blocking may not start below throttling.
+  require_refused(evb, "blockLevel", "0.2", "blockLevel (0.2) is below throttleLevel (0.5)");
+  require_refused(evb, "throttleLevel", "0.95", "blockLevel (0.9) is below throttleLevel (0.95)");
+  CHECK(evb.value("minEventsPerRequest", kEvm) == "50");
+  CHECK(evb.value("maxEventsPerRequest", kEvm) == "100");
+  const daqx::HttpReply configured = evb.executive.transition("configure");
+  INFO(configured.body);
+  CHECK(configured.status == 200);
   CHECK(evb.executive.stop() == 0);
 }

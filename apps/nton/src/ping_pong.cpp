@@ -43,7 +43,8 @@ LatencySummary summarize(const RoundTripSamples& samples) {
 std::vector<ParamSpec> PingPong::parameters() {
   const PingPongConfiguration d;
   return {
-      param("role", ParamType::string, to_text(d.role), "", "ping: measures round trips to its peer; pong: echoes every ping"),
+      choice_param("role", to_text(d.role), "ping: measures round trips to its peer; pong: echoes every ping",
+                   {"ping", "pong"}),
       param("peer", ParamType::applications, "class:nton::PingPong", "",
             "the ping sends to the first selected application other than itself"),
       param("frameSize", ParamType::unsigned_integer, to_text(d.frame_size), "bytes",

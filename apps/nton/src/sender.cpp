@@ -9,7 +9,6 @@
 // callbacks wake it.
 #include "sender.hpp"
 
-#include <charconv>
 
 #include <algorithm>
 #include <array>
@@ -20,6 +19,7 @@
 #include "daqx/nton/protocol.hpp"
 #include "pattern_logic.hpp"
 #include "daqx/apps/text.hpp"
+#include "daqx/services/number_text.hpp"
 
 namespace daqx::nton {
 using namespace daqx::apps;  // parameter helpers, rate meters, latency summaries, wake-ups
@@ -78,6 +78,30 @@ struct SenderRun {
   std::vector<std::pair<Tid, std::size_t>> by_tid;  // sorted: TID -> index in receivers
 };
 
+namespace {
+
+// The frame sizes of frameSizes, each 0 .. kMaxPayload; `error` says which item is not one.
+std::vector<std::uint64_t> read_frame_sizes(const ParamSet& params, std::string& error) {
+  std::vector<std::uint64_t> sizes;
+  for (const std::string& item : params.list("frameSizes")) {
+    const numbers::Parsed<std::uint64_t> bytes = numbers::parse_unsigned(item, 0, kMaxPayload);
+    if (!bytes) {
+      error = concatenate({"frameSizes: ", bytes.error});
+      return {};
+    }
+    sizes.push_back(std::max<std::uint64_t>(*bytes, kDataHeaderSize));
+  }
+  return sizes;
+}
+
+std::string check_frame_sizes(const ParamSet& params) {
+  std::string error;
+  read_frame_sizes(params, error);
+  return error;
+}
+
+}  // namespace
+
 std::vector<ParamSpec> Sender::parameters() {
   const SenderConfiguration d;
   return {
@@ -85,9 +109,10 @@ std::vector<ParamSpec> Sender::parameters() {
       param("frameSize", ParamType::unsigned_integer, to_text(d.frame_size), "bytes",
             "payload bytes per frame, including the 32-byte data header (less: the header alone)", 0,
             static_cast<double>(kMaxPayload)),
-      param("frameSizes", ParamType::string_list, "", "bytes",
-            "sizes of successive frames, cycled (e.g. 64,70000,1000 to mix small, chained and medium frames); empty: "
-            "every frame frameSize"),
+      checked_by(param("frameSizes", ParamType::string_list, "", "bytes",
+                       "sizes of successive frames, cycled (e.g. 64,70000,1000 to mix small, chained and medium "
+                       "frames); empty: every frame frameSize"),
+                 check_frame_sizes),
       param("frameCount", ParamType::unsigned_integer, to_text(d.frame_count), "frames",
             "frames to send in all, then stop sending; 0: no limit", 0),
       param("duration", ParamType::real, to_text(d.duration), "s", "seconds to send for, then stop sending; 0: no limit",
@@ -114,14 +139,9 @@ void Sender::configure() {
   SenderConfiguration c;
   c.receivers = params.applications("receivers");
   c.frame_size = params.unsigned_integer("frameSize");
-  for (const std::string& size : params.list("frameSizes")) {
-    std::uint64_t bytes = 0;
-    const auto [end, error] = std::from_chars(size.data(), size.data() + size.size(), bytes);
-    if (error != std::errc{} || end != size.data() + size.size() || bytes > kMaxPayload)
-      throw std::runtime_error(concatenate({"frameSizes: '", size, "' is not a frame size (0 .. ",
-                                            to_text(std::uint64_t{kMaxPayload}), " bytes)"}));
-    c.frame_sizes.push_back(std::max<std::uint64_t>(bytes, kDataHeaderSize));
-  }
+  std::string error;
+  c.frame_sizes = read_frame_sizes(params, error);  // checked when set: no error left here
+  if (!error.empty()) throw std::runtime_error(error);
   c.frame_count = params.unsigned_integer("frameCount");
   c.duration = params.real("duration");
   c.window = params.unsigned_integer("window");

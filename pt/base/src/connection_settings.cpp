@@ -2,10 +2,35 @@
 #include "daqx/pt/connection_settings.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <stdexcept>
 
+#include "daqx/services/number_text.hpp"
+
 namespace daqx::pt {
+namespace {
+
+// pollTime other than auto: microseconds.
+numbers::Parsed<std::uint64_t> poll_microseconds(std::string_view text) {
+  return numbers::parse_unsigned(text, 0, 1'000'000);
+}
+
+// Checked where the value enters (ParamSpec::check), so a bad pollTime is refused with the partition.
+std::string check_poll_time(const ParamSet& params) {
+  const std::string& poll = params.string("pollTime");
+  if (poll == "auto") return {};
+  const numbers::Parsed<std::uint64_t> microseconds = poll_microseconds(poll);
+  return microseconds ? std::string() : "pollTime (auto or microseconds from 0 to 1000000): " + microseconds.error;
+}
+
+// The receive pool must hold at least one connection's posted buffers.
+std::string check_receive_pool(const ParamSet& params) {
+  const std::uint64_t pool = params.unsigned_integer("recvPoolSize");
+  if (pool >= params.unsigned_integer("recvBufferSize") * params.unsigned_integer("recvDepth")) return {};
+  return "parameter recvPoolSize (" + std::to_string(pool) +
+         " B) cannot hold recvDepth buffers of recvBufferSize for even one connection";
+}
+
+}  // namespace
 
 std::invalid_argument bad_parameter(std::string_view name, std::string_view value, std::string_view expected) {
   std::string text("parameter ");
@@ -50,7 +75,7 @@ std::vector<ParamSpec> connection_parameter_specs() {
       {"pollTime", ParamType::string, "auto", "microseconds",
        "waitMode=epoll: after the last work, poll this long before sleeping (what comes meanwhile costs no "
        "wake-up, the time is spent on a core); auto: 50 when every application of the executive handles its "
-       "frames inline, else 0", {}, {}},
+       "frames inline, else 0", {}, {}, {}, PeerUse::sends_to, check_poll_time},
       {"mode", ParamType::string, "latency", "",
        "latency: send each frame at once; throughput: let frames wait for each other and send them together "
        "(an application's transportMode overrides it frame by frame)", {}, {}, {"latency", "throughput"}},
@@ -78,11 +103,9 @@ ConnectionSettings ConnectionSettings::from(const ParamSet& params, std::uint32_
   const std::string& poll = params.string("pollTime");
   s.automatic_poll_time = poll == "auto";
   if (!s.automatic_poll_time) {
-    std::uint64_t microseconds = 0;
-    const auto [end, error] = std::from_chars(poll.data(), poll.data() + poll.size(), microseconds);
-    if (error != std::errc{} || end != poll.data() + poll.size() || microseconds > 1'000'000)
-      throw bad_parameter("pollTime", poll, "auto or microseconds from 0 to 1000000");
-    s.poll_time = std::chrono::microseconds(microseconds);
+    const numbers::Parsed<std::uint64_t> microseconds = poll_microseconds(poll);
+    if (!microseconds) throw bad_parameter("pollTime", poll, "auto or microseconds from 0 to 1000000");
+    s.poll_time = std::chrono::microseconds(*microseconds);
   }
   s.throughput_mode = choice(params, "mode", {"latency", "throughput"}) == 1;
   s.pack_bytes = params.unsigned_integer("packSize");
@@ -101,7 +124,7 @@ std::vector<ParamSpec> message_parameter_specs() {
       {"recvPoolSize", ParamType::unsigned_integer, "268435456", "bytes",
        "the most memory the receive pool may grow to; a quarter of it is the receive budget the incoming connections "
        "share for posted buffers, the rest holds received frames the applications keep", 1 << 20,
-       64.0 * 1024 * 1024 * 1024},
+       64.0 * 1024 * 1024 * 1024, {}, PeerUse::sends_to, check_receive_pool},
       {"sendDepth", ParamType::unsigned_integer, "128", "messages",
        "messages in flight per outgoing connection (capped by the device or provider)", 1, 65536},
   };
@@ -113,9 +136,7 @@ MessageSettings MessageSettings::from(const ParamSet& params) {
   s.receive_depth = params.unsigned_integer("recvDepth");
   s.receive_pool_bytes = params.unsigned_integer("recvPoolSize");
   s.send_depth = params.unsigned_integer("sendDepth");
-  if (s.receive_pool_bytes < s.receive_buffer_size * s.receive_depth)
-    throw std::invalid_argument("parameter recvPoolSize (" + std::to_string(s.receive_pool_bytes) +
-                                " B) cannot hold recvDepth buffers of recvBufferSize for even one connection");
+  if (std::string refused = check_receive_pool(params); !refused.empty()) throw std::invalid_argument(refused);
   return s;
 }
 

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "daqx/services/number_text.hpp"
+
 namespace daqx::ptibv {
 int mtu_enum(std::uint32_t bytes) noexcept {
   switch (bytes) {  // the values of enum ibv_mtu
@@ -22,6 +24,30 @@ std::uint32_t mtu_bytes(int mtu_enum_value) noexcept {
   return mtu_enum_value >= 1 && mtu_enum_value <= 5 ? 128u << mtu_enum_value : 0;
 }
 
+namespace {
+
+constexpr std::string_view kMtuValues = "0, 256, 512, 1024, 2048 or 4096";
+
+// numaNode other than policy and device: a node number.
+numbers::Parsed<int> parse_numa_node(std::string_view text) { return numbers::parse<int>(text, 0, 9999); }
+
+// Checked where the values enter (ParamSpec::check), so a bad mtu or numaNode is refused with the partition.
+std::string check_mtu(const ParamSet& params) {
+  const std::uint64_t mtu = params.unsigned_integer("mtu");
+  return mtu == 0 || mtu_enum(static_cast<std::uint32_t>(mtu)) != 0
+             ? std::string()
+             : pt::bad_parameter("mtu", params.text("mtu"), kMtuValues).what();
+}
+
+std::string check_numa_node(const ParamSet& params) {
+  const std::string& numa = params.string("numaNode");
+  if (numa == "policy" || numa == "device") return {};
+  const numbers::Parsed<int> node = parse_numa_node(numa);
+  return node ? std::string() : "numaNode (policy, device or a NUMA node number): " + node.error;
+}
+
+}  // namespace
+
 std::vector<ParamSpec> parameter_specs() {
   return pt::concatenate(
       pt::concatenate(pt::connection_parameter_specs(), pt::message_parameter_specs()),
@@ -34,7 +60,8 @@ std::vector<ParamSpec> parameter_specs() {
            "GID table index for RoCE; -1: rdma_cm's choice for the address (RoCE v2 when the address is IPv4)", -1,
            1023},
           {"mtu", ParamType::unsigned_integer, "0", "bytes",
-           "path MTU: 256, 512, 1024, 2048 or 4096 (no more than the port's active MTU); 0: the route's", 0, 4096},
+           "path MTU: 256, 512, 1024, 2048 or 4096 (no more than the port's active MTU); 0: the route's", 0, 4096, {},
+           PeerUse::sends_to, check_mtu},
           {"srq", ParamType::string, "auto", "",
            "auto: receive buffers go to one shared receive queue when the device has them; never: per connection", {},
            {}, {"auto", "never"}},
@@ -43,7 +70,7 @@ std::vector<ParamSpec> parameter_specs() {
            0, 4096},
           {"numaNode", ParamType::string, "policy", "",
            "where ptibv's own pools live: policy (the partition's pool rules), device (the device's NUMA node), or "
-           "a node number", {}, {}},
+           "a node number", {}, {}, {}, PeerUse::sends_to, check_numa_node},
           {"resolveTimeout", ParamType::unsigned_integer, "2000", "ms", "rdma_cm address and route resolution timeout",
            10, 60000},
       });
@@ -71,7 +98,7 @@ Settings Settings::from(const ParamSet& params) {
   s.gid_index = static_cast<int>(params.integer("gidIndex"));
   s.mtu = static_cast<std::uint32_t>(params.unsigned_integer("mtu"));
   if (s.mtu != 0 && mtu_enum(s.mtu) == 0)
-    throw pt::bad_parameter("mtu", params.text("mtu"), "0, 256, 512, 1024, 2048 or 4096");
+    throw pt::bad_parameter("mtu", params.text("mtu"), kMtuValues);
   s.srq = pt::choice(params, "srq", {"auto", "never"}) == 0 ? Srq::automatic : Srq::never;
   s.inline_threshold = params.unsigned_integer("inlineThreshold");
   const std::string& numa = params.string("numaNode");
@@ -79,10 +106,9 @@ Settings Settings::from(const ParamSet& params) {
     s.numa = Numa::policy;
   } else if (numa == "device") {
     s.numa = Numa::device;
-  } else if (!numa.empty() && numa.size() <= 4 &&
-             std::all_of(numa.begin(), numa.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+  } else if (const numbers::Parsed<int> node = parse_numa_node(numa)) {
     s.numa = Numa::node;
-    s.numa_node = std::stoi(numa);
+    s.numa_node = *node;
   } else {
     throw pt::bad_parameter("numaNode", numa, "policy, device or a NUMA node number");
   }

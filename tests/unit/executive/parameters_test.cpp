@@ -77,39 +77,51 @@ TEST_CASE("an integer must be the whole text and fit in 64 bits", "[parameters]"
   const ParamSpec integer = spec(ParamType::integer);
   CHECK(validate_param(integer, "-42").empty());
   CHECK(validate_param(integer, "9223372036854775807").empty());
-  CHECK(validate_param(integer, "12x") == "not an integer: '12x'");
-  CHECK(validate_param(integer, " 12") == "not an integer: ' 12'");
-  CHECK(validate_param(integer, "") == "not an integer: ''");
-  CHECK(validate_param(integer, "1.5") == "not an integer: '1.5'");
-  CHECK(validate_param(integer, "9223372036854775808") == "out of range for a 64-bit integer: '9223372036854775808'");
+  CHECK(validate_param(integer, "12x") == "'12x' is not an integer: only decimal digits are accepted");
+  CHECK(validate_param(integer, " 12") == "' 12' is not an integer: it starts with a blank");
+  CHECK(validate_param(integer, "12 ") == "'12 ' is not an integer: it ends with a blank, carriage return or line feed");
+  CHECK(validate_param(integer, "") == "'' is not an integer: it is empty");
+  CHECK(validate_param(integer, "1.5") == "'1.5' is not an integer: an integer has no fraction or exponent");
+  CHECK(validate_param(integer, "1e3") == "'1e3' is not an integer: an integer has no fraction or exponent");
+  CHECK(validate_param(integer, "0x10") == "'0x10' is not an integer: only decimal digits are accepted (no 0x)");
+  CHECK(validate_param(integer, "9223372036854775808") ==
+        "'9223372036854775808' is out of range for an integer: above the maximum 9223372036854775807");
 }
 
 TEST_CASE("an unsigned integer refuses negatives and overflow", "[parameters]") {
   const ParamSpec count = spec(ParamType::unsigned_integer);
   CHECK(validate_param(count, "0").empty());
   CHECK(validate_param(count, "18446744073709551615").empty());
-  CHECK(validate_param(count, "-1") == "not an unsigned integer: '-1'");
-  CHECK(validate_param(count, "+1") == "not an unsigned integer: '+1'");
+  CHECK(validate_param(count, "-1") == "'-1' is not an unsigned integer: it is negative");
+  CHECK(validate_param(count, "+1") == "'+1' is not an unsigned integer: a '+' sign is not accepted");
+  CHECK(validate_param(count, std::string("1\0" "2", 3)) == "'1\\x002' is not an unsigned integer: it holds a NUL byte");
   CHECK(validate_param(count, "18446744073709551616") ==
-        "out of range for a 64-bit unsigned integer: '18446744073709551616'");
+        "'18446744073709551616' is out of range for an unsigned integer: above the maximum 18446744073709551615");
 }
 
 TEST_CASE("numeric bounds are inclusive and named in the reason", "[parameters]") {
   const ParamSpec port = spec(ParamType::unsigned_integer, "", 1, 65535);
   CHECK(validate_param(port, "1").empty());
   CHECK(validate_param(port, "65535").empty());
-  CHECK(validate_param(port, "65536") == "65536 is above the maximum 65535");
-  CHECK(validate_param(port, "0") == "0 is below the minimum 1");
-  CHECK(validate_param(spec(ParamType::integer, "", -10, 10), "-11") == "-11 is below the minimum -10");
-  CHECK(validate_param(spec(ParamType::real, "", 0.5, 1.5), "0.25") == "0.25 is below the minimum 0.5");
+  CHECK(validate_param(port, "65536") == "'65536' is out of range for an unsigned integer: above the maximum 65535");
+  CHECK(validate_param(port, "0") == "'0' is out of range for an unsigned integer: below the minimum 1");
+  CHECK(validate_param(spec(ParamType::integer, "", -10, 10), "-11") ==
+        "'-11' is out of range for an integer: below the minimum -10");
+  CHECK(validate_param(spec(ParamType::real, "", 0.5, 1.5), "0.25") ==
+        "'0.25' is out of range for a decimal number: below the minimum 0.5");
+  // Bounds that are not whole numbers bound an integer at the whole numbers inside them.
+  CHECK(validate_param(spec(ParamType::unsigned_integer, "", 0.5, 10.5), "0") ==
+        "'0' is out of range for an unsigned integer: below the minimum 1");
+  CHECK(validate_param(spec(ParamType::unsigned_integer, "", 0.5, 10.5), "10").empty());
   CHECK(validate_param(spec(ParamType::real, "", 0.5, 1.5), "1.5").empty());
 }
 
 TEST_CASE("a real number is a finite double written in full", "[parameters]") {
   const ParamSpec real = spec(ParamType::real);
   for (const char* text : {"1", "-2.5", "1e3", "0.001"}) CHECK(validate_param(real, text).empty());
-  CHECK(validate_param(real, "abc") == "not a number: 'abc'");
-  CHECK(validate_param(real, "1.5s") == "not a number: '1.5s'");
+  CHECK(validate_param(real, "abc") == "'abc' is not a decimal number: no digits (inf and nan are not numbers here)");
+  CHECK(validate_param(real, "1.5s") == "'1.5s' is not a decimal number: only decimal digits, a point and an exponent are accepted");
+  CHECK(validate_param(real, "0x1p4") == "'0x1p4' is not a decimal number: only decimal digits are accepted (no 0x)");
   CHECK_FALSE(validate_param(real, "inf").empty());
   CHECK_FALSE(validate_param(real, "nan").empty());
 }
@@ -159,8 +171,8 @@ TEST_CASE("setting a valid value changes it, an invalid one is refused with the 
   ParamSet params = sender_params();
   CHECK(params.set("frameSize", "8192").empty());
   CHECK(params.unsigned_integer("frameSize") == 8192);
-  CHECK(params.set("frameSize", "65536") == "65536 is above the maximum 65535");
-  CHECK(params.set("frameSize", "big") == "not an unsigned integer: 'big'");
+  CHECK(params.set("frameSize", "65536") == "'65536' is out of range for an unsigned integer: above the maximum 65535");
+  CHECK(params.set("frameSize", "big") == "'big' is not an unsigned integer: only decimal digits are accepted");
   CHECK(params.unsigned_integer("frameSize") == 8192);
   CHECK(params.set("lowLatency", "Yes").empty());
   CHECK(params.boolean("lowLatency"));
@@ -224,7 +236,7 @@ TEST_CASE("a new selector forgets the previous resolution", "[parameters]") {
 TEST_CASE("a declaration with an invalid default or a repeated name is refused", "[parameters]") {
   CHECK_THROWS_AS(ParamSet({named("frameSize", ParamType::unsigned_integer, "")}), std::invalid_argument);
   CHECK_THROWS_WITH(ParamSet({named("frameSize", ParamType::unsigned_integer, "-1")}),
-                    "parameter 'frameSize' has an invalid default: not an unsigned integer: '-1'");
+                    "parameter 'frameSize' has an invalid default: '-1' is not an unsigned integer: it is negative");
   CHECK_THROWS_WITH(ParamSet({named("a", ParamType::string, ""), named("a", ParamType::string, "")}),
                     "parameter 'a' is declared twice");
 }
@@ -255,4 +267,56 @@ TEST_CASE("bounds are written in the parameter's own type", "[parameters]") {
   CHECK(param_bound_text(spec(ParamType::integer), -5) == "-5");
   CHECK(param_bound_text(spec(ParamType::real), 0.05) == "0.05");
   CHECK(param_bound_text(spec(ParamType::real), 3600) == "3600");
+}
+
+namespace {
+
+// A class with a lower and an upper bound that must not cross, declared as a check on one of them.
+ParamSet bounded_batch() {
+  ParamSpec low = named("minEvents", ParamType::unsigned_integer, "8");
+  low.check = [](const ParamSet& values) -> std::string {
+    if (values.unsigned_integer("minEvents") <= values.unsigned_integer("maxEvents")) return {};
+    return "minEvents (" + values.text("minEvents") + ") is above maxEvents (" + values.text("maxEvents") + ")";
+  };
+  return ParamSet({low, named("maxEvents", ParamType::unsigned_integer, "4096")});
+}
+
+}  // namespace
+
+TEST_CASE("a declared check runs when a value is set, against the other values, and a refusal changes nothing",
+          "[parameters]") {
+  ParamSet params = bounded_batch();
+  CHECK(params.set("minEvents", "200").empty());
+  CHECK(params.set("maxEvents", "100") == "minEvents (200) is above maxEvents (100)");  // the check of the other one
+  CHECK(params.unsigned_integer("maxEvents") == 4096);
+  CHECK(params.set("minEvents", "5000") == "minEvents (5000) is above maxEvents (4096)");
+  CHECK(params.unsigned_integer("minEvents") == 200);
+  // Syntax, bounds and choices come first: the check sees only valid values.
+  CHECK(params.set("minEvents", "0x10") == "'0x10' is not an unsigned integer: only decimal digits are accepted (no 0x)");
+}
+
+TEST_CASE("values set together are checked together, whatever their order, and a refusal changes none of them",
+          "[parameters]") {
+  ParamSet params = bounded_batch();
+  // One at a time, maxEvents=4 first would be refused against the default minEvents 8.
+  CHECK(params.set_together({{"maxEvents", "4"}, {"minEvents", "2"}}).empty());
+  CHECK(params.unsigned_integer("minEvents") == 2);
+  CHECK(params.unsigned_integer("maxEvents") == 4);
+  CHECK(params.set_together({{"maxEvents", "100"}, {"minEvents", "200"}}) == "minEvents (200) is above maxEvents (100)");
+  CHECK(params.unsigned_integer("minEvents") == 2);
+  CHECK(params.unsigned_integer("maxEvents") == 4);
+  CHECK(params.set_together({{"maxEvents", "100"}, {"minEvents", "-1"}}) ==
+        "parameter 'minEvents': '-1' is not an unsigned integer: it is negative");
+  CHECK(params.unsigned_integer("maxEvents") == 4);
+  CHECK(params.set_together({{"maxEvents", "100"}, {"nothing", "1"}}) == "unknown parameter 'nothing'");
+  CHECK(params.unsigned_integer("maxEvents") == 4);
+}
+
+TEST_CASE("defaults that fail their own check are a declaration error", "[parameters]") {
+  ParamSpec low = named("minEvents", ParamType::unsigned_integer, "10");
+  low.check = [](const ParamSet& values) -> std::string {
+    return values.unsigned_integer("minEvents") <= values.unsigned_integer("maxEvents") ? "" : "crossed";
+  };
+  CHECK_THROWS_WITH(ParamSet({low, named("maxEvents", ParamType::unsigned_integer, "5")}),
+                    "the declared defaults fail their own check: crossed");
 }

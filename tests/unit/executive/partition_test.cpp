@@ -399,7 +399,7 @@ TEST_CASE("an attribute on a line of its own is reported at that line", "[partit
     FAIL("the bad id was not reported");
   } catch (const ConfigError& error) {
     REQUIRE(error.messages().size() == 1);
-    CHECK(error.messages()[0] == "attribute.xml:4: id 'x' is not a number");
+    CHECK(error.messages()[0] == "attribute.xml:4: id: 'x' is not an unsigned integer: only decimal digits are accepted");
   }
 }
 
@@ -612,12 +612,14 @@ TEST_CASE("the catalogue checks report unknown classes, protocols and properties
       at("nton::Sendr", "unknown application class 'nton::Sendr' (loaded modules provide: nton::Receiver, nton::Sender)"),
       at("protocol=\"udp\"", "unknown endpoint protocol 'udp' (loaded modules provide: ibv, tcp)"),
       at("<nagle>", "unknown property 'nagle' for protocol tcp (it declares: lowLatency)"),
-      at("<frameSize>65536", "property 'frameSize' of application class nton::Sender: 65536 is above the maximum 65535"),
+      at("<frameSize>65536", "property 'frameSize' of application class nton::Sender: '65536' is out of range for an unsigned integer: "
+                              "above the maximum 65535"),
       at("<receivers type=\"list\">",
          "property 'receivers' is stated as list but application class nton::Sender declares it as applications"),
       at("<window>", "unknown property 'window' for application class nton::Sender (it declares: frameSize, receivers)"),
       at("<frameSize type=\"unsigned\">32",
-         "property 'frameSize' of application class nton::Sender: 32 is below the minimum 64"),
+         "property 'frameSize' of application class nton::Sender: '32' is out of range for an unsigned integer: below "
+         "the minimum 64"),
       at("class:evb::BU", "application 11 parameter 'receivers': no application of class 'evb::BU' in the partition"),
       at("20,30", "application 12 parameter 'receivers': no application with id 30 in the partition"),
   };
@@ -756,4 +758,46 @@ TEST_CASE("the XML well-formedness faults pugixml lets through are refused with 
   } catch (const ConfigError& error) {
     CHECK(std::string(error.what()).find("malformed XML") == std::string::npos);
   }
+}
+
+TEST_CASE("a class's declared check refuses its properties at load, together and in any order, at the application",
+          "[partition][catalogue]") {
+  const std::string xml = R"(<Partition name="crossed">
+  <Context url="http://a:9001">
+    <Application class="test::Batch" id="10">
+      <Properties>
+        <maxEvents>4</maxEvents>
+        <minEvents>2</minEvents>
+      </Properties>
+    </Application>
+    <Application class="test::Batch" id="11" instance="1">
+      <Properties>
+        <minEvents>200</minEvents>
+        <maxEvents>100</maxEvents>
+      </Properties>
+    </Application>
+    <Application class="test::Batch" id="12" instance="2">
+      <Properties>
+        <minEvents>5000</minEvents>
+      </Properties>
+    </Application>
+  </Context>
+</Partition>)";
+  TestCatalogue catalogue;
+  ParamSpec low = spec("minEvents", ParamType::unsigned_integer, "8");
+  low.check = [](const daqx::ParamSet& values) -> std::string {
+    if (values.unsigned_integer("minEvents") <= values.unsigned_integer("maxEvents")) return {};
+    return "minEvents (" + values.text("minEvents") + ") is above maxEvents (" + values.text("maxEvents") + ")";
+  };
+  catalogue.classes["test::Batch"] = {low, spec("maxEvents", ParamType::unsigned_integer, "4096")};
+  const Partition partition = parse_partition(xml, "crossed.xml");
+  const std::vector<std::string> messages = check_against_catalogue(partition, partition.contexts[0], catalogue);
+  const auto at = [&](const std::string& needle, const std::string& reason) {
+    return "crossed.xml:" + std::to_string(line_in(xml, needle)) + ": " + reason;
+  };
+  // Application 10 sets maxEvents below the default minEvents first, then minEvents: together they are fine.
+  CHECK(messages == std::vector<std::string>{
+                        at("id=\"11\"", "application 11 (application class test::Batch): minEvents (200) is above maxEvents (100)"),
+                        at("id=\"12\"", "application 12 (application class test::Batch): minEvents (5000) is above maxEvents (4096)"),
+                    });
 }

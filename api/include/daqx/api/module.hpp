@@ -15,7 +15,7 @@ namespace daqx {
 
 // Bumped whenever a header of the plugin API changes incompatibly; a module built against another
 // version is refused at load with both numbers.
-inline constexpr std::uint32_t kModuleAbiVersion = 4;
+inline constexpr std::uint32_t kModuleAbiVersion = 5;
 
 struct ApplicationClass {
   std::string name;  // e.g. "nton::Sender"

@@ -7,11 +7,22 @@
 #include "dispatch.hpp"
 
 namespace daqx::evb {
+using apps::checked_by;
 using apps::choice_param;
 using apps::concatenate;
 using apps::param;
 using apps::receiving_from;
 using apps::to_text;
+
+namespace {
+
+// Slots are offered less from throttleLevel and not at all from blockLevel: blocking before throttling is no order.
+std::string check_levels(const ParamSet& p) {
+  if (p.real("blockLevel") >= p.real("throttleLevel")) return {};
+  return concatenate({"blockLevel (", p.text("blockLevel"), ") is below throttleLevel (", p.text("throttleLevel"), ")"});
+}
+
+}  // namespace
 
 std::vector<ParamSpec> bu_parameters() {
   const BuConfiguration d;
@@ -29,8 +40,10 @@ std::vector<ParamSpec> bu_parameters() {
       param("consumer", ParamType::string, "", "", "output consumer: the name a downstream application published"),
       param("throttleLevel", ParamType::real, to_text(d.throttle_level), "",
             "fraction of slots waiting for the output at which a quarter of the slots are offered", 0.01, 1),
-      param("blockLevel", ParamType::real, to_text(d.block_level), "",
-            "fraction of slots waiting for the output at which no slot is offered", 0.01, 1),
+      checked_by(param("blockLevel", ParamType::real, to_text(d.block_level), "",
+                       "fraction of slots waiting for the output at which no slot is offered (not below throttleLevel)",
+                       0.01, 1),
+                 check_levels),
       param("memoryBudget", ParamType::unsigned_integer, to_text(std::uint64_t{d.memory_budget}), "bytes",
             "received blocks the slots in use may hold; keep below the transport's receive pool", 1 << 20),
       param("checkData", ParamType::boolean, to_text(d.check_data), "",
@@ -62,7 +75,6 @@ BuConfiguration read_bu_configuration(const ParamSet& p) {
   c.memory_budget = p.unsigned_integer("memoryBudget");
   c.request_interval = p.real("requestInterval");
   c.evm_timeout = p.real("evmTimeout");
-  if (c.block_level < c.throttle_level) throw std::runtime_error("blockLevel is below throttleLevel");
   return c;
 }
 

@@ -7,10 +7,23 @@
 #include "daqx/apps/text.hpp"
 
 namespace daqx::evb {
+using apps::checked_by;
 using apps::choice_param;
 using apps::concatenate;
 using apps::param;
 using apps::to_text;
+
+namespace {
+
+// A sized batch between its bounds needs bounds that do not cross.
+std::string check_events_per_request(const ParamSet& p) {
+  const std::uint64_t min = p.unsigned_integer("minEventsPerRequest");
+  const std::uint64_t max = p.unsigned_integer("maxEventsPerRequest");
+  if (min <= max) return {};
+  return concatenate({"minEventsPerRequest (", to_text(min), ") is above maxEventsPerRequest (", to_text(max), ")"});
+}
+
+}  // namespace
 
 std::vector<ParamSpec> evm_parameters() {
   const EvmConfiguration d;
@@ -23,8 +36,10 @@ std::vector<ParamSpec> evm_parameters() {
             "sized batches: about this many bytes of whole events per batch (every RU's and the trigger's share), "
             "from the sizes the RUs report",
             4096, std::uint64_t{1} << 30),
-      param("minEventsPerRequest", ParamType::unsigned_integer, to_text(std::uint64_t{d.min_events_per_request}),
-            "events", "the fewest events in a sized batch (also the size before the RUs' first report)", 1, 4096),
+      checked_by(param("minEventsPerRequest", ParamType::unsigned_integer,
+                       to_text(std::uint64_t{d.min_events_per_request}), "events",
+                       "the fewest events in a sized batch (also the size before the RUs' first report)", 1, 4096),
+                 check_events_per_request),
       param("maxEventsPerRequest", ParamType::unsigned_integer, to_text(std::uint64_t{d.max_events_per_request}),
             "events", "the most events in a sized batch", 1, 4096),
       param("triggerRate", ParamType::real, to_text(d.trigger_rate), "Hz",
@@ -61,11 +76,7 @@ EvmConfiguration read_evm_configuration(const ParamSet& p, Tid self) {
   c.events_per_request = static_cast<std::uint32_t>(p.unsigned_integer("eventsPerRequest"));
   c.batch_bytes = p.unsigned_integer("batchBytes");
   c.min_events_per_request = static_cast<std::uint32_t>(p.unsigned_integer("minEventsPerRequest"));
-  c.max_events_per_request = static_cast<std::uint32_t>(p.unsigned_integer("maxEventsPerRequest"));
-  if (c.min_events_per_request > c.max_events_per_request)
-    throw std::runtime_error(concatenate({"minEventsPerRequest (", to_text(std::uint64_t{c.min_events_per_request}),
-                                          ") is above maxEventsPerRequest (",
-                                          to_text(std::uint64_t{c.max_events_per_request}), ")"}));
+  c.max_events_per_request = static_cast<std::uint32_t>(p.unsigned_integer("maxEventsPerRequest"));  // checked
   c.trigger_rate = p.real("triggerRate");
   c.batch_wait = p.real("batchWait");
   c.max_events = p.unsigned_integer("maxEvents");

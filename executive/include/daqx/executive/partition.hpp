@@ -26,6 +26,9 @@ struct Property {  // <Properties><name type="unsigned">value</name></Properties
   SourceLocation where;
 };
 
+// The properties as name and value, for ParamSet::set_together (they take effect together, checks included).
+std::vector<std::pair<std::string, std::string>> assignments(const std::vector<Property>& properties);
+
 struct EndpointConfig {
   std::string protocol;  // tcp, ofi, ibv
   std::string hostname;

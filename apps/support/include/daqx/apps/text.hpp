@@ -37,6 +37,12 @@ inline ParamSpec param(std::string name, ParamType type, std::string default_val
   return spec;
 }
 
+// A parameter with a check beyond its type, bounds and choices, run wherever a value enters (ParamSpec::check).
+inline ParamSpec checked_by(ParamSpec spec, ParamCheck check) {
+  spec.check = std::move(check);
+  return spec;
+}
+
 // A parameter of type applications naming whom frames come from, not where they go: it plans no connection.
 inline ParamSpec receiving_from(ParamSpec spec) {
   spec.peers = PeerUse::receives_from;
