@@ -4,10 +4,10 @@
 
 #include <sched.h>
 
-#include <charconv>
 #include <string_view>
 
 #include "daqx/mempool/allocator.hpp"
+#include "daqx/services/number_text.hpp"
 
 namespace daqx::detail {
 namespace {
@@ -31,10 +31,7 @@ std::string cpu_ranges(const cpu_set_t& set) {
 long numa_node_of(std::string_view allocator) {
   const std::size_t at = allocator.find("numa:");
   if (at == std::string_view::npos) return -1;
-  const std::string_view digits = allocator.substr(at + 5);
-  long node = -1;
-  std::from_chars(digits.data(), digits.data() + digits.size(), node);
-  return node;
+  return numbers::parse<long>(allocator.substr(at + 5), 0).value.value_or(-1);
 }
 
 }  // namespace

@@ -87,69 +87,62 @@ std::string_view real_refusal(std::string_view text) noexcept {
   return "only decimal digits, a point and an exponent are accepted";
 }
 
-}  // namespace
+// The syntax of each kind: the first reason the text is refused, or empty.
+std::string_view unsigned_refusal(std::string_view text) noexcept {
+  const std::string_view why = common_refusal(text, false);
+  return why.empty() ? integer_refusal(text) : why;
+}
 
-Parsed<std::uint64_t> parse_unsigned(std::string_view text, std::uint64_t min, std::uint64_t max) {
-  Parsed<std::uint64_t> parsed;
-  if (const std::string_view why = common_refusal(text, false); !why.empty()) {
-    parsed.error = not_a(text, kUnsigned, why);
+std::string_view signed_refusal(std::string_view text) noexcept {
+  const std::string_view why = common_refusal(text, true);
+  return why.empty() ? integer_refusal(text.front() == '-' ? text.substr(1) : text) : why;
+}
+
+std::string_view decimal_refusal(std::string_view text) noexcept {
+  const std::string_view why = common_refusal(text, true);
+  return why.empty() ? real_refusal(text) : why;
+}
+
+// An integer of `kind` once its syntax is known (`why`: the refusal of it, or empty): its value or range refusal.
+template <typename Integer>
+Parsed<Integer> parse_integer(std::string_view text, Integer min, Integer max, std::string_view kind,
+                              std::string_view why) {
+  Parsed<Integer> parsed;
+  if (!why.empty()) {
+    parsed.error = not_a(text, kind, why);
     return parsed;
   }
-  if (const std::string_view why = integer_refusal(text); !why.empty()) {
-    parsed.error = not_a(text, kUnsigned, why);
-    return parsed;
-  }
-  std::uint64_t value = 0;
+  const auto above = [&] { return out_of_range(text, kind, concatenate({"above the maximum ", std::to_string(max)})); };
+  const auto below = [&] { return out_of_range(text, kind, concatenate({"below the minimum ", std::to_string(min)})); };
+  Integer value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error == std::errc::result_out_of_range || (error == std::errc() && value > max)) {
-    parsed.error = out_of_range(text, kUnsigned, concatenate({"above the maximum ", std::to_string(max)}));
+  if (error == std::errc::result_out_of_range) {
+    parsed.error = text.front() == '-' ? below() : above();
   } else if (error != std::errc() || end != text.data() + text.size()) {
-    parsed.error = not_a(text, kUnsigned, "only decimal digits are accepted");
+    parsed.error = not_a(text, kind, "only decimal digits are accepted");
+  } else if (value > max) {
+    parsed.error = above();
   } else if (value < min) {
-    parsed.error = out_of_range(text, kUnsigned, concatenate({"below the minimum ", std::to_string(min)}));
+    parsed.error = below();
   } else {
     parsed.value = value;
   }
   return parsed;
 }
 
+}  // namespace
+
+Parsed<std::uint64_t> parse_unsigned(std::string_view text, std::uint64_t min, std::uint64_t max) {
+  return parse_integer(text, min, max, kUnsigned, unsigned_refusal(text));
+}
+
 Parsed<std::int64_t> parse_signed(std::string_view text, std::int64_t min, std::int64_t max) {
-  Parsed<std::int64_t> parsed;
-  if (const std::string_view why = common_refusal(text, true); !why.empty()) {
-    parsed.error = not_a(text, kSigned, why);
-    return parsed;
-  }
-  const std::string_view digits = text.front() == '-' ? text.substr(1) : text;
-  if (const std::string_view why = integer_refusal(digits); !why.empty()) {
-    parsed.error = not_a(text, kSigned, why);
-    return parsed;
-  }
-  std::int64_t value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  const bool negative = text.front() == '-';
-  if (error == std::errc::result_out_of_range) {
-    parsed.error = out_of_range(text, kSigned,
-                                negative ? concatenate({"below the minimum ", std::to_string(min)})
-                                         : concatenate({"above the maximum ", std::to_string(max)}));
-  } else if (error != std::errc() || end != text.data() + text.size()) {
-    parsed.error = not_a(text, kSigned, "only decimal digits are accepted");
-  } else if (value > max) {
-    parsed.error = out_of_range(text, kSigned, concatenate({"above the maximum ", std::to_string(max)}));
-  } else if (value < min) {
-    parsed.error = out_of_range(text, kSigned, concatenate({"below the minimum ", std::to_string(min)}));
-  } else {
-    parsed.value = value;
-  }
-  return parsed;
+  return parse_integer(text, min, max, kSigned, signed_refusal(text));
 }
 
 Parsed<double> parse_real(std::string_view text, double min, double max) {
   Parsed<double> parsed;
-  if (const std::string_view why = common_refusal(text, true); !why.empty()) {
-    parsed.error = not_a(text, kReal, why);
-    return parsed;
-  }
-  if (const std::string_view why = real_refusal(text); !why.empty()) {
+  if (const std::string_view why = decimal_refusal(text); !why.empty()) {
     parsed.error = not_a(text, kReal, why);
     return parsed;
   }

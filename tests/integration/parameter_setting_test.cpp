@@ -5,7 +5,9 @@
 #include <Poco/JSON/Array.h>
 #include <Poco/JSON/Object.h>
 
+#include <array>
 #include <string>
+#include <vector>
 
 #include "../support/executive_process.hpp"
 #include "../support/partition_builder.hpp"
@@ -104,19 +106,23 @@ TEST_CASE("a number set through the control API is read by the strict syntax: th
   HaltedEventBuilder evb;
   REQUIRE(evb.executive.wait_ready());
   REQUIRE(evb.value("slots") == "16");
-  require_refused(evb, "slots", "0x10", "'0x10' is not an unsigned integer: only decimal digits are accepted (no 0x)");
-  require_refused(evb, "slots", " 16", "' 16' is not an unsigned integer: it starts with a blank");
-  require_refused(evb, "slots", "16 ", "it ends with a blank, carriage return or line feed");
-  require_refused(evb, "slots", "16\\r", "'16\\\\r' is not an unsigned integer: it ends with a blank");
-  require_refused(evb, "slots", "16\\n", "it ends with a blank, carriage return or line feed");
-  require_refused(evb, "slots", "1\\u00006", "'1\\\\x006' is not an unsigned integer: it holds a NUL byte");
-  require_refused(evb, "slots", "+16", "a '+' sign is not accepted");
-  require_refused(evb, "slots", "1e1", "an integer has no fraction or exponent");
-  require_refused(evb, "slots", "16.0", "an integer has no fraction or exponent");
-  require_refused(evb, "slots", "", "it is empty");
-  require_refused(evb, "slots", "18446744073709551616", "above the maximum");
-  require_refused(evb, "requestInterval", "0x1p-4", "only decimal digits are accepted (no 0x)");
-  require_refused(evb, "requestInterval", "inf", "not a decimal number");
+  // Name, value as written in the JSON string ("16\\r" sends a carriage return) and the reason's text in the body.
+  const std::vector<std::array<std::string, 3>> refused = {
+      {"slots", "0x10", "'0x10' is not an unsigned integer: only decimal digits are accepted (no 0x)"},
+      {"slots", " 16", "' 16' is not an unsigned integer: it starts with a blank"},
+      {"slots", "16 ", "it ends with a blank, carriage return or line feed"},
+      {"slots", "16\\r", "'16\\\\r' is not an unsigned integer: it ends with a blank"},
+      {"slots", "16\\n", "it ends with a blank, carriage return or line feed"},
+      {"slots", "1\\u00006", "'1\\\\x006' is not an unsigned integer: it holds a NUL byte"},
+      {"slots", "+16", "a '+' sign is not accepted"},
+      {"slots", "1e1", "an integer has no fraction or exponent"},
+      {"slots", "16.0", "an integer has no fraction or exponent"},
+      {"slots", "", "it is empty"},
+      {"slots", "18446744073709551616", "above the maximum"},
+      {"requestInterval", "0x1p-4", "only decimal digits are accepted (no 0x)"},
+      {"requestInterval", "inf", "not a decimal number"},
+  };
+  for (const auto& [name, value, because] : refused) require_refused(evb, name, value, because);
   CHECK(evb.set("requestInterval", "5e-2").status == 200);  // a real may have an exponent
   CHECK(evb.value("requestInterval") == "5e-2");
   CHECK(evb.executive.stop() == 0);
