@@ -169,7 +169,12 @@ ParamSet::ParamSet(std::vector<ParamSpec> specs) : specs_(std::move(specs)) {
 std::string ParamSet::run_checks() const {
   for (const ParamSpec& declared : specs_) {
     if (!declared.check) continue;
-    if (std::string reason = declared.check(*this); !reason.empty()) return reason;
+    // A check that throws (it read a parameter its class does not declare) refuses rather than escape a setter.
+    try {
+      if (std::string reason = declared.check(*this); !reason.empty()) return reason;
+    } catch (const std::exception& error) {
+      return concatenate({"the check of parameter '", declared.name, "' failed: ", error.what()});
+    }
   }
   return {};
 }

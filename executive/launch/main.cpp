@@ -108,6 +108,8 @@ void usage(FILE* out) {
                "  context) at http://HOST:PORT/partition and its JSON at /api/partition: by default on 127.0.0.1 and\n"
                "  a free port, printed at start; --dashboard [HOST:]PORT chooses (0.0.0.0: every interface),\n"
                "  --no-dashboard serves none.\n"
+               "Numbers: decimal, the whole argument (no blank, '+' or 0x; seconds may have a fraction, and\n"
+               "  --transition-timeout is 0.001 to 86400): docs/configuration.md, \"Numbers\".\n"
                "Exit codes: 0 all clean (contexts lost within the allowance included), 1 a context failed to start\n"
                "            or answered as another process, died for good beyond the allowance, an application\n"
                "            failed, a stop or halt was not done, or someone else drove the run,\n"

@@ -87,6 +87,8 @@ constexpr const char* kUsageText =
     "access: --token-file FILE (else $DAQX_TOKEN_FILE, else the partition's <Control tokenFile>) is the bearer\n"
     "        token sent with every request; --ca-file FILE (else $DAQX_CA_FILE, else <Control ca>) is the CA an\n"
     "        https:// executive's certificate must chain to\n"
+    "numbers: decimal, the whole argument (no blank, '+' or 0x; --timeout 0.001 to 86400 s): docs/configuration.md,\n"
+    "         \"Numbers\"\n"
     "exit: 0 done, 1 refused (also 401/403: no or wrong token), an application Failed or a connection not up,\n"
     "      2 usage or partition error, 3 a context did not answer (also a failed TLS handshake)\n";
 

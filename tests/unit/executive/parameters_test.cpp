@@ -320,3 +320,16 @@ TEST_CASE("defaults that fail their own check are a declaration error", "[parame
   CHECK_THROWS_WITH(ParamSet({low, named("maxEvents", ParamType::unsigned_integer, "5")}),
                     "the declared defaults fail their own check: crossed");
 }
+
+TEST_CASE("a declared check that throws refuses the value with the reason instead of escaping the setter",
+          "[parameters]") {
+  ParamSpec odd = named("level", ParamType::unsigned_integer, "1");
+  odd.check = [](const ParamSet& values) -> std::string {
+    if (values.unsigned_integer("level") > 5) values.text("undeclared");  // throws std::out_of_range
+    return {};
+  };
+  ParamSet params({odd});
+  CHECK(params.set("level", "3").empty());
+  CHECK(params.set("level", "7") == "the check of parameter 'level' failed: no parameter 'undeclared'");
+  CHECK(params.unsigned_integer("level") == 3);
+}
