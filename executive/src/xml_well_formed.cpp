@@ -1,6 +1,6 @@
-// The well-formedness rules pugixml does not apply (XML 1.0 sections 2.3, 3.1, 4.1), checked in one pass over the
-// raw text: markup is skipped as XML skips it (comments, CDATA, processing instructions), start tags are read for
-// their attribute values, text for its references.
+// The well-formedness rules pugixml does not apply (XML 1.0 sections 2.2, 2.3, 3.1, 4.1), checked over the raw
+// text: its characters first; then markup is skipped as XML skips it (comments, CDATA, processing instructions),
+// start tags are read for their attribute values, text for its references.
 #include "xml_well_formed.hpp"
 
 #include <unordered_set>
@@ -58,6 +58,7 @@ class Scan {
   explicit Scan(std::string_view xml) : xml_(xml) {}
 
   std::optional<XmlFault> run() {
+    characters();
     while (at_ < xml_.size() && !fault_) {
       const char c = xml_[at_];
       if (c == '<') {
@@ -74,6 +75,26 @@ class Scan {
 
  private:
   void fail(std::size_t offset, std::string reason) { fault_ = XmlFault{offset, std::move(reason)}; }
+
+  // Every byte is part of a character XML allows (section 2.2): no control character but tab, line feed and
+  // carriage return, and well-formed UTF-8, the encoding of a partition file.
+  void characters() {
+    for (std::size_t i = 0; i < xml_.size() && !fault_;) {
+      const auto byte = static_cast<unsigned char>(xml_[i]);
+      if (byte < 0x80) {
+        if (byte < 0x20 && byte != '\t' && byte != '\n' && byte != '\r')
+          fail(i, concatenate({"a control character (", strings::printable(xml_.substr(i, 1), 8),
+                               ") XML does not allow in a document"}));
+        ++i;
+        continue;
+      }
+      const std::size_t length = strings::utf8_sequence(xml_, i);
+      if (length == 0)
+        fail(i, concatenate({"a byte that is not UTF-8 (", strings::printable(xml_.substr(i, 1), 8),
+                             "): a partition file is UTF-8"}));
+      i += length == 0 ? 1 : length;
+    }
+  }
 
   // Skips past `terminator`; pugixml reports a missing one.
   void skip_past(std::string_view terminator, std::size_t from) {

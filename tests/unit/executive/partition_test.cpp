@@ -358,7 +358,8 @@ TEST_CASE("a partition read from text names the file it was given", "[partition]
   }
 }
 
-TEST_CASE("whatever bytes a partition holds, each message is one line of UTF-8 that escapes them", "[partition]") {
+TEST_CASE("whatever bytes a partition holds, each message is one line of UTF-8 that escapes them, and the first "
+          "byte that is not XML is named", "[partition]") {
   // Stray text with a line break, control and non-UTF-8 bytes; an element name with bytes that are not UTF-8.
   const std::string xml = "<Partition name=\"p\">\n  <Context url=\"http://h:1\">\xff\xff" "9\n  \x18x\n"
                           "    <Thr\x9b\x9e" "d/>\n  </Context>\n</Partition>";
@@ -366,16 +367,15 @@ TEST_CASE("whatever bytes a partition holds, each message is one line of UTF-8 t
     parse_partition(xml, "bytes.xml");
     FAIL("the partition was not refused");
   } catch (const ConfigError& error) {
-    REQUIRE(error.messages().size() >= 2);
+    REQUIRE(!error.messages().empty());
     for (const std::string& message : error.messages()) {
       INFO(message);
       CHECK(message.starts_with("bytes.xml:"));
       CHECK(message.find('\n') == std::string::npos);
       CHECK(daqx::strings::valid_utf8(message) == message);
     }
-    const std::string all = error.what();
-    CHECK_THAT(all, Catch::Contains("unexpected text '\\xff\\xff9\\n  \\x18x' in <Context>"));
-    CHECK_THAT(all, Catch::Contains("unknown element <Thr\\x9b\\x9ed> in <Context>"));
+    // The first byte that is not XML: a partition file is UTF-8 without control characters.
+    CHECK_THAT(std::string(error.what()), Catch::Contains("bytes.xml:2: malformed XML: a byte that is not UTF-8 (\\xff)"));
   }
 }
 
@@ -743,14 +743,20 @@ TEST_CASE("the XML well-formedness faults pugixml lets through are refused with 
       {"<Application class=\"a&#xD800;\" id=\"1\"/>", "the character reference '&#xD800;' is not a character XML allows"},
       {"<Application class=\"a&#x;\" id=\"1\"/>", "the character reference '&#x;' is not a number"},
       {"<Application class=\"a\" id=\"1\" class=\"b\"/>", "attribute 'class' appears more than once on <Application>"},
+      {"<Application class=\"a\x01" "b\" id=\"1\"/>", "a control character (\\x01) XML does not allow in a document"},
+      {"<Application class=\"a\" id=\"1\"><Properties><x>bell\x07</x></Properties></Application>",
+       "a control character (\\x07) XML does not allow in a document"},
+      {"<Application class=\"a\xff" "b\" id=\"1\"/>", "a byte that is not UTF-8 (\\xff): a partition file is UTF-8"},
+      {"<!-- \xc3\x28 --><Application class=\"a\" id=\"1\"/>", "a byte that is not UTF-8 (\\xc3): a partition file is UTF-8"},
   };
   for (const auto& c : cases) {
     INFO(c.element);
     CHECK(only_refusal(head + "    " + c.element + tail, "wf.xml").starts_with("wf.xml:3: malformed XML: " + c.reason));
   }
-  // What is well formed passes the scan: references, '<' and '&' in comments and CDATA, '>' in values.
+  // What is well formed passes the scan: references, '<' and '&' in comments and CDATA, '>' in values, tabs,
+  // characters of several UTF-8 bytes.
   const std::string fine = head +
-                           "    <!-- a < b & c --><Application class=\"a&amp;b&#38;&#x26;&lt;&gt;&quot;&apos;>\" id=\"1\">"
+                           "    <!-- a < b & c\t\xc3\xa9\xe2\x82\xac --><Application class=\"a&amp;b&#38;&#x26;&lt;&gt;&quot;&apos;>\" id=\"1\">"
                            "<Properties><x><![CDATA[1 < 2 & 3]]></x></Properties></Application>" +
                            tail;
   try {
