@@ -139,26 +139,26 @@ TEST_CASE("a partition file in UTF-16 or UTF-32, or declaring another encoding, 
   }
 }
 
-TEST_CASE("bytes that are not UTF-8 in names and values are refused where they matter and quoted as valid UTF-8",
+TEST_CASE("bytes that are not UTF-8 in names and values are refused at their line and quoted as valid UTF-8",
           "[executive][process][hostile]") {
   const std::uint16_t port = free_port();
   SECTION("a Latin-1 class name") {
     const std::string path =
         write_file("latin1-class.xml", partition_text(port, kProbe + "    <Application class=\"test::Caf\xE9\" id=\"1\"/>\n"));
-    require_refusal(check(path), path, 4, "unknown application class 'test::Caf\\xe9'");
-    require_refusal(start(path, url(port)), path, 4, "unknown application class");
+    require_refusal(check(path), path, 4, "malformed XML: a byte that is not UTF-8 (\\xe9)");
+    require_refusal(start(path, url(port)), path, 4, "malformed XML: a byte that is not UTF-8 (\\xe9)");
   }
   SECTION("a port with a stray byte") {
     const std::string path = write_file(
         "latin1-port.xml",
         partition_text(port, "    <Endpoint protocol=\"tcp\" hostname=\"127.0.0.1\" port=\"80\xFF\" network=\"d\"/>\n"));
-    require_refusal(check(path), path, 3, "'80\\xff' is not an unsigned integer");
+    require_refusal(check(path), path, 3, "malformed XML: a byte that is not UTF-8 (\\xff)");
   }
   SECTION("a property value with a stray byte") {
     const std::string path = write_file("latin1-value.xml", partition_text(port, kProbe +
         "    <Application class=\"test::Probe\" id=\"1\">\n      <Properties><level>\xB9</level></Properties>\n"
         "    </Application>\n"));
-    require_refusal(check(path), path, 5, "not an unsigned integer");
+    require_refusal(check(path), path, 5, "malformed XML: a byte that is not UTF-8 (\\xb9)");
   }
 }
 
