@@ -22,9 +22,9 @@
 namespace {
 
 // Ping-pong between two applications of one context, a bounded exchange of small frames once enabled. The
-// partition's name holds a byte that is not UTF-8 and a control character: every page and JSON answer that
-// shows it must still be valid UTF-8.
-constexpr const char* kPartition = "<Partition name=\"fuzz-\xff\x01-control\">" R"(
+// partition's name holds markup and a character of several bytes (a partition can hold no byte that is not UTF-8
+// and no control character): every page and JSON answer that shows it must still be valid UTF-8.
+constexpr const char* kPartition = "<Partition name=\"fuzz-\xc3\xa9-&lt;b&gt;-control\">" R"(
   <Context url="http://127.0.0.1:1">
     <Module path="libdaqx_nton.so"/>
     <Application class="nton::PingPong" id="2" instance="1"><Properties><role>pong</role></Properties></Application>
