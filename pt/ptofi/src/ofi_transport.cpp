@@ -537,18 +537,12 @@ OfiTransport::Post OfiTransport::post_receive_buffer(pt::MessageIncoming& base, 
     if (srx_free_.empty()) return Post::no_room;  // a message arriving frees room
     mem::Ref buffer = receive_pool_->allocate(message_settings().receive_buffer_size);
     if (!buffer) return Post::no_memory;
-    const std::uint32_t index = srx_free_.back();
-    BufferOp& op = srx_slots_[index];
-    const ssize_t result = fi_recv(srx_.get(), buffer.data(), buffer.size(), descriptor_of(buffer, registration_slot()), 0,
-                                   &op.context.provider);
+    const ssize_t result = post_shared(std::move(buffer));
     if (result == -FI_EAGAIN) return Post::again;
     if (result != 0) {
       error = "fi_recv on the shared receive context: " + fabric_error(static_cast<int>(result));
       return Post::failed;
     }
-    srx_free_.pop_back();
-    op.buffer = std::move(buffer);
-    srx_posted_.fetch_add(1, std::memory_order_relaxed);
     return Post::posted;
   }
   mem::Ref buffer = receive_pool_->allocate(message_settings().receive_buffer_size);
@@ -600,6 +594,18 @@ void OfiTransport::close_receive_link(pt::MessageIncoming& base) noexcept {
   }
 }
 
+ssize_t OfiTransport::post_shared(mem::Ref&& buffer) {
+  const std::uint32_t index = srx_free_.back();
+  BufferOp& op = srx_slots_[index];
+  const ssize_t result = fi_recv(srx_.get(), buffer.data(), buffer.size(), descriptor_of(buffer, registration_slot()), 0,
+                                 &op.context.provider);
+  if (result != 0) return result;  // the buffer goes back to its pool
+  srx_free_.pop_back();
+  op.buffer = std::move(buffer);
+  srx_posted_.fetch_add(1, std::memory_order_relaxed);
+  return 0;
+}
+
 void OfiTransport::on_shared_receive(OpContext& op, const fi_cq_data_entry& entry) {
   BufferOp& slot = srx_slots_[op.index];
   mem::Ref buffer = std::move(slot.buffer);
@@ -615,15 +621,7 @@ void OfiTransport::on_shared_receive(OpContext& op, const fi_cq_data_entry& entr
     // wrong. Dropped; its buffer goes straight back, so that the shared context still holds every buffer the
     // open connections were credited for.
     unattributed_messages_.fetch_add(1, std::memory_order_relaxed);
-    const std::uint32_t index = srx_free_.back();
-    if (fi_recv(srx_.get(), buffer.data(), buffer.size(), descriptor_of(buffer, registration_slot()), 0,
-                &srx_slots_[index].context.provider) == 0) {
-      srx_free_.pop_back();
-      srx_slots_[index].buffer = std::move(buffer);
-      srx_posted_.fetch_add(1, std::memory_order_relaxed);
-    } else if (srx_spare_ > 0) {
-      --srx_spare_;
-    }
+    if (post_shared(std::move(buffer)) != 0 && srx_spare_ > 0) --srx_spare_;
     return;
   }
   if (c->consumed() + c->assembler.messages_waiting() >= c->posted) {

@@ -113,6 +113,8 @@ class OfiTransport final : public pt::MessageTransport {
   void accept(fi_info* request);
   void on_receive_completion(OpContext& op, const fi_cq_data_entry& entry);
   void on_shared_receive(OpContext& op, const fi_cq_data_entry& entry);
+  // Posts `buffer` to the shared receive context in a free slot (there must be one); fi_recv's result.
+  ssize_t post_shared(mem::Ref&& buffer);
   void on_receive_error(fid_cq* cq, const fi_cq_err_entry& error);
   void on_receive_event(std::uint32_t event, fid_t fid);
   void on_receive_event_error(const fi_eq_err_entry& error);
