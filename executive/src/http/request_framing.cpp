@@ -108,12 +108,14 @@ ChunkedBody::Outcome ChunkedBody::step() {
     return Outcome::incomplete;
   }
   const std::size_t end = pending_.find('\n');
-  const std::size_t limit = part_ == Part::trailer ? kMaxHeaderSection - trailer_bytes_ : kMaxChunkLine;
   if (end == std::string::npos) {
-    if (pending_.size() > limit) {
-      return part_ == Part::trailer ? refuse("chunked body trailer larger than " + std::to_string(kMaxHeaderSection) + " bytes")
-                                    : refuse("chunk size line longer than " + std::to_string(kMaxChunkLine) + " bytes");
-    }
+    // Refused as soon as no ending can bring the line within its limit, so that the outcome does not depend on
+    // where the network split the bytes: a size line of kMaxChunkLine bytes may still get its "\r\n".
+    if (part_ == Part::trailer && pending_.size() > kMaxHeaderSection - trailer_bytes_)
+      return refuse("chunked body trailer larger than " + std::to_string(kMaxHeaderSection) + " bytes");
+    if (part_ == Part::size_line && (pending_.size() > kMaxChunkLine + 1 ||
+                                     (pending_.size() == kMaxChunkLine + 1 && pending_.back() != '\r')))
+      return refuse("chunk size line longer than " + std::to_string(kMaxChunkLine) + " bytes");
     return Outcome::incomplete;
   }
   const std::string line(without_cr(std::string_view(pending_).substr(0, end)));
@@ -125,7 +127,7 @@ ChunkedBody::Outcome ChunkedBody::step() {
       return refuse("chunked body trailer larger than " + std::to_string(kMaxHeaderSection) + " bytes");
     return Outcome::incomplete;
   }
-  if (end + 1 > kMaxChunkLine + 2) return refuse("chunk size line longer than " + std::to_string(kMaxChunkLine) + " bytes");
+  if (line.size() > kMaxChunkLine) return refuse("chunk size line longer than " + std::to_string(kMaxChunkLine) + " bytes");
   // The size in hexadecimal, then optional extensions after ';' (ignored), blanks allowed before them.
   std::size_t size = 0;
   std::size_t digits = 0;
