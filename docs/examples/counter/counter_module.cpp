@@ -1,13 +1,13 @@
 // demo::Counter, the complete module of docs/writing-an-application.md (quoted there in full). On enable each
 // Counter sends `count` frames to each of its `peers`; every Counter counts the frames it receives. Built out of
 // tree against an installed daqx (CMakeLists.txt beside it) and run by the installed daqx-executive (counter.xml).
-#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "daqx/api/counter_set.hpp"
 #include "daqx/api/module.hpp"
 
 namespace {
@@ -15,13 +15,20 @@ namespace {
 // The function code of the frames a Counter sends: senders address it, the handler bound to it receives them.
 constexpr std::uint16_t kCountedFrame = 1;
 
+// Each counter declared once, with its name and help: the set reports and resets all of them.
+struct CounterCounters : daqx::CounterSet {
+  daqx::Counter counted_frames{*this, "counted_frames", "frames received"};
+  daqx::Counter counted_bytes{*this, "counted_bytes", "payload bytes received"};
+  daqx::Counter sent_frames{*this, "sent_frames", "frames sent"};
+};
+
 class Counter final : public daqx::Application {
  public:
   explicit Counter(daqx::ApplicationContext& context) : Application(context) {
     // Handlers, tasks and callbacks run one at a time (by default on the dispatch thread): no locks between them.
     context.bind(kCountedFrame, [this](daqx::Frame&& frame) {
-      received_.fetch_add(1, std::memory_order_relaxed);
-      bytes_.fetch_add(frame.payload_size(), std::memory_order_relaxed);
+      counters_.counted_frames.add_single_writer();  // only the dispatch thread writes them
+      counters_.counted_bytes.add_single_writer(frame.payload_size());
       // frame.data is ours: letting it go here returns its blocks to the sender's pool (or forward it: no copy).
     });
     // A send that said would_block, or an allocation that found the pool empty, is retried when it may succeed.
@@ -51,11 +58,7 @@ class Counter final : public daqx::Application {
     });
   }
 
-  void report(daqx::MetricSink& sink) const override {
-    sink.counter("counted_frames", static_cast<double>(received_.load()), "frames received");
-    sink.counter("counted_bytes", static_cast<double>(bytes_.load()), "payload bytes received");
-    sink.counter("sent_frames", static_cast<double>(sent_.load()), "frames sent");
-  }
+  void report(daqx::MetricSink& sink) const override { counters_.report(sink); }
 
  private:
   // Sends what is left of the run's frames (round robin over the peers) as long as the pool and the transports
@@ -72,7 +75,7 @@ class Counter final : public daqx::Application {
       switch (context().send(peer, kCountedFrame, next_, held_)) {
         case daqx::SendStatus::ok:  // the frame is gone (held_ is empty again)
           ++next_;
-          sent_.fetch_add(1, std::memory_order_relaxed);
+          counters_.sent_frames.add_single_writer();
           break;
         case daqx::SendStatus::would_block:  // held_ is still ours
           return;
@@ -96,10 +99,8 @@ class Counter final : public daqx::Application {
   bool sending_ = false;
   std::uint64_t next_ = 0;  // frames of this run sent so far
   daqx::mem::Ref held_;     // the frame allocated and not yet taken by send
-  // Read by report() on the control thread.
-  std::atomic<std::uint64_t> received_{0};
-  std::atomic<std::uint64_t> bytes_{0};
-  std::atomic<std::uint64_t> sent_{0};
+  // Written by the dispatch thread, read by report() on the control thread (relaxed atomics).
+  CounterCounters counters_;
 };
 
 }  // namespace
