@@ -30,6 +30,12 @@ void CounterSet::reset() noexcept {
   for (Counter* counter : counters_) counter->set(0);
 }
 
+std::size_t CounterSet::index(const Counter& member) const noexcept {
+  std::size_t at = 0;
+  while (at < counters_.size() && counters_[at] != &member) ++at;
+  return at;
+}
+
 CounterValues CounterSet::snapshot() const {
   CounterValues taken;
   taken.values.reserve(counters_.size());

@@ -56,6 +56,14 @@ TEST_CASE("Resetting a counter set zeroes every member", "[counter_set]") {
   for (std::uint64_t value : counters.snapshot().values) CHECK(value == 0);
 }
 
+TEST_CASE("A member's index finds its value in a snapshot", "[counter_set]") {
+  LinkCounters counters;
+  LinkCounters other;
+  counters.peers.set(9);
+  CHECK(counters.snapshot().values[counters.index(counters.peers)] == 9);
+  CHECK(counters.index(other.peers) == counters.size());
+}
+
 TEST_CASE("Snapshots add up to totals reported with the set's names, zeros before anything is added", "[counter_set]") {
   LinkCounters first;
   LinkCounters second;

@@ -21,10 +21,6 @@ namespace {
 
 constexpr std::uint32_t kErrorsLogged = 10;  // per run: enough to diagnose, few enough not to flood the log
 
-void add(std::atomic<std::uint64_t>& counter, std::uint64_t n) noexcept {  // one writer: no locked update
-  counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-}
-
 }  // namespace
 
 std::vector<ParamSpec> Receiver::parameters() {
@@ -73,20 +69,17 @@ void Receiver::configure() {
     config_ = c;
     hold_ = c.hold_for > 0 ? Hold::not_started : Hold::over;
     held_.clear();
-    frames_held_.store(0, std::memory_order_relaxed);
     senders_.reset(capacity);
     acks_pending_ = false;
     failed_ = false;
-    senders_seen_.store(0, std::memory_order_relaxed);
+    configure_gauges_.reset();
   });
 }
 
 void Receiver::enable() {
   // Counters restart with each run; what we know of the senders' sequences stays (it follows their runs).
   on_dispatch_thread([this] {
-    for (auto* counter : {&frames_received_, &bytes_received_, &pattern_errors_, &sequence_errors_,
-                          &malformed_frames_, &acks_sent_, &ack_delays_, &send_errors_})
-      counter->store(0, std::memory_order_relaxed);
+    run_counters_.reset();
     errors_logged_ = 0;
     receive_rate_.start(Clock::now(), 0, 0);
   });
@@ -137,39 +130,40 @@ void Receiver::on_data(Frame&& frame) {
   if (hold_ != Hold::over) {
     if (hold_ == Hold::not_started) start_hold();
     held_.push_back(std::move(frame));
-    if (held_.size() > frames_held_.load(std::memory_order_relaxed)) frames_held_.store(held_.size(), std::memory_order_relaxed);
+    if (held_.size() > configure_gauges_.frames_held.load()) configure_gauges_.frames_held.set(held_.size());
     return;
   }
   const std::size_t payload = frame.payload_size();
-  const std::uint64_t frames = frames_received_.load(std::memory_order_relaxed) + 1;
-  const std::uint64_t bytes = bytes_received_.load(std::memory_order_relaxed) + payload;
-  frames_received_.store(frames, std::memory_order_relaxed);
-  bytes_received_.store(bytes, std::memory_order_relaxed);
+  // The dispatch thread is the only writer: no locked update.
+  run_counters_.frames_received.add_single_writer();
+  run_counters_.bytes_received.add_single_writer(payload);
+  const std::uint64_t frames = run_counters_.frames_received.load();
+  const std::uint64_t bytes = run_counters_.bytes_received.load();
   // The clock once per 64 frames is plenty for a per-second rate, and saves a clock read per small frame.
   if ((frames & 63) == 0) receive_rate_.update(Clock::now(), frames, bytes);
 
   std::array<std::byte, kDataHeaderSize> encoded;
   if (payload < kDataHeaderSize || !copy_from_chain(frame.data.head(), kFrameHeaderSize, encoded.data(), encoded.size())) {
-    note_error(malformed_frames_, "frame too short for a data header", DataHeader{});
+    note_error(run_counters_.malformed_frames, "frame too short for a data header", DataHeader{});
     return;
   }
   const DataHeader header = decode_data_header(encoded.data());
   if (header.version != kProtocolVersion || header.payload_length != payload ||
       header.sender != frame.header.initiator) {
-    note_error(malformed_frames_, "data header disagrees with the frame (version, length or sender)", header);
+    note_error(run_counters_.malformed_frames, "data header disagrees with the frame (version, length or sender)", header);
     return;
   }
   if (config_.verify && (header.flags & data_flags::pattern) != 0 &&
       !verify_pattern(frame.data.head(), kFrameHeaderSize + kDataHeaderSize, payload - kDataHeaderSize,
                       pattern_seed(header.sender, header.sequence)))
-    note_error(pattern_errors_, "pattern differs", header);
+    note_error(run_counters_.pattern_errors, "pattern differs", header);
   frame.data.reset();  // checked: back to its pool before anything else
 
   bool added = false;
   SenderState& sender = senders_.find_or_add(header.sender, added);
-  if (added) senders_seen_.store(senders_.size(), std::memory_order_relaxed);
+  if (added) configure_gauges_.senders.set(senders_.size());
   if (sender.sequence.accept(header.run, header.sequence) != SequenceCheck::in_order)
-    note_error(sequence_errors_, "sequence out of order", header);
+    note_error(run_counters_.sequence_errors, "sequence out of order", header);
   const std::uint64_t ack_every = header.ack_every != 0 ? header.ack_every : config_.ack_every;
   const bool requested = (header.flags & data_flags::ack_request) != 0;
   if (++sender.since_ack >= ack_every || requested) {
@@ -195,10 +189,10 @@ void Receiver::acknowledge(SenderState& sender, bool urgent) {
   sender.ack_pending = false;
   switch (status) {
     case SendStatus::ok:
-      add(acks_sent_, 1);
+      run_counters_.acks_sent.add_single_writer();
       break;
     case SendStatus::would_block:  // or no block for it: on_send_ready / on_pool_available send it
-      add(ack_delays_, 1);
+      run_counters_.ack_delays.add_single_writer();
       sender.ack_pending = true;
       acks_pending_ = true;
       break;
@@ -209,7 +203,7 @@ void Receiver::acknowledge(SenderState& sender, bool urgent) {
       }
       break;
     case SendStatus::error:
-      add(send_errors_, 1);
+      run_counters_.send_errors.add_single_writer();
       break;
   }
 }
@@ -222,8 +216,8 @@ void Receiver::send_pending_acks() {
 }
 
 // The one place the data path builds strings: a bounded number of errors per run, for the log.
-void Receiver::note_error(std::atomic<std::uint64_t>& counter, const char* what, const DataHeader& header) {
-  add(counter, 1);
+void Receiver::note_error(Counter& counter, const char* what, const DataHeader& header) {
+  counter.add_single_writer();
   if (errors_logged_ >= kErrorsLogged) return;
   ++errors_logged_;
   context().log(LogLevel::warning,
@@ -234,16 +228,8 @@ void Receiver::note_error(std::atomic<std::uint64_t>& counter, const char* what,
 
 void Receiver::report(MetricSink& sink) const {
   const Rates rates = receive_rate_.read(Clock::now());
-  const auto value = [](const std::atomic<std::uint64_t>& a) { return static_cast<double>(a.load(std::memory_order_relaxed)); };
-  sink.counter("frames_received", value(frames_received_), "data frames received (end-of-run frames included)");
-  sink.counter("bytes_received", value(bytes_received_), "payload bytes received (data headers included)");
-  sink.counter("pattern_errors", value(pattern_errors_), "frames whose pattern differed from (sender, sequence)");
-  sink.counter("sequence_errors", value(sequence_errors_), "frames out of order per sender: gaps, duplicates, reorderings");
-  sink.counter("malformed_frames", value(malformed_frames_), "frames too short or whose data header disagreed with the frame");
-  sink.counter("acks_sent", value(acks_sent_), "acknowledgements sent");
-  sink.counter("ack_delays", value(ack_delays_), "acknowledgements that had to wait for a send or a pool block");
-  sink.counter("send_errors", value(send_errors_), "acknowledgements lost with their connection");
-  sink.gauge("senders", value(senders_seen_), "senders heard from since configure");
+  run_counters_.report(sink);
+  configure_gauges_.report(sink);
   const int thread = handler_thread_.load(std::memory_order_relaxed);
   if (thread != 0) {
     std::ifstream comm("/proc/self/task/" + std::to_string(thread) + "/comm");
@@ -252,7 +238,6 @@ void Receiver::report(MetricSink& sink) const {
     sink.derived("handler_thread", thread, "kernel thread id of the thread that handled the last data frame",
                {{"thread", name}});
   }
-  sink.gauge("frames_held", value(frames_held_), "the most frames kept at once during a hold (holdFor)");
   sink.derived("receive_rate_frames", rates.frames_per_second, "frames per second over the last second");
   sink.derived("receive_rate_bytes", rates.bytes_per_second, "payload bytes per second over the last second");
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "daqx/api/application.hpp"
+#include "daqx/api/counter_set.hpp"
 #include "daqx/nton/protocol.hpp"
 #include "daqx/apps/rate_meter.hpp"
 #include "sequence_logic.hpp"
@@ -23,6 +24,24 @@ struct ReceiverConfiguration {
   bool verify = true;            // check the pattern of every frame that carries one
   double hold_for = 0;           // seconds from the first frame during which frames are kept, not released
   double configure_delay = 0;    // seconds configure takes before it does anything (a slow configure, emulated)
+};
+
+// Counts of one run, restarted at enable; written by the dispatch thread, read by report().
+struct ReceiverRunCounters : CounterSet {
+  Counter frames_received{*this, "frames_received", "data frames received (end-of-run frames included)"};
+  Counter bytes_received{*this, "bytes_received", "payload bytes received (data headers included)"};
+  Counter pattern_errors{*this, "pattern_errors", "frames whose pattern differed from (sender, sequence)"};
+  Counter sequence_errors{*this, "sequence_errors", "frames out of order per sender: gaps, duplicates, reorderings"};
+  Counter malformed_frames{*this, "malformed_frames", "frames too short or whose data header disagreed with the frame"};
+  Counter acks_sent{*this, "acks_sent", "acknowledgements sent"};
+  Counter ack_delays{*this, "ack_delays", "acknowledgements that had to wait for a send or a pool block"};
+  Counter send_errors{*this, "send_errors", "acknowledgements lost with their connection"};
+};
+
+// What the receiver has seen since configure; restarted at configure.
+struct ReceiverConfigureGauges : CounterSet {
+  Counter senders{*this, "senders", "senders heard from since configure", Metric::Kind::gauge};
+  Counter frames_held{*this, "frames_held", "the most frames kept at once during a hold (holdFor)", Metric::Kind::gauge};
 };
 
 class Receiver final : public Application {
@@ -48,7 +67,7 @@ class Receiver final : public Application {
   // urgent: the sender asked (its window is full), so the ack must not wait for coalescing.
   void acknowledge(SenderState& sender, bool urgent);
   void send_pending_acks();
-  void note_error(std::atomic<std::uint64_t>& counter, const char* what, const DataHeader& header);
+  void note_error(Counter& counter, const char* what, const DataHeader& header);
   // Runs fn on the dispatch thread, where the state below lives (or here when there is no such thread).
   void on_dispatch_thread(std::function<void()> fn);
 
@@ -64,17 +83,9 @@ class Receiver final : public Application {
   std::jthread hold_timer_;  // sleeps through the hold, then asks the dispatch thread to end it
 
   // Written by the dispatch thread, read by report().
-  std::atomic<std::uint64_t> frames_received_{0};
-  std::atomic<std::uint64_t> bytes_received_{0};
-  std::atomic<std::uint64_t> pattern_errors_{0};
-  std::atomic<std::uint64_t> sequence_errors_{0};
-  std::atomic<std::uint64_t> malformed_frames_{0};
-  std::atomic<std::uint64_t> acks_sent_{0};
-  std::atomic<std::uint64_t> ack_delays_{0};
-  std::atomic<std::uint64_t> send_errors_{0};
-  std::atomic<std::uint64_t> senders_seen_{0};
+  ReceiverRunCounters run_counters_;
+  ReceiverConfigureGauges configure_gauges_;
   std::atomic<int> handler_thread_{0};  // the kernel thread that ran the last data handler (dispatch or inline)
-  std::atomic<std::uint64_t> frames_held_{0};  // the most frames held at once
 };
 
 }  // namespace daqx::nton

@@ -32,10 +32,6 @@ constexpr auto kStopDrain = std::chrono::seconds(1);       // after stop(): how 
 constexpr auto kDrainPatience = std::chrono::seconds(5);   // at the natural end: give up after this long without one
 constexpr std::uint64_t kMaxPayload = kDefaultMaxFrameSize - kFrameHeaderSize;
 
-// Counters with one writer need no locked read-modify-write.
-void add(std::atomic<std::uint64_t>& counter, std::uint64_t n) noexcept {
-  counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-}
 
 }  // namespace
 
@@ -173,11 +169,7 @@ void Sender::enable() {
   ++runs_;
   auto run = std::make_unique<SenderRun>(runs_, config_.receivers);
   SenderRun* started = run.get();
-  frames_sent_.store(0, std::memory_order_relaxed);
-  bytes_sent_.store(0, std::memory_order_relaxed);
-  would_blocks_.store(0, std::memory_order_relaxed);
-  pool_exhausted_.store(0, std::memory_order_relaxed);
-  send_errors_.store(0, std::memory_order_relaxed);
+  run_counters_.reset();
   started_at_.store(0, std::memory_order_relaxed);
   finished_at_.store(0, std::memory_order_relaxed);
   done_.store(false, std::memory_order_relaxed);
@@ -243,7 +235,7 @@ void Sender::send_loop(SenderRun& run, std::stop_token stop) {
     if (++passes_since_clock >= 64) {
       passes_since_clock = 0;
       now = Clock::now();
-      send_rate_.update(now, frames_sent_.load(std::memory_order_relaxed), bytes_sent_.load(std::memory_order_relaxed));
+      send_rate_.update(now, run_counters_.frames_sent.load(), run_counters_.bytes_sent.load());
     }
     if (config_.frame_count != 0 && data_frames >= config_.frame_count) break;
     if (now >= deadline || active == 0) break;
@@ -266,7 +258,7 @@ void Sender::send_loop(SenderRun& run, std::stop_token stop) {
         payload = static_cast<std::size_t>(config_.frame_sizes[data_frames % config_.frame_sizes.size()]);
       frame = context().allocate_frame(payload);
       if (!frame) {
-        add(pool_exhausted_, 1);
+        run_counters_.pool_exhausted.add_single_writer();
         wakeup_.wait_until(seen, wake_by);
         passes_since_clock = 64;  // read the clock again after a wait
         continue;
@@ -287,7 +279,7 @@ void Sender::send_loop(SenderRun& run, std::stop_token stop) {
         next = (next + 1) % receivers;
         break;
       case SendStatus::would_block:
-        add(would_blocks_, 1);
+        run_counters_.sends_deferred.add_single_writer();
         wakeup_.wait_until(seen, wake_by);
         passes_since_clock = 64;  // read the clock again after a wait
         break;
@@ -359,7 +351,7 @@ bool Sender::send_end_of_run(SenderRun& run, ReceiverProxy& receiver, std::stop_
     if (!frame) {
       frame = context().allocate_frame(kDataHeaderSize);
       if (!frame) {
-        add(pool_exhausted_, 1);
+        run_counters_.pool_exhausted.add_single_writer();
         wakeup_.wait_until(seen, wake_by);
         continue;
       }
@@ -372,7 +364,7 @@ bool Sender::send_end_of_run(SenderRun& run, ReceiverProxy& receiver, std::stop_
         record_sent(receiver, sequence, kDataHeaderSize, true);
         return true;
       case SendStatus::would_block:
-        add(would_blocks_, 1);
+        run_counters_.sends_deferred.add_single_writer();
         wakeup_.wait_until(seen, wake_by);
         break;
       case SendStatus::no_route:
@@ -409,14 +401,14 @@ void Sender::prepare_data(mem::Ref& frame, const SenderRun& run, const ReceiverP
 void Sender::record_sent(ReceiverProxy& receiver, std::uint64_t sequence, std::size_t payload, bool asked) noexcept {
   receiver.sent.store(sequence, std::memory_order_release);
   receiver.asked_for_ack = asked;
-  add(frames_sent_, 1);
-  add(bytes_sent_, payload);
+  run_counters_.frames_sent.add_single_writer();
+  run_counters_.bytes_sent.add_single_writer(payload);
 }
 
 // A failed connection lost the frame (released by send) and probably those in flight: count it, skip that
 // receiver from now on and carry on with the others.
 void Sender::lose_receiver(const SenderRun& run, ReceiverProxy& receiver) {
-  add(send_errors_, 1);
+  run_counters_.send_errors.add_single_writer();
   receiver.failed = true;
   context().log(LogLevel::warning, concatenate({"the connection to receiver ", to_text(std::uint64_t{receiver.tid}),
                                                 " failed: not sending to it any more"}));
@@ -437,25 +429,25 @@ void Sender::on_ack(Frame&& frame) {
   frame.data.reset();
   SenderRun* run = run_.load(std::memory_order_acquire);
   if (!complete || run == nullptr) {
-    stale_acks_.fetch_add(1, std::memory_order_relaxed);
+    ack_counters_.stale_acks.add();
     return;
   }
   const Ack ack = decode_ack(bytes.data());
   ReceiverProxy* receiver = run->find(from);
   if (ack.run != run->id || receiver == nullptr) {
-    stale_acks_.fetch_add(1, std::memory_order_relaxed);
+    ack_counters_.stale_acks.add();
     return;
   }
   if (acks_run_.load(std::memory_order_relaxed) != run->id) {  // the first of this run: restart the counts
-    acks_received_.store(0, std::memory_order_relaxed);
+    ack_counters_.acks_received.set(0);
     frames_acked_.store(0, std::memory_order_relaxed);
     acks_run_.store(run->id, std::memory_order_release);
   }
-  add(acks_received_, 1);
+  ack_counters_.acks_received.add_single_writer();
   const std::uint64_t before = receiver->acked.load(std::memory_order_relaxed);
   if (ack.highest > before) {
     receiver->acked.store(ack.highest, std::memory_order_release);
-    add(frames_acked_, ack.highest - before);
+    frames_acked_.store(frames_acked_.load(std::memory_order_relaxed) + (ack.highest - before), std::memory_order_relaxed);
   }
   wakeup_.notify();
 }
@@ -463,8 +455,7 @@ void Sender::on_ack(Frame&& frame) {
 void Sender::report(MetricSink& sink) const {
   const Clock::time_point now = Clock::now();
   const bool acks_current = acks_run_.load(std::memory_order_acquire) == current_run_.load(std::memory_order_acquire);
-  const std::uint64_t sent = frames_sent_.load(std::memory_order_relaxed);
-  const std::uint64_t acks = acks_current ? acks_received_.load(std::memory_order_relaxed) : 0;
+  const std::uint64_t sent = run_counters_.frames_sent.load();
   const std::uint64_t acked = acks_current ? frames_acked_.load(std::memory_order_relaxed) : 0;
   const Rates rates = send_rate_.read(now);
   const Clock::rep started = started_at_.load(std::memory_order_relaxed);
@@ -472,18 +463,11 @@ void Sender::report(MetricSink& sink) const {
   const Clock::rep end = finished != 0 ? finished : now.time_since_epoch().count();
   const double seconds = started != 0 ? std::chrono::duration<double>(Clock::duration(end - started)).count() : 0;
 
-  sink.counter("frames_sent", static_cast<double>(sent), "data frames sent (end-of-run frames included)");
-  sink.counter("bytes_sent", static_cast<double>(bytes_sent_.load(std::memory_order_relaxed)),
-               "payload bytes sent (data headers included, frame headers not)");
-  sink.counter("acks_received", static_cast<double>(acks), "acknowledgements received this run");
-  sink.counter("sends_deferred", static_cast<double>(would_blocks_.load(std::memory_order_relaxed)),
-               "sends refused for lack of room at the target, retried when told");
-  sink.counter("pool_exhausted", static_cast<double>(pool_exhausted_.load(std::memory_order_relaxed)),
-               "frame allocations that found the pool empty, retried when blocks came back");
-  sink.counter("send_errors", static_cast<double>(send_errors_.load(std::memory_order_relaxed)),
-               "sends that failed with the connection (that receiver is dropped)");
-  sink.counter("stale_acks", static_cast<double>(stale_acks_.load(std::memory_order_relaxed)),
-               "acknowledgements of another run or from an unknown application, ignored");
+  run_counters_.report(sink);
+  CounterValues acks = ack_counters_.snapshot();
+  // acks_received belongs to the previous run until this one's first acknowledgement.
+  if (!acks_current) acks.values[ack_counters_.index(ack_counters_.acks_received)] = 0;
+  ack_counters_.report_values(sink, acks);
   sink.gauge("outstanding", static_cast<double>(sent > acked ? sent - acked : 0),
              "frames sent and not yet acknowledged");
   sink.derived("send_rate_frames", rates.frames_per_second, "frames per second over the last second");

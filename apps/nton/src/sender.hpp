@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "daqx/api/application.hpp"
+#include "daqx/api/counter_set.hpp"
 #include "daqx/apps/rate_meter.hpp"
 #include "daqx/apps/wakeup.hpp"
 
@@ -31,6 +32,22 @@ struct SenderConfiguration {
 
 struct SenderRun;
 struct ReceiverProxy;
+
+// Counts of one run, restarted at enable; written by the sending worker only.
+struct SenderRunCounters : CounterSet {
+  Counter frames_sent{*this, "frames_sent", "data frames sent (end-of-run frames included)"};
+  Counter bytes_sent{*this, "bytes_sent", "payload bytes sent (data headers included, frame headers not)"};
+  Counter sends_deferred{*this, "sends_deferred", "sends refused for lack of room at the target, retried when told"};
+  Counter pool_exhausted{*this, "pool_exhausted", "frame allocations that found the pool empty, retried when blocks came back"};
+  Counter send_errors{*this, "send_errors", "sends that failed with the connection (that receiver is dropped)"};
+};
+
+// The acknowledgement handler's counts: acks_received restarts with the first acknowledgement of each run;
+// stale_acks counts for the sender's life.
+struct SenderAckCounters : CounterSet {
+  Counter acks_received{*this, "acks_received", "acknowledgements received this run"};
+  Counter stale_acks{*this, "stale_acks", "acknowledgements of another run or from an unknown application, ignored"};
+};
 
 class Sender final : public Application {
  public:
@@ -76,11 +93,7 @@ class Sender final : public Application {
   Wakeup wakeup_;
 
   // Written by the worker only.
-  std::atomic<std::uint64_t> frames_sent_{0};
-  std::atomic<std::uint64_t> bytes_sent_{0};
-  std::atomic<std::uint64_t> would_blocks_{0};
-  std::atomic<std::uint64_t> pool_exhausted_{0};
-  std::atomic<std::uint64_t> send_errors_{0};
+  SenderRunCounters run_counters_;
   std::atomic<Clock::rep> started_at_{0};   // steady-clock time the run started sending; 0: not yet
   std::atomic<Clock::rep> finished_at_{0};  // ... and stopped sending (before draining); 0: still sending
   std::atomic<bool> done_{false};
@@ -88,10 +101,9 @@ class Sender final : public Application {
 
   // Written by the dispatch thread only; they belong to run acks_run_, so a report during enable() shows
   // no acknowledgements of the previous run.
-  std::atomic<std::uint64_t> acks_received_{0};
-  std::atomic<std::uint64_t> frames_acked_{0};
+  SenderAckCounters ack_counters_;
+  std::atomic<std::uint64_t> frames_acked_{0};  // for the outstanding gauge
   std::atomic<std::uint32_t> acks_run_{0};
-  std::atomic<std::uint64_t> stale_acks_{0};
 };
 
 }  // namespace daqx::nton

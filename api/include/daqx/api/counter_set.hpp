@@ -74,6 +74,8 @@ class CounterSet {
   void report_values(MetricSink& sink, const CounterValues& values, const MetricLabels& labels = {}) const;
 
   std::size_t size() const noexcept { return counters_.size(); }
+  // Where `member` is in a snapshot of this set (a member of another set: size()).
+  std::size_t index(const Counter& member) const noexcept;
   const Counter& operator[](std::size_t index) const noexcept { return *counters_[index]; }
 
  private:
