@@ -100,7 +100,7 @@ TEST_CASE("the connect command opens every connection ahead of a run, and names 
   CHECK(receiver.wait_metric(21, "frames_received", 100));
   // Without an error on it. The transport's send_errors may already count the one frame of the second sender:
   // its first-use connection to the absent peer fails whenever the attempt ends, before or after this point.
-  CHECK(connection_metric(sender, a.url(), "errors") == 0);
+  CHECK(connection_metric(sender, a.url(), "send_errors") == 0);
   CHECK(transport_metric(sender, "send_errors") <= 1);
   CHECK(sender.stop() == 0);
   CHECK(receiver.stop() == 0);

@@ -80,7 +80,7 @@ SendStatus ConnectionTransport::post(PeerId peer, mem::Ref& frame) noexcept {
   {
     std::lock_guard lock(c.mutex);
     if (c.state == State::down && c.ever_up) {  // lost: the poster learns it now, the send thread reconnects
-      c.counters.errors.fetch_add(1, std::memory_order_relaxed);
+      c.counters.send_errors.add();
       frame.reset();
       return SendStatus::error;
     }
@@ -91,7 +91,7 @@ SendStatus ConnectionTransport::post(PeerId peer, mem::Ref& frame) noexcept {
     }
     if (c.queue.full()) {
       c.want_ready.store(true, std::memory_order_relaxed);
-      c.counters.would_blocks.fetch_add(1, std::memory_order_relaxed);
+      c.counters.sends_would_block.add();
       status = SendStatus::would_block;
     } else {
       // The application's transportMode (header flags) overrides the endpoint's mode, frame by frame.
@@ -140,7 +140,7 @@ void ConnectionTransport::on_timer(OutgoingConnection& c) noexcept {
 }
 
 void ConnectionTransport::connection_up(OutgoingConnection& c) {
-  if (c.ever_up) c.counters.reconnects.fetch_add(1, std::memory_order_relaxed);
+  if (c.ever_up) c.counters.reconnects.add();
   c.ever_up = true;
   c.state = State::up;
   c.connect_requested = false;
@@ -155,8 +155,8 @@ void ConnectionTransport::teardown(OutgoingConnection& c, std::string reason) {
   const std::size_t lost = in_flight + c.queue.size();
   // A connection that never came up (peer not listening yet) is retried, not an error; a lost one is. Frames
   // on the wire or queued for either are lost with it, and counted; their blocks go back.
-  if (was_up) c.counters.errors.fetch_add(1 + in_flight, std::memory_order_relaxed);
-  c.counters.errors.fetch_add(c.queue.size(), std::memory_order_relaxed);
+  if (was_up) c.counters.send_errors.add(1 + in_flight);
+  c.counters.send_errors.add(c.queue.size());
   c.queue.clear();
   c.queued_bytes = 0;
   c.flush_now = false;
@@ -288,7 +288,7 @@ std::pair<std::size_t, std::string> ConnectionTransport::incoming_capacity() con
 bool ConnectionTransport::over_incoming_limit(const std::string& remote) {
   const auto [capacity, limit] = incoming_capacity();
   if (incoming_open() < capacity) return false;
-  events_.over_limit.fetch_add(1, std::memory_order_relaxed);
+  events_.connections_over_limit.add();
   ++unlogged_over_limit_;
   const Clock::time_point now = Clock::now();
   if (now - last_limit_log_ >= std::chrono::seconds(1)) {
@@ -310,7 +310,7 @@ IncomingConnection& ConnectionTransport::adopt(std::unique_ptr<IncomingConnectio
 
 void ConnectionTransport::incoming_up(IncomingConnection& c) {
   c.up = true;
-  events_.connections_accepted.fetch_add(1, std::memory_order_relaxed);
+  events_.connections_accepted.add();
   host_.connection_changed(c.id, true, "accepted from " + c.remote);
 }
 
@@ -319,8 +319,8 @@ bool ConnectionTransport::deliver(IncomingConnection& c, Frame& frame) {
   const Tid target = frame.header.target;
   switch (host_.deliver(std::move(frame), c.id)) {
     case DeliverStatus::accepted:
-      c.counters.frames.fetch_add(1, std::memory_order_relaxed);
-      c.counters.bytes.fetch_add(bytes, std::memory_order_relaxed);
+      c.traffic.frames_received.add();
+      c.traffic.bytes_received.add(bytes);
       return true;
     case DeliverStatus::busy:
       // The target's queue is full: hold the frame and stop taking more from this connection until the
@@ -328,7 +328,7 @@ bool ConnectionTransport::deliver(IncomingConnection& c, Frame& frame) {
       if (&frame != &c.pending) c.pending = std::move(frame);
       c.has_pending = true;
       c.paused = true;
-      events_.delivery_waits.fetch_add(1, std::memory_order_relaxed);
+      events_.delivery_waits.add();
       delivery_paused(c);
       return false;
     case DeliverStatus::rejected:
@@ -351,20 +351,19 @@ void ConnectionTransport::close_incoming(IncomingConnection& c, const std::strin
   closed_since_forget_ = true;
   {
     std::lock_guard peers(peers_mutex_);
-    retired_frames_received_ += c.counters.frames.load(std::memory_order_relaxed);
-    retired_bytes_received_ += c.counters.bytes.load(std::memory_order_relaxed);
+    retired_traffic_ += c.traffic.snapshot();
   }
   switch (ending) {
     case Ending::bad:
-      events_.bad_streams.fetch_add(1, std::memory_order_relaxed);
+      events_.bad_streams.add();
       host_.log(LogLevel::warning, "closed the connection from " + c.remote + ": " + reason);
       break;
     case Ending::truncated:
-      events_.truncated_frames.fetch_add(1, std::memory_order_relaxed);
+      events_.truncated_frames.add();
       host_.log(LogLevel::warning, "connection from " + c.remote + " ended in the middle of a frame: " + reason);
       break;
     case Ending::normal:
-      events_.closed_by_peer.fetch_add(1, std::memory_order_relaxed);
+      events_.connections_closed_by_peer.add();
       host_.log(LogLevel::info, "connection from " + c.remote + " ended: " + reason);
       break;
   }
@@ -458,20 +457,27 @@ void ConnectionTransport::stop() {
 }
 
 void ConnectionTransport::report(MetricSink& sink) const {
-  TransportTotals totals;
+  // The transport's totals: its connections' counts added up (closed incoming ones included), same names.
+  CounterValues sent;
+  CounterValues received;
+  std::uint64_t incoming_connections = 0;
   {
     std::lock_guard peers(peers_mutex_);
-    for (const auto& c : outgoing_) totals.add_outgoing(c->counters);
+    for (const auto& c : outgoing_) sent += c->counters.snapshot();
+    received = retired_traffic_;
     for (const auto& c : incoming_) {
       if (c->closed) continue;  // their frames are in the retired totals
-      totals.add_incoming(c->counters);
-      totals.incoming_connections += 1;
+      received += c->traffic.snapshot();
+      incoming_connections += 1;
     }
-    totals.frames_received += retired_frames_received_;
-    totals.bytes_received += retired_bytes_received_;
   }
-  report_totals(sink, totals, events_);
+  static const OutgoingCounters kSentNames;  // the sets' names, kinds and help for the sums
+  static const IncomingTraffic kReceivedNames;
+  kSentNames.report_values(sink, sent);
+  kReceivedNames.report_values(sink, received);
+  events_.report(sink);
   auto d = [](std::uint64_t v) { return static_cast<double>(v); };
+  sink.gauge("incoming_connections", d(incoming_connections), "incoming connections open");
   const CountingRegistrar* r = registrar_.get();
   sink.counter("registrations", d(r ? r->registrations() : 0), "pool chunks registered with the device");
   sink.gauge("registered_bytes", d(r ? r->registered_bytes() : 0), "bytes of pool memory registered now");
@@ -497,7 +503,7 @@ std::vector<ConnectionInfo> ConnectionTransport::connections() const {
       info.metrics.push_back({"queued_frames", Metric::Kind::gauge, static_cast<double>(c.queue.size()), "frames waiting", {}});
       outgoing_metrics(c, info.metrics);
     }
-    add_outgoing_metrics(info.metrics, c.counters);
+    add_metrics(info.metrics, c.counters);
     list.push_back(std::move(info));
   }
   for (const auto& connection : incoming_) {
@@ -507,7 +513,8 @@ std::vector<ConnectionInfo> ConnectionTransport::connections() const {
     info.peer = c.id;
     info.remote = c.remote + " (in)";
     info.up = c.up;
-    add_incoming_metrics(info.metrics, c.counters);
+    add_metrics(info.metrics, c.traffic);
+    add_metrics(info.metrics, c.buffers);
     list.push_back(std::move(info));
   }
   return list;

@@ -59,7 +59,7 @@ void MessageTransport::pump(OutgoingConnection& base) noexcept {
   while (c.cursor.frame < c.queue.size()) {
     if (hold_for_packing(c, c.queued_bytes - c.bytes_in_messages, pack_limit)) return;
     if (link->credits.available() == 0) {
-      if (!c.waiting_for_credits) c.counters.credit_waits.fetch_add(1, std::memory_order_relaxed);
+      if (!c.waiting_for_credits) c.counters.credit_waits.add();
       c.waiting_for_credits = true;
       return;
     }
@@ -78,7 +78,7 @@ void MessageTransport::pump(OutgoingConnection& base) noexcept {
       return;
     }
     c.waiting_for_credits = false;
-    c.counters.messages.fetch_add(1, std::memory_order_relaxed);
+    c.counters.messages_sent.add();
     link->ring.add(pieces.frames_ended);
     c.bytes_in_messages += pieces.bytes;
     c.cursor = cursor;
@@ -91,8 +91,8 @@ void MessageTransport::retire(MessageOutgoing& c, std::size_t frames) noexcept {
   // The messages carrying these frames are all sent: the frames leave the queue and their blocks go back.
   for (std::size_t i = 0; i < frames && !c.queue.empty(); ++i) {
     const std::size_t bytes = c.queue.front().total_size();
-    c.counters.frames.fetch_add(1, std::memory_order_relaxed);
-    c.counters.bytes.fetch_add(bytes, std::memory_order_relaxed);
+    c.counters.frames_sent.add();
+    c.counters.bytes_sent.add(bytes);
     c.bytes_in_messages -= std::min(c.bytes_in_messages, bytes);
     c.pop_front();
     if (c.cursor.frame > 0) --c.cursor.frame;
@@ -145,7 +145,7 @@ void MessageTransport::deliver_arrived(MessageIncoming& c) {
         return;
       case FrameAssembler::Result::no_views:
         // Back-pressure as for buffers: the frames wait in their message until the pool has views again.
-        if (!c.waiting_for_pool) events().receive_pool_waits.fetch_add(1, std::memory_order_relaxed);
+        if (!c.waiting_for_pool) events().receive_pool_waits.add();
         c.waiting_for_pool = true;
         return;
       case FrameAssembler::Result::bad:
@@ -179,21 +179,21 @@ void MessageTransport::count_held(MessageIncoming& c) noexcept {
   const std::uint64_t held = c.closed ? 0 : c.posted - c.consumed();
   receive_held_.store(receive_held_.load(std::memory_order_relaxed) + held - c.held, std::memory_order_relaxed);
   c.held = held;
-  c.counters.receive_buffers.store(held, std::memory_order_relaxed);
+  c.buffers.receive_buffers.set(held);
 }
 
 void MessageTransport::note_starvation(MessageIncoming& c) {
   const bool starved = !c.closed && c.credits.unfilled() == 0;
-  const bool was = c.counters.starved.load(std::memory_order_relaxed) != 0;
+  const bool was = c.buffers.starved.load() != 0;
   if (starved == was) return;
-  c.counters.starved.store(starved ? 1 : 0, std::memory_order_relaxed);
+  c.buffers.starved.set(starved ? 1 : 0);
   if (!starved) {
-    events().starved_now.fetch_sub(1, std::memory_order_relaxed);
+    events().connections_starved.sub();
     return;
   }
-  events().starved_now.fetch_add(1, std::memory_order_relaxed);
-  events().starvations.fetch_add(1, std::memory_order_relaxed);
-  c.counters.starvations.fetch_add(1, std::memory_order_relaxed);
+  events().connections_starved.add();
+  events().receive_starvations.add();
+  c.buffers.starvations.add();
   ++unlogged_starvations_;
   const auto now = Clock::now();
   if (now - last_starvation_log_ < std::chrono::seconds(1)) return;
@@ -220,11 +220,11 @@ void MessageTransport::replenish(MessageIncoming& c) {
         ++c.posted;
         c.credits.posted();
         count_held(c);
-        if (c.counters.starved.load(std::memory_order_relaxed) != 0) note_starvation(c);  // it has one again
+        if (c.buffers.starved.load() != 0) note_starvation(c);  // it has one again
         continue;
       case Post::no_memory:
         // Back-pressure: no credits go out for buffers we do not have; the pool calls when it has blocks.
-        if (!c.waiting_for_pool) events().receive_pool_waits.fetch_add(1, std::memory_order_relaxed);
+        if (!c.waiting_for_pool) events().receive_pool_waits.add();
         c.waiting_for_pool = true;
         note_starvation(c);
         return;
@@ -269,8 +269,8 @@ void MessageTransport::close_wire(IncomingConnection& base) noexcept {
   close_receive_link(c);  // after this the wire writes into none of the buffers below
   c.assembler.reset();    // messages not yet taken and a frame half received go back to the pool
   count_held(c);          // closed: it holds none
-  if (c.counters.starved.exchange(0, std::memory_order_relaxed) != 0)
-    events().starved_now.fetch_sub(1, std::memory_order_relaxed);
+  if (c.buffers.starved.exchange(0) != 0)
+    events().connections_starved.sub();
 }
 
 void MessageTransport::resume_wire(IncomingConnection& base) {

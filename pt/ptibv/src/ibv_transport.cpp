@@ -477,7 +477,7 @@ void IbvTransport::on_send_completion(const ibv_wc& wc) {
         teardown(c, "the queue pair was flushed (connection closed)");
         return;
       }
-      events().completion_errors.fetch_add(1, std::memory_order_relaxed);
+      events().completion_errors.add();
       qp_errors_.fetch_add(1, std::memory_order_relaxed);
       teardown(c, std::string((index & kCreditTag) != 0 ? "credit receive" : "send") + " failed: " +
                       ibv_wc_status_str(wc.status) + " (vendor error " + std::to_string(wc.vendor_err) + ")");
@@ -592,7 +592,7 @@ void IbvTransport::accept(rdma_cm_id* id, const rdma_conn_param& param) {
   auto refuse = [&](const std::string& reason) {
     rdma_reject(id, nullptr, 0);
     rdma_destroy_id(id);
-    events().requests_refused.fetch_add(1, std::memory_order_relaxed);
+    events().connection_requests_refused.add();
     host().log(LogLevel::warning, "refused a connection request from " + remote + ": " + reason);
   };
   // Before a queue pair is made or a receive buffer posted for it.
@@ -629,7 +629,7 @@ void IbvTransport::accept(rdma_cm_id* id, const rdma_conn_param& param) {
   if (c->closed) return;
   if (!move_qp(id, c->qp, IBV_QPS_RTR, error) || !move_qp(id, c->qp, IBV_QPS_RTS, error)) {
     rdma_reject(id, nullptr, 0);
-    events().requests_refused.fetch_add(1, std::memory_order_relaxed);
+    events().connection_requests_refused.add();
     close_incoming(*c, error, pt::Ending::normal);
     return;
   }
@@ -643,7 +643,7 @@ void IbvTransport::accept(rdma_cm_id* id, const rdma_conn_param& param) {
   answer.qp_num = c->qp->qp_num;
   answer.srq = srq_ != nullptr ? 1 : 0;
   if (rdma_accept(id, &answer) != 0) {
-    events().requests_refused.fetch_add(1, std::memory_order_relaxed);
+    events().connection_requests_refused.add();
     close_incoming(*c, "rdma_accept: " + errno_text(errno), pt::Ending::normal);
   }
 }
@@ -758,7 +758,7 @@ void IbvTransport::on_receive_completion(const ibv_wc& wc) {
     if (c.credit_sends > 0) --c.credit_sends;
     if (wc.status != IBV_WC_SUCCESS) {
       if (wc.status != IBV_WC_WR_FLUSH_ERR) {
-        events().completion_errors.fetch_add(1, std::memory_order_relaxed);
+        events().completion_errors.add();
         qp_errors_.fetch_add(1, std::memory_order_relaxed);
       }
       close_incoming(c, std::string("credit send failed: ") + ibv_wc_status_str(wc.status), ending_of(c));
@@ -786,7 +786,7 @@ void IbvTransport::on_receive_completion(const ibv_wc& wc) {
     if (wc.status == IBV_WC_WR_FLUSH_ERR) {
       close_incoming(c, "closed by the peer", ending_of(c));
     } else {
-      events().completion_errors.fetch_add(1, std::memory_order_relaxed);
+      events().completion_errors.add();
       qp_errors_.fetch_add(1, std::memory_order_relaxed);
       close_incoming(c, std::string("receive failed: ") + ibv_wc_status_str(wc.status), ending_of(c));
     }

@@ -428,7 +428,7 @@ void OfiTransport::on_send_error(fid_cq* cq, const fi_cq_err_entry& error) {
       teardown(c, "closed by the peer");
       return;
     }
-    events().completion_errors.fetch_add(1, std::memory_order_relaxed);
+    events().completion_errors.add();
     teardown(c, (op.kind == OpKind::credit_receive ? "credit receive failed: " : "send failed: ") +
                     completion_error_text(cq, error));
   });
@@ -504,7 +504,7 @@ void OfiTransport::accept(fi_info* request) {
   c->endpoint = make_endpoint(request, c, receive_eq_.get(), receive_queues_.first(), srx_.get(), error);
   if (c->endpoint == nullptr) {
     fi_reject(passive_.get(), request->handle, nullptr, 0);
-    events().requests_refused.fetch_add(1, std::memory_order_relaxed);
+    events().connection_requests_refused.add();
     host().log(LogLevel::warning, "refused a connection from " + c->remote + ": " + error);
     return;
   }
@@ -522,7 +522,7 @@ void OfiTransport::accept(fi_info* request) {
   if (c->closed) return;
   const int result = srx_ ? fi_accept(c->endpoint, accept_data, sizeof accept_data) : fi_accept(c->endpoint, nullptr, 0);
   if (result != 0) {
-    events().requests_refused.fetch_add(1, std::memory_order_relaxed);
+    events().connection_requests_refused.add();
     close_incoming(*c, "fi_accept: " + fabric_error(result), pt::Ending::normal);
   }
 }
@@ -667,7 +667,7 @@ void OfiTransport::on_receive_error(fid_cq* cq, const fi_cq_err_entry& error) {
     srx_free_.push_back(op.index);
     if (srx_posted_.load(std::memory_order_relaxed) > 0) srx_posted_.fetch_sub(1, std::memory_order_relaxed);
     if (error.err == FI_ECANCELED) return;  // the shared context is closing
-    events().completion_errors.fetch_add(1, std::memory_order_relaxed);
+    events().completion_errors.add();
     auto found = incoming_by_serial_.find(static_cast<std::uint32_t>(error.data));
     if (found != incoming_by_serial_.end() && found->second->id == error.data && !found->second->closed)
       close_incoming(*found->second, "receive failed: " + completion_error_text(cq, error),
@@ -681,7 +681,7 @@ void OfiTransport::on_receive_error(fid_cq* cq, const fi_cq_err_entry& error) {
     close_incoming(c, "closed by the peer", ending_of(c));
     return;
   }
-  events().completion_errors.fetch_add(1, std::memory_order_relaxed);
+  events().completion_errors.add();
   close_incoming(c, "receive failed: " + completion_error_text(cq, error), ending_of(c));
 }
 
@@ -707,7 +707,7 @@ void OfiTransport::on_receive_event(std::uint32_t event, fid_t fid) {
 void OfiTransport::on_receive_event_error(const fi_eq_err_entry& error) {
   void* context = error.context != nullptr ? error.context : (error.fid != nullptr ? error.fid->context : nullptr);
   if (context == nullptr || context == &passive_marker_) {
-    events().requests_refused.fetch_add(1, std::memory_order_relaxed);
+    events().connection_requests_refused.add();
     host().log(LogLevel::warning,
                "connection request on " + local_.text() + " failed: " + event_error_text(receive_eq_.get(), error));
     return;

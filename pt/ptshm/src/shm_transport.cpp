@@ -360,7 +360,7 @@ void ShmTransport::pump(pt::OutgoingConnection& base) noexcept {
     const std::size_t blocks = facts.blocks;
     if (blocks > settings_.ring_entries) {
       // Can never fit: lost, and counted as an error of the connection, as any frame the wire refuses.
-      c.counters.errors.fetch_add(1, std::memory_order_relaxed);
+      c.counters.send_errors.add(1);
       host().log(LogLevel::warning, "a frame of " + std::to_string(blocks) +
                                         " blocks cannot go over shm (ringEntries=" +
                                         std::to_string(settings_.ring_entries) + "): dropped");
@@ -395,13 +395,13 @@ void ShmTransport::pump(pt::OutgoingConnection& base) noexcept {
     c.bytes_since_returns += bytes;
     c.slots[slot].outstanding = static_cast<std::uint32_t>(blocks);
     c.slots[slot].frame = c.take_front();
-    c.counters.frames.fetch_add(1, std::memory_order_relaxed);
-    c.counters.bytes.fetch_add(bytes, std::memory_order_relaxed);
+    c.counters.frames_sent.add(1);
+    c.counters.bytes_sent.add(bytes);
     published = true;
   }
   c.flush_now = false;
   if (!published) return;
-  c.counters.messages.fetch_add(1, std::memory_order_relaxed);
+  c.counters.messages_sent.add(1);
   // One system call only when the receiver said it sleeps.
   if (c.frames.publish()) {
     wake(c.frames_wake);
@@ -443,7 +443,7 @@ bool ShmTransport::reap_send() {
     // A thread that posted since the last look took the returns itself (pump): no lock to fight it for.
     // Once it stops posting the frame count stands still and this thread takes them (or sleeps, and the
     // receiver's next return wakes it).
-    const std::uint64_t posted = c.counters.frames.load(std::memory_order_relaxed);
+    const std::uint64_t posted = c.counters.frames_sent.load();
     const bool posting = posted != c.frames_seen_by_reaper;
     c.frames_seen_by_reaper = posted;
     if (posting) continue;
@@ -706,7 +706,7 @@ bool ShmTransport::serve(Incoming& c) {
                                                  make_token(c.path, path.generation, entry.token));
     if (!block) {
       // Back-pressure: our applications hold every descriptor; read on when one is released.
-      events().receive_pool_waits.fetch_add(1, std::memory_order_relaxed);
+      events().receive_pool_waits.add();
       c.waiting_for_pool = true;
       break;
     }

@@ -81,7 +81,7 @@ class ShmTransport final : public pt::ConnectionTransport, private mem::ForeignR
     std::size_t blocks_in_flight = 0;  // on the ring or held by the receiver: at most ring_entries
     std::size_t announced = 0;         // chunk ids below this are known to the receiver
     std::atomic<std::uint64_t> frames_copied{0};
-    std::uint64_t frames_seen_by_reaper = 0;  // send thread: counters.frames at its last look (reap_send)
+    std::uint64_t frames_seen_by_reaper = 0;  // send thread: counters.frames_sent at its last look (reap_send)
     std::size_t pumps_since_returns = 0;      // posting threads, under mutex (pump)
     std::size_t bytes_since_returns = 0;      // put on the ring since that look; the same
     Tag socket_tag{this, Tag::socket};

@@ -164,7 +164,7 @@ bool TcpTransport::flush(Outgoing& c, std::string& error) noexcept {
       error = "write: " + errno_text(errno);
       return false;
     }
-    c.counters.messages.fetch_add(1, std::memory_order_relaxed);
+    c.counters.messages_sent.add(1);
     auto left = static_cast<std::size_t>(written);
     while (left > 0) {
       const std::size_t total = c.queue.front().total_size();
@@ -175,8 +175,8 @@ bool TcpTransport::flush(Outgoing& c, std::string& error) noexcept {
       }
       left -= rest;
       c.head_written = 0;
-      c.counters.frames.fetch_add(1, std::memory_order_relaxed);
-      c.counters.bytes.fetch_add(total, std::memory_order_relaxed);
+      c.counters.frames_sent.add(1);
+      c.counters.bytes_sent.add(total);
       c.pop_front();  // the frame is on the wire: its blocks go back to their pools
     }
   }
@@ -277,7 +277,7 @@ void TcpTransport::serve(Incoming& c) {
         continue;
       case FrameReader::Result::no_memory:
         // Back-pressure: stop reading until the receive pool has blocks again.
-        events().receive_pool_waits.fetch_add(1, std::memory_order_relaxed);
+        events().receive_pool_waits.add();
         c.waiting_for_pool = true;
         stop_reading(c);
         return;

@@ -35,7 +35,10 @@ class Counter {
   void add_single_writer(std::uint64_t n = 1) noexcept {
     value_.store(value_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   }
+  // A gauge that goes down too (any thread).
+  void sub(std::uint64_t n = 1) noexcept { value_.fetch_sub(n, std::memory_order_relaxed); }
   void set(std::uint64_t value) noexcept { value_.store(value, std::memory_order_relaxed); }
+  std::uint64_t exchange(std::uint64_t value) noexcept { return value_.exchange(value, std::memory_order_relaxed); }
   // A high-water mark: raised to `value` if that is higher (any thread).
   void raise_to(std::uint64_t value) noexcept;
   std::uint64_t load() const noexcept { return value_.load(std::memory_order_relaxed); }

@@ -227,8 +227,7 @@ class ConnectionTransport : public Transport {
   std::list<std::unique_ptr<IncomingConnection>> incoming_;   // receive thread; peers_mutex_ for structural changes
   PeerId next_incoming_id_ = 1u << 20;                        // incoming ids apart from outgoing ones in reports
   bool closed_since_forget_ = false;                          // receive thread: forget_closed_incoming has work
-  std::uint64_t retired_frames_received_ = 0;                 // of closed incoming connections (peers_mutex_)
-  std::uint64_t retired_bytes_received_ = 0;
+  CounterValues retired_traffic_;  // of closed incoming connections (peers_mutex_)
   Clock::time_point last_limit_log_{};     // receive thread: refusals past maxIncoming, logged once a second
   std::uint64_t unlogged_over_limit_ = 0;  // receive thread
   std::atomic<std::size_t> incoming_open_{0};  // adopted and not closed (counted by the receive thread)

@@ -32,7 +32,8 @@ struct IncomingConnection {
   Frame pending;                 // complete, but its target's queue was full
   bool has_pending = false;
   bool paused = false;           // delivery paused until the executive has room (receive thread)
-  ConnectionCounters counters;
+  IncomingTraffic traffic;
+  IncomingBuffers buffers;
 };
 
 }  // namespace daqx::pt

@@ -46,7 +46,7 @@ struct OutgoingConnection {
   Clock::time_point timer_due;
 
   std::atomic<bool> want_ready{false};  // a poster got would_block: tell it when there is room
-  ConnectionCounters counters;
+  OutgoingCounters counters;
 
   // What to tell the executive once the lock is released (ConnectionTransport::with_lock).
   bool came_up = false;

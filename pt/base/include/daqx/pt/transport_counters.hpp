@@ -1,67 +1,65 @@
-// The counters every peer transport keeps, with one set of names, so that pages, the JSON API and
-// /metrics read the same over every transport, and a test written once checks any of them.
+// The counters every peer transport keeps, each declared once with its name and help, so that pages, the JSON API
+// and /metrics read the same over every transport, a connection's row and the transport's totals use the same
+// names, and a test written once checks any of them.
 #pragma once
 
-#include <atomic>
-#include <cstdint>
 #include <vector>
 
+#include "daqx/api/counter_set.hpp"
 #include "daqx/api/counters.hpp"
 
 namespace daqx::pt {
 
-// One connection's counters, updated with relaxed atomics by whichever thread did the work.
-struct ConnectionCounters {
-  std::atomic<std::uint64_t> frames{0};        // sent (outgoing) or received and accepted (incoming)
-  std::atomic<std::uint64_t> bytes{0};
-  std::atomic<std::uint64_t> would_blocks{0};  // outgoing: posts refused because the queue was full
-  std::atomic<std::uint64_t> errors{0};        // outgoing: failures and the frames lost with them
-  std::atomic<std::uint64_t> reconnects{0};    // outgoing: times re-established
-  std::atomic<std::uint64_t> credit_waits{0};  // outgoing: times it had frames to send and no credits
-  std::atomic<std::uint64_t> messages{0};      // outgoing: messages or writes the frames went out in
-  // Incoming, where receive buffers are posted for the sender (credits):
-  std::atomic<std::uint64_t> receive_buffers{0};  // buffers it holds now, posted or with messages not yet taken
-  std::atomic<std::uint64_t> starved{0};          // 1 while its sender has no credit and no buffer can be posted
-  std::atomic<std::uint64_t> starvations{0};      // times it was left so
+// One outgoing connection's counts, updated with relaxed atomics by whichever thread did the work; the
+// transport's totals are their sum over its connections.
+struct OutgoingCounters : CounterSet {
+  Counter frames_sent{*this, "frames_sent", "frames sent whole"};
+  Counter bytes_sent{*this, "bytes_sent", "bytes of frames sent"};
+  Counter sends_would_block{*this, "sends_would_block", "posts refused because a connection's queue was full"};
+  Counter send_errors{*this, "send_errors", "connection failures and frames lost with them"};
+  Counter reconnects{*this, "reconnects", "outgoing connections re-established"};
+  Counter credit_waits{*this, "credit_waits", "times a connection had frames to send and no credits"};
+  Counter messages_sent{*this, "messages_sent",
+                        "messages (or writes) the frames went out in: fewer than frames_sent when frames were packed"};
+};
+
+// One incoming connection's traffic; the transport's totals add those of closed connections.
+struct IncomingTraffic : CounterSet {
+  Counter frames_received{*this, "frames_received", "frames received and accepted by the executive"};
+  Counter bytes_received{*this, "bytes_received", "bytes of frames received"};
+};
+
+// One incoming connection's receive buffers, where they are posted for the sender (credits); per connection
+// only (the transport's own figures are in TransportEvents).
+struct IncomingBuffers : CounterSet {
+  Counter receive_buffers{*this, "receive_buffers", "receive buffers it holds (posted, or with messages not yet taken)",
+                          Metric::Kind::gauge};
+  Counter starved{*this, "starved", "1 while its sender has no credit and the receive pool no buffer for it",
+                  Metric::Kind::gauge};
+  Counter starvations{*this, "starvations", "times it was left without a buffer"};
 };
 
 // What happens to a transport as a whole rather than to one connection.
-struct TransportEvents {
-  std::atomic<std::uint64_t> connections_accepted{0};
-  std::atomic<std::uint64_t> requests_refused{0};    // connection requests refused or failed
-  std::atomic<std::uint64_t> bad_streams{0};         // incoming connections closed for a malformed or misaddressed frame
-  std::atomic<std::uint64_t> closed_by_peer{0};      // incoming connections that ended between frames
-  std::atomic<std::uint64_t> truncated_frames{0};    // incoming connections that ended in the middle of a frame
-  std::atomic<std::uint64_t> receive_pool_waits{0};  // times receiving waited for receive blocks
-  std::atomic<std::uint64_t> delivery_waits{0};      // times receiving paused because an application's queue was full
-  std::atomic<std::uint64_t> completion_errors{0};   // operations the network completed with an error
-  std::atomic<std::uint64_t> over_limit{0};          // incoming connections refused: maxIncoming were open
-  std::atomic<std::uint64_t> starvations{0};         // times an incoming connection was left without a buffer
-  std::atomic<std::uint64_t> starved_now{0};         // incoming connections without a buffer now (a gauge)
+struct TransportEvents : CounterSet {
+  Counter connections_accepted{*this, "connections_accepted", "incoming connections accepted"};
+  Counter connection_requests_refused{*this, "connection_requests_refused", "connection requests refused or failed"};
+  Counter bad_streams{*this, "bad_streams", "incoming connections closed for a malformed or misaddressed frame"};
+  Counter connections_closed_by_peer{*this, "connections_closed_by_peer",
+                                     "incoming connections the peer closed between frames"};
+  Counter truncated_frames{*this, "truncated_frames", "incoming connections that ended in the middle of a frame"};
+  Counter receive_pool_waits{*this, "receive_pool_waits", "times receiving waited for receive blocks"};
+  Counter delivery_waits{*this, "delivery_waits", "times receiving paused because an application's queue was full"};
+  Counter completion_errors{*this, "completion_errors", "operations the network completed with an error"};
+  Counter connections_over_limit{*this, "connections_over_limit",
+                                 "incoming connections refused: maxIncoming, or as many as the receive budget serves, were open"};
+  Counter receive_starvations{*this, "receive_starvations",
+                              "times an incoming connection was left with no receive buffer, its sender without credit"};
+  Counter connections_starved{*this, "connections_starved",
+                              "incoming connections whose sender has no credit and the receive pool no buffer for them now",
+                              Metric::Kind::gauge};
 };
 
-// The per-connection metrics of the page's connection table.
-void add_outgoing_metrics(std::vector<Metric>& metrics, const ConnectionCounters& c);
-void add_incoming_metrics(std::vector<Metric>& metrics, const ConnectionCounters& c);
-
-// A transport's totals, summed over its connections (closed ones included).
-struct TransportTotals {
-  std::uint64_t frames_sent = 0;
-  std::uint64_t bytes_sent = 0;
-  std::uint64_t frames_received = 0;
-  std::uint64_t bytes_received = 0;
-  std::uint64_t would_blocks = 0;
-  std::uint64_t send_errors = 0;
-  std::uint64_t reconnects = 0;
-  std::uint64_t credit_waits = 0;
-  std::uint64_t messages_sent = 0;
-  std::uint64_t incoming_connections = 0;  // open now
-
-  void add_outgoing(const ConnectionCounters& c) noexcept;
-  void add_incoming(const ConnectionCounters& c) noexcept;
-};
-
-// Every transport reports these, with these names.
-void report_totals(MetricSink& sink, const TransportTotals& totals, const TransportEvents& events);
+// A set's values as rows of a connection table.
+void add_metrics(std::vector<Metric>& metrics, const CounterSet& counters);
 
 }  // namespace daqx::pt
