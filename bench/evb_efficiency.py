@@ -8,7 +8,7 @@ Usage: python3 bench/evb_efficiency.py [--build BUILD] [--out DIR] [--sizes 1K 1
                                        [--baseline BUILD]
 --baseline BUILD measures every point also with a second build tree (e.g. of the previous commit), the two builds
 taking turns within each repeat, and adds its columns ("EvB (baseline)") and the ratio current/baseline.
-See docs/benchmarks.md ("The event-building efficiency") for what every column means.
+See docs/benchmarks-evb.md for what every column means.
 Shares its process, HTTP and table helpers with the other drivers (python/daqx/bench.py).
 """
 

@@ -6,7 +6,7 @@ printed as one table and written as CSV and PNG plots. A benchmark, never a test
 Usage: python3 bench/ofi_comparison.py [--build BUILD] [--out DIR] [--sizes 64 1K ...] [--repeat N] [--seconds S]
                                        [--systems ofi-epoll,ofi-busy,fi,tcp] [--cores 0/1] [--quick]
                                        [--provider tcp|verbs --host IP] [--fi-msg-bw PATH]
-See docs/benchmarks.md ("ptofi vs libfabric tools") for what every column means and what makes it fair.
+See docs/benchmarks-rdma.md ("ptofi vs libfabric tools") for what every column means and what makes it fair.
 Its daqx pair and its cells and plots are python/daqx/pair.py, shared with ibv_comparison.py and poll_time.py;
 processes, HTTP and tables are python/daqx/bench.py.
 """
@@ -135,7 +135,7 @@ class LibfabricTools:
         (-c fd), as ptofi's waitMode=epoll does, where fi_pingpong always spins."""
         program = self.programs.get("fi_msg_pingpong")
         if program is None:
-            raise BenchError("fi_msg_pingpong not built (fabtests; see docs/benchmarks.md)")
+            raise BenchError("fi_msg_pingpong not built (fabtests; see docs/benchmarks-rdma.md)")
         key = ("fabtests", wait, size)
         guess = self.round_trip_guess.get(key, 80 + size / 400)
         iterations = int(min(200000, max(500, self.seconds * 1e6 / guess)))
@@ -158,7 +158,7 @@ class LibfabricTools:
     def bandwidth(self, size, wait="spin"):
         program = self.programs.get("fi_msg_bw")
         if program is None:
-            raise BenchError("fi_msg_bw not built (fabtests; see docs/benchmarks.md)")
+            raise BenchError("fi_msg_bw not built (fabtests; see docs/benchmarks-rdma.md)")
         # messages/s: a start, corrected by every run
         rate = self.rate_guess.get((wait, size), min(200e3, 1e9 / size))
         iterations = int(min(5e6, max(4 * self.window, self.seconds * rate)))

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How long a transport thread should poll before it sleeps: daqx ping-pong round trips and the CPU both
 executives burn for them, for several values of the transports' `pollTime`, side by side in one run. This is
-the measurement behind pollTime's automatic default (docs/benchmarks.md, "Adaptive waiting"). A benchmark,
+the measurement behind pollTime's automatic default (docs/benchmarks-tcp.md, "Adaptive waiting"). A benchmark,
 never a test.
 
 Usage: python3 bench/poll_time.py [--build BUILD] [--out DIR] [--transports tcp,ofi] [--poll-times 0,10,25,...]

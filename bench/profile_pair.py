@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Where a transport's time goes: one nton::Sender -> nton::Receiver pair in two executives over one transport,
 profiled with `perf record -g` on both executives while it runs, with each thread's CPU and context switches per
-frame read from /proc and the transports' counters. The profiles behind docs/benchmarks.md's "where the time
-goes" paragraphs. A benchmark tool, never a test.
+frame read from /proc and the transports' counters. The profiles behind the "where the time goes" paragraphs of
+docs/benchmarks-tcp.md, docs/benchmarks-evb.md and docs/benchmarks-rdma.md. A benchmark tool, never a test.
 
 Usage: python3 bench/profile_pair.py --out DIR --transport tcp|ofi|ibv --size BYTES
           [--properties '<mode>throughput</mode>'] [--cores 0/1|none] [--seconds 4] [--host 127.0.0.1]

@@ -5,7 +5,7 @@ printed as tables (message rate and GB/s, round-trip time, the targets), written
 A benchmark, never a test.
 
 Usage: python3 bench/shm_comparison.py --build BUILD --out DIR [--ptshm-build DIR] [--repeat N] [--quick]
-See docs/benchmarks.md ("The shared-memory comparison") for what every column means.
+See docs/benchmarks-shm.md for what every column means.
 """
 
 import argparse

@@ -3,7 +3,7 @@
 two tables (throughput, round-trip time) and written as CSV and a PNG plot. A benchmark, never a test.
 
 Usage: python3 bench/tcp_comparison.py --build BUILD --out DIR [--duration S] [--sizes 64 1K ...] [--quick]
-See docs/benchmarks.md for what every column means and what makes the comparison fair.
+See docs/benchmarks-tcp.md for what every column means and what makes the comparison fair.
 """
 
 import argparse
@@ -121,7 +121,7 @@ def main():
     parser.add_argument("--sizes", nargs="+", help="message sizes (64 1K 4KiB 1M ...), default 64 B .. 1 MiB")
     parser.add_argument("--quick", action="store_true", help="1 s points, sizes 64 B, 4 KiB, 64 KiB, 1 MiB, fewer round trips")
     parser.add_argument("--window", type=int, default=4096,
-                        help="nton::Sender window, frames (4096: the best of 64..16384 here, see docs/benchmarks.md)")
+                        help="nton::Sender window, frames (4096: the best of 64..16384 here, see docs/benchmarks-tcp.md)")
     parser.add_argument("--ack-every", type=int, default=0, help="nton::Sender ackEvery (0: its default, 16)")
     parser.add_argument("--pack-size", type=int, default=0, help="pttcp packSize in throughput mode (0: its default)")
     parser.add_argument("--rtt-mode", choices=["latency", "throughput"], default="latency",
