@@ -2,7 +2,7 @@
 // for one event. A super-fragment is the concatenation of one fragment per data source, each in the CMS FED
 // style: a header (event id, source, sizes), the payload, and a trailer with a CRC-32C of the payload, so a
 // writer can stream it into as many blocks as it takes and a checker can verify it across the blocks it
-// arrived in. Layout: docs/evb.md, "Super-fragment format", and fragment_format.cpp.
+// arrived in. Layout: docs/evb-protocol.md, "Super-fragment format", and fragment_format.cpp.
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,5 @@
 // The event builder's messages: function codes and payload layouts of the frames between EvM, RUs and BUs.
-// docs/evb.md describes them with a sequence diagram; this header is the reference. All fields are little-
+// docs/evb-protocol.md describes them with a sequence diagram; this header is the reference. All fields are little-
 // endian, written and read through ByteWriter / ByteReader (bounds-checked, never a struct cast).
 //
 // The flow (CMS event builder): a BU sends the EvM a Request with the resource slots it has free; the EvM
