@@ -1,6 +1,6 @@
 """The partition object model: a partition's contexts, endpoints, modules, applications with their parameters and
 its thread policy, checked against what the executive declares (params.py) and written as partition XML
-(docs/partition.md)."""
+(docs/configuration.md)."""
 
 import re
 import xml.etree.ElementTree as ElementTree
