@@ -252,7 +252,7 @@ void IbvTransport::stop_endpoints() noexcept {
   srq_ = nullptr;
   slots_.clear();  // every posted receive buffer goes back
   free_slots_.clear();
-  receive_buffers_posted_.store(0, std::memory_order_relaxed);
+  ibv_counters_.receive_buffers_posted.set(0);
 }
 
 void IbvTransport::stop_device() noexcept {
@@ -393,7 +393,7 @@ IbvTransport::Posted IbvTransport::post_message(pt::MessageOutgoing& c, pt::Send
     return Posted::failed;
   }
   link.unsignaled = signal ? 0 : link.unsignaled + 1;
-  if (inlined) inline_messages_.fetch_add(1, std::memory_order_relaxed);
+  if (inlined) ibv_counters_.inline_messages.add();
   return Posted::ok;
 }
 
@@ -478,7 +478,7 @@ void IbvTransport::on_send_completion(const ibv_wc& wc) {
         return;
       }
       events().completion_errors.add();
-      qp_errors_.fetch_add(1, std::memory_order_relaxed);
+      ibv_counters_.qp_errors.add();
       teardown(c, std::string((index & kCreditTag) != 0 ? "credit receive" : "send") + " failed: " +
                       ibv_wc_status_str(wc.status) + " (vendor error " + std::to_string(wc.vendor_err) + ")");
       return;
@@ -676,7 +676,7 @@ bool IbvTransport::post_receive(Incoming* owner, mem::Ref&& buffer, std::string&
   }
   slot.buffer = std::move(buffer);
   slot.owner = srq_ != nullptr ? nullptr : owner;
-  receive_buffers_posted_.fetch_add(1, std::memory_order_relaxed);
+  ibv_counters_.receive_buffers_posted.add();
   if (srq_ != nullptr) ++srq_posted_;
   return true;
 }
@@ -716,7 +716,7 @@ IbvTransport::Post IbvTransport::post_credits(pt::MessageIncoming& base, const p
   }
   ++c.credit_sends;
   c.allowance.sent();
-  credit_messages_.fetch_add(1, std::memory_order_relaxed);
+  ibv_counters_.credit_messages.add();
   return Post::posted;
 }
 
@@ -742,7 +742,7 @@ void IbvTransport::close_receive_link(pt::MessageIncoming& base) noexcept {
     ReceiveSlot& slot = slots_[i];
     if (slot.owner != &c) continue;
     slot.buffer.reset();
-    receive_buffers_posted_.fetch_sub(1, std::memory_order_relaxed);
+    ibv_counters_.receive_buffers_posted.sub();
     slot.owner = nullptr;
     ++slot.generation;
     free_slots_.push_back(i);
@@ -759,7 +759,7 @@ void IbvTransport::on_receive_completion(const ibv_wc& wc) {
     if (wc.status != IBV_WC_SUCCESS) {
       if (wc.status != IBV_WC_WR_FLUSH_ERR) {
         events().completion_errors.add();
-        qp_errors_.fetch_add(1, std::memory_order_relaxed);
+        ibv_counters_.qp_errors.add();
       }
       close_incoming(c, std::string("credit send failed: ") + ibv_wc_status_str(wc.status), ending_of(c));
       return;
@@ -770,7 +770,7 @@ void IbvTransport::on_receive_completion(const ibv_wc& wc) {
   if (index >= slots_.size() || slots_[index].generation != work_serial(wc.wr_id)) return;  // of a closed QP
   ReceiveSlot& slot = slots_[index];
   mem::Ref buffer = std::move(slot.buffer);
-  receive_buffers_posted_.fetch_sub(1, std::memory_order_relaxed);
+  ibv_counters_.receive_buffers_posted.sub();
   slot.owner = nullptr;
   ++slot.generation;
   free_slots_.push_back(index);
@@ -787,7 +787,7 @@ void IbvTransport::on_receive_completion(const ibv_wc& wc) {
       close_incoming(c, "closed by the peer", ending_of(c));
     } else {
       events().completion_errors.add();
-      qp_errors_.fetch_add(1, std::memory_order_relaxed);
+      ibv_counters_.qp_errors.add();
       close_incoming(c, std::string("receive failed: ") + ibv_wc_status_str(wc.status), ending_of(c));
     }
     return;
@@ -839,7 +839,7 @@ void IbvTransport::on_receive_event(rdma_cm_event& event) {
 void IbvTransport::on_async_events() {
   ibv_async_event event{};
   while (ibv_get_async_event(context_, &event) == 0) {
-    async_events_.fetch_add(1, std::memory_order_relaxed);
+    ibv_counters_.async_events.add();
     host().log(LogLevel::warning, std::string("device event: ") + ibv_event_type_str(event.event_type));
     ibv_ack_async_event(&event);
   }
@@ -865,13 +865,8 @@ void IbvTransport::receive_housekeeping(Clock::time_point now) {
 void IbvTransport::report_wire(MetricSink& sink) const {
   MessageTransport::report_wire(sink);
   auto d = [](std::uint64_t v) { return static_cast<double>(v); };
-  sink.counter("credit_messages", d(credit_messages_.load()), "credit messages sent to senders");
-  sink.counter("inline_messages", d(inline_messages_.load()), "messages sent inline (copied into the work request)");
-  sink.counter("qp_errors", d(qp_errors_.load()), "connections torn down by a queue pair error");
-  sink.counter("async_events", d(async_events_.load()), "asynchronous device events (logged)");
+  ibv_counters_.report(sink);
   sink.setting("shared_receive_queue", srq_ != nullptr ? 1 : 0, "1 when receive buffers go to a shared receive queue");
-  sink.gauge("receive_buffers_posted", d(receive_buffers_posted_.load(std::memory_order_relaxed)),
-             "receive buffers posted now (per connection, or in the shared receive queue)");
   sink.gauge("send_completion_queues", d(send_queues_.count()),
              "send completion queues open (one more whenever the others have no room for another connection)");
   sink.setting("numa_node", numa_node_, "NUMA node of ptibv's pools (-1: as the policy says)");

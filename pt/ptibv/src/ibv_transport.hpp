@@ -34,6 +34,17 @@
 
 namespace daqx::ptibv {
 
+// ptibv's own counts, beside those every transport keeps.
+struct IbvCounters : CounterSet {
+  Counter credit_messages{*this, "credit_messages", "credit messages sent to senders"};
+  Counter inline_messages{*this, "inline_messages", "messages sent inline (copied into the work request)"};
+  Counter qp_errors{*this, "qp_errors", "connections torn down by a queue pair error"};
+  Counter async_events{*this, "async_events", "asynchronous device events (logged)"};
+  Counter receive_buffers_posted{*this, "receive_buffers_posted",
+                                 "receive buffers posted now (per connection, or in the shared receive queue)",
+                                 Metric::Kind::gauge};
+};
+
 class IbvTransport final : public pt::MessageTransport {
  public:
   explicit IbvTransport(TransportHost& host);
@@ -148,11 +159,7 @@ class IbvTransport final : public pt::MessageTransport {
   std::size_t receive_cq_use_ = 0;
   std::uint32_t next_incoming_serial_ = 1;
 
-  std::atomic<std::uint64_t> qp_errors_{0};
-  std::atomic<std::uint64_t> async_events_{0};
-  std::atomic<std::uint64_t> credit_messages_{0};
-  std::atomic<std::uint64_t> inline_messages_{0};
-  std::atomic<std::uint64_t> receive_buffers_posted_{0};  // slots holding a posted buffer (for the pages)
+  IbvCounters ibv_counters_;
 };
 
 }  // namespace daqx::ptibv

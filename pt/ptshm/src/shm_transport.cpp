@@ -348,14 +348,14 @@ void ShmTransport::pump(pt::OutgoingConnection& base) noexcept {
       // From a pool that is not shared (the heap): copied once into ours, and counted, so zero copy is provable.
       mem::Ref copy = shared_copy(front);
       if (!copy) {
-        copy_pool_waits_.fetch_add(1, std::memory_order_relaxed);
+        shm_counters_.copy_pool_waits.add();
         copy_pool_waiting_.store(true, std::memory_order_relaxed);
         break;
       }
       front = std::move(copy);
       facts = chain_facts(front);
       c.frames_copied.fetch_add(1, std::memory_order_relaxed);
-      frames_copied_.fetch_add(1, std::memory_order_relaxed);
+      shm_counters_.frames_copied.add();
     }
     const std::size_t blocks = facts.blocks;
     if (blocks > settings_.ring_entries) {
@@ -405,7 +405,7 @@ void ShmTransport::pump(pt::OutgoingConnection& base) noexcept {
   // One system call only when the receiver said it sleeps.
   if (c.frames.publish()) {
     wake(c.frames_wake);
-    wakeups_sent_.fetch_add(1, std::memory_order_relaxed);
+    shm_counters_.wakeups_sent.add();
   }
 }
 
@@ -640,7 +640,7 @@ bool ShmTransport::take_chunk(Incoming& c, const ChunkMessage& chunk, int fd) {
     if (chunks.size() <= chunk.id) chunks.resize(chunk.id + 1);
     chunks[chunk.id] = Mapping(memory, chunk.bytes);
   }
-  chunks_mapped_.fetch_add(1, std::memory_order_relaxed);
+  shm_counters_.chunks_mapped.add();
   return true;
 }
 
@@ -819,7 +819,7 @@ void ShmTransport::released(std::uint64_t token) noexcept {
   // The sender never has more blocks out than the ring holds, so an honest one always leaves room.
   const std::optional<std::uint64_t> room = path->returns.room();
   if (!room || *room == 0) {
-    returns_dropped_.fetch_add(1, std::memory_order_relaxed);
+    shm_counters_.returns_dropped.add();
     return;
   }
   ReturnEntry entry;
@@ -827,25 +827,12 @@ void ShmTransport::released(std::uint64_t token) noexcept {
   path->returns.write(entry);
   if (path->returns.publish()) {
     wake(path->returns_wake);
-    wakeups_sent_.fetch_add(1, std::memory_order_relaxed);
+    shm_counters_.wakeups_sent.add();
   }
 }
 
 void ShmTransport::report_wire(MetricSink& sink) const {
-  const struct {
-    const char* name;
-    const std::atomic<std::uint64_t>& value;
-    const char* help;
-  } counters[] = {
-      {"frames_copied", frames_copied_,
-       "frames copied into the transport's shared pool because their blocks were not in shared memory"},
-      {"copy_pool_waits", copy_pool_waits_, "times a frame waited for the copy pool"},
-      {"chunks_mapped", chunks_mapped_, "peers' chunks mapped (once per chunk and connection)"},
-      {"returns_dropped", returns_dropped_, "block returns that found no room (a peer that broke the ring protocol)"},
-      {"wakeups_sent", wakeups_sent_, "eventfd writes to a peer that had said it sleeps"},
-  };
-  for (const auto& counter : counters)
-    sink.counter(counter.name, static_cast<double>(counter.value.load(std::memory_order_relaxed)), counter.help);
+  shm_counters_.report(sink);
   sink.gauge("shared_chunks", static_cast<double>(chunk_count_.load(std::memory_order_relaxed)),
              "chunks of this executive's pools in shared memory, announced to peers");
   sink.setting("ring_entries", settings_.ring_entries, "entries of each ring of a connection");

@@ -39,6 +39,16 @@ struct Mapping {
   ~Mapping();
 };
 
+// ptshm's own counts, beside those every transport keeps.
+struct ShmCounters : CounterSet {
+  Counter frames_copied{*this, "frames_copied",
+                        "frames copied into the transport's shared pool because their blocks were not in shared memory"};
+  Counter copy_pool_waits{*this, "copy_pool_waits", "times a frame waited for the copy pool"};
+  Counter chunks_mapped{*this, "chunks_mapped", "peers' chunks mapped (once per chunk and connection)"};
+  Counter returns_dropped{*this, "returns_dropped", "block returns that found no room (a peer that broke the ring protocol)"};
+  Counter wakeups_sent{*this, "wakeups_sent", "eventfd writes to a peer that had said it sleeps"};
+};
+
 class ShmTransport final : public pt::ConnectionTransport, private mem::ForeignRelease {
  public:
   explicit ShmTransport(TransportHost& host);
@@ -185,11 +195,7 @@ class ShmTransport final : public pt::ConnectionTransport, private mem::ForeignR
   std::size_t path_count_ = 0;  // receive thread
 
   std::atomic<bool> copy_pool_waiting_{false};
-  std::atomic<std::uint64_t> frames_copied_{0};
-  std::atomic<std::uint64_t> copy_pool_waits_{0};
-  std::atomic<std::uint64_t> chunks_mapped_{0};
-  std::atomic<std::uint64_t> returns_dropped_{0};
-  std::atomic<std::uint64_t> wakeups_sent_{0};
+  ShmCounters shm_counters_;
 };
 
 }  // namespace daqx::ptshm
