@@ -22,10 +22,6 @@ constexpr std::uint64_t kMaxCount = 100'000'000;           // 800 MB of samples
 constexpr std::size_t kUnboundedSamples = std::size_t{1} << 20;  // count 0: the last this many are kept
 constexpr auto kStopWait = std::chrono::seconds(1);
 
-void add(std::atomic<std::uint64_t>& counter, std::uint64_t n) noexcept {  // one writer: no locked update
-  counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-}
-
 using apps::to_text;  // the numeric ones, next to the role overload below
 std::string to_text(PingPongRole role) { return role == PingPongRole::ping ? "ping" : "pong"; }
 
@@ -132,8 +128,8 @@ void PingPong::start(const PingPongConfiguration& config, std::shared_ptr<RoundT
   settings_ = config;
   measuring_ = std::move(samples);
   if (measuring_) measuring_->taken.store(0, std::memory_order_relaxed);
-  for (auto* counter : {&round_trips_, &echoes_sent_, &would_blocks_, &stale_frames_, &summary_count_})
-    counter->store(0, std::memory_order_relaxed);
+  counters_.reset();
+  summary_count_.store(0, std::memory_order_relaxed);
   for (auto* value : {&rtt_min_, &rtt_median_, &rtt_p99_, &rtt_max_}) value->store(0, std::memory_order_relaxed);
   round_trip_.reset();
   done_.store(false, std::memory_order_release);
@@ -167,7 +163,7 @@ void PingPong::send_ping() {
     case SendStatus::ok:
       break;
     case SendStatus::would_block:  // held_ is still ours: on_send_ready sends it (and restarts the clock)
-      add(would_blocks_, 1);
+      counters_.sends_deferred.add_single_writer();
       break;
     case SendStatus::no_route:
       running_ = false;
@@ -184,11 +180,11 @@ void PingPong::send_ping() {
 void PingPong::on_pong(Frame&& frame) {
   const Clock::time_point now = Clock::now();  // first thing: the round trip ends here
   if (!running_ || frame.header.initiator != target_ || frame.header.transaction != round_) {
-    add(stale_frames_, 1);
+    counters_.stale_frames.add_single_writer();
     return;
   }
   const double rtt_us = std::chrono::duration<double, std::micro>(now - sent_at_).count();
-  add(round_trips_, 1);
+  counters_.round_trips.add_single_writer();
   if (round_ > settings_.warmup) {
     round_trip_.record(std::chrono::duration_cast<std::chrono::nanoseconds>(now - sent_at_));
     const std::uint64_t index = round_ - settings_.warmup - 1;
@@ -215,10 +211,10 @@ void PingPong::on_ping(Frame&& frame) { echo(frame.header.initiator, frame.heade
 void PingPong::echo(Tid to, std::uint64_t transaction, mem::Ref& data) {
   switch (context().send(to, function::pong, transaction, data, frame_flags::reply)) {
     case SendStatus::ok:
-      add(echoes_sent_, 1);
+      counters_.echoes.add_single_writer();
       break;
     case SendStatus::would_block:
-      add(would_blocks_, 1);
+      counters_.sends_deferred.add_single_writer();
       // Allocates only if more pings wait at once than there are applications (configure reserved that).
       pending_echoes_.push_back(PendingEcho{to, transaction, std::move(data)});
       break;
@@ -236,7 +232,7 @@ void PingPong::retry() {
   for (PendingEcho& pending : pending_echoes_) {
     const SendStatus status = context().send(pending.to, function::pong, pending.transaction, pending.data,
                                              frame_flags::reply);
-    if (status == SendStatus::ok) add(echoes_sent_, 1);
+    if (status == SendStatus::ok) counters_.echoes.add_single_writer();
     if (status == SendStatus::would_block) pending_echoes_[kept++] = std::move(pending);
   }
   pending_echoes_.erase(pending_echoes_.begin() + static_cast<std::ptrdiff_t>(kept), pending_echoes_.end());
@@ -288,14 +284,7 @@ void PingPong::report(MetricSink& sink) const {
   sink.derived("rtt_max_us", summary.max, "longest round trip, microseconds");
   sink.derived("samples", static_cast<double>(summary.count), "round trips measured (after the warmup)");
   sink.histogram("round_trip_seconds", round_trip_.snapshot(), "round trips measured this run (after the warmup)");
-  sink.counter("round_trips", static_cast<double>(round_trips_.load(std::memory_order_relaxed)),
-               "round trips completed, warmup included (ping)");
-  sink.counter("echoes", static_cast<double>(echoes_sent_.load(std::memory_order_relaxed)),
-               "pings echoed back (pong)");
-  sink.counter("sends_deferred", static_cast<double>(would_blocks_.load(std::memory_order_relaxed)),
-               "sends refused for lack of room at the target, retried when told");
-  sink.counter("stale_frames", static_cast<double>(stale_frames_.load(std::memory_order_relaxed)),
-               "pongs that were not for the round trip in flight, ignored");
+  counters_.report(sink);
   sink.gauge("done", done_.load(std::memory_order_acquire) ? 1 : 0,
              "1 when the ping has measured count round trips (or was stopped) and published the summary");
 }

@@ -13,6 +13,7 @@
 
 #include "daqx/apps/latency.hpp"
 #include "daqx/api/application.hpp"
+#include "daqx/api/counter_set.hpp"
 
 namespace daqx::nton {
 using namespace daqx::apps;  // parameter helpers, rate meters, latency summaries, wake-ups
@@ -33,6 +34,14 @@ struct RoundTripSamples {
   explicit RoundTripSamples(std::size_t capacity) : values(capacity) {}
   std::vector<std::atomic<double>> values;  // sample i at i % capacity (a ring when count is 0)
   std::atomic<std::uint64_t> taken{0};      // samples written; published after the value
+};
+
+// Counts of one run, restarted at its start; written by the dispatch thread only.
+struct PingPongCounters : CounterSet {
+  Counter round_trips{*this, "round_trips", "round trips completed, warmup included (ping)"};
+  Counter echoes{*this, "echoes", "pings echoed back (pong)"};
+  Counter sends_deferred{*this, "sends_deferred", "sends refused for lack of room at the target, retried when told"};
+  Counter stale_frames{*this, "stale_frames", "pongs that were not for the round trip in flight, ignored"};
 };
 
 class PingPong final : public Application {
@@ -87,10 +96,7 @@ class PingPong final : public Application {
   std::vector<PendingEcho> pending_echoes_;  // pongs that would block, sent on on_send_ready
 
   // Written by the dispatch thread, read by report().
-  std::atomic<std::uint64_t> round_trips_{0};
-  std::atomic<std::uint64_t> echoes_sent_{0};
-  std::atomic<std::uint64_t> would_blocks_{0};
-  std::atomic<std::uint64_t> stale_frames_{0};
+  PingPongCounters counters_;
   std::atomic<bool> done_{false};
   std::atomic<std::uint64_t> summary_count_{0};
   LatencyHistogram round_trip_;  // every measured round trip (after the warmup), for /metrics
