@@ -17,10 +17,10 @@
 #include "bu/bu.hpp"
 #include "daqx/services/number_text.hpp"
 #include "evm/evm.hpp"
-#include "fragment_sender.hpp"
-#include "outbox.hpp"
+#include "readout/fragment_sender.hpp"
+#include "common/outbox.hpp"
 #include "recording_context.hpp"
-#include "ru/synthetic_source.hpp"
+#include "readout/synthetic_source.hpp"
 #include "unit_fixtures.hpp"
 
 namespace {

@@ -2,7 +2,7 @@
 #include <memory>
 
 #include "bu/bu.hpp"
-#include "consumer_app.hpp"
+#include "consumer/consumer_app.hpp"
 #include "daqx/api/module.hpp"
 #include "evm/evm.hpp"
 #include "ru/ru.hpp"

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "bu/bu.hpp"
-#include "fragment_sender.hpp"
-#include "outbox.hpp"
+#include "readout/fragment_sender.hpp"
+#include "common/outbox.hpp"
 #include "recording_context.hpp"
-#include "ru/synthetic_source.hpp"
+#include "readout/synthetic_source.hpp"
 #include "unit_fixtures.hpp"
 
 using namespace daqx;

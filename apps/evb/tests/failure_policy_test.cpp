@@ -13,7 +13,7 @@
 #include "evm/ru_failure_policy.hpp"
 #include "evm/unit_loss_allowance.hpp"
 #include "idle_context.hpp"
-#include "outbox.hpp"
+#include "common/outbox.hpp"
 
 using namespace daqx;
 using namespace daqx::evb;

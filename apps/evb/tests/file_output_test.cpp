@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "daqx/evb/consumer.hpp"
-#include "event_file_reader.hpp"
-#include "event_file_writer.hpp"
+#include "files/event_file_reader.hpp"
+#include "files/event_file_writer.hpp"
 
 using namespace daqx::evb;
 namespace fs = std::filesystem;

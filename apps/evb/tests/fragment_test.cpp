@@ -11,9 +11,9 @@
 
 #include "daqx/api/frame.hpp"
 #include "daqx/apps/crc32c.hpp"
-#include "fragment_format.hpp"
-#include "superfragment_check.hpp"
-#include "superfragment_writer.hpp"
+#include "format/fragment_format.hpp"
+#include "format/superfragment_check.hpp"
+#include "format/superfragment_writer.hpp"
 
 using namespace daqx;
 using namespace daqx::evb;

@@ -8,8 +8,8 @@
 #include <span>
 #include <vector>
 
-#include "ru/synthetic_source.hpp"
-#include "superfragment_check.hpp"
+#include "readout/synthetic_source.hpp"
+#include "format/superfragment_check.hpp"
 
 using namespace daqx::evb;
 

@@ -14,8 +14,8 @@
 #include "daqx/apps/text.hpp"
 #include "daqx/evb/consumer.hpp"
 #include "daqx/services/version.hpp"
-#include "event_file_reader.hpp"
-#include "superfragment_check.hpp"
+#include "files/event_file_reader.hpp"
+#include "format/superfragment_check.hpp"
 
 namespace {
 

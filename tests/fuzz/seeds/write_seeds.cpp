@@ -12,7 +12,7 @@
 #include "daqx/api/frame.hpp"
 #include "daqx/evb/protocol.hpp"
 #include "daqx/pt/credit_flow.hpp"
-#include "event_file_writer.hpp"
+#include "files/event_file_writer.hpp"
 #include "wire.hpp"
 
 namespace fs = std::filesystem;

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <memory>
 
-#include "event_file_reader.hpp"
+#include "files/event_file_reader.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   // A buffer of exactly the file's size: ASan sees a read past the end.

@@ -21,8 +21,8 @@
 #include "daqx/api/application.hpp"
 #include "daqx/apps/rate_meter.hpp"
 #include "daqx/evb/protocol.hpp"
-#include "dispatch.hpp"
-#include "outbox.hpp"
+#include "common/dispatch.hpp"
+#include "common/outbox.hpp"
 
 namespace daqx::evb {
 

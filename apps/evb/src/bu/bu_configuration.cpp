@@ -4,7 +4,7 @@
 #include <stdexcept>
 
 #include "daqx/apps/text.hpp"
-#include "dispatch.hpp"
+#include "common/dispatch.hpp"
 
 namespace daqx::evb {
 using apps::checked_by;

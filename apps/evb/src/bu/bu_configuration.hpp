@@ -8,7 +8,7 @@
 
 #include "daqx/api/application.hpp"
 #include "daqx/evb/protocol.hpp"
-#include "event_file_writer.hpp"
+#include "files/event_file_writer.hpp"
 
 namespace daqx::evb {
 

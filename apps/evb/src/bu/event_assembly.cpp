@@ -5,7 +5,7 @@
 #include "bu/bu.hpp"
 #include "daqx/apps/latency.hpp"
 #include "daqx/apps/text.hpp"
-#include "superfragment_check.hpp"
+#include "format/superfragment_check.hpp"
 
 namespace daqx::evb {
 using apps::concatenate;

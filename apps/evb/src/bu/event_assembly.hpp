@@ -16,7 +16,7 @@
 #include "bu/resource_manager.hpp"
 #include "daqx/api/application.hpp"
 #include "daqx/evb/protocol.hpp"
-#include "dispatch.hpp"
+#include "common/dispatch.hpp"
 
 namespace daqx::evb {
 

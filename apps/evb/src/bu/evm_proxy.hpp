@@ -15,8 +15,8 @@
 #include "common/evm_loss_policy.hpp"
 #include "daqx/api/application.hpp"
 #include "daqx/evb/protocol.hpp"
-#include "dispatch.hpp"
-#include "outbox.hpp"
+#include "common/dispatch.hpp"
+#include "common/outbox.hpp"
 
 namespace daqx::evb {
 

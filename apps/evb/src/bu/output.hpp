@@ -20,7 +20,7 @@
 #include "bu/resource_manager.hpp"
 #include "daqx/api/application.hpp"
 #include "daqx/evb/consumer.hpp"
-#include "event_file_writer.hpp"
+#include "files/event_file_writer.hpp"
 
 namespace daqx::evb {
 

@@ -1,4 +1,4 @@
-#include "evm_loss_policy.hpp"
+#include "common/evm_loss_policy.hpp"
 
 #include "daqx/apps/text.hpp"
 

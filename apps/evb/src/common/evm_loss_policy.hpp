@@ -9,7 +9,7 @@
 #include <string>
 
 #include "daqx/evb/protocol.hpp"
-#include "dispatch.hpp"
+#include "common/dispatch.hpp"
 
 namespace daqx::evb {
 

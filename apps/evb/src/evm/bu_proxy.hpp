@@ -12,7 +12,7 @@
 
 #include "daqx/api/application.hpp"
 #include "daqx/evb/protocol.hpp"
-#include "dispatch.hpp"
+#include "common/dispatch.hpp"
 #include "evm/unit_link.hpp"
 
 namespace daqx::evb {

@@ -17,7 +17,7 @@
 #include "daqx/apps/rate_meter.hpp"
 #include "daqx/evb/protocol.hpp"
 #include "daqx/api/application.hpp"
-#include "dispatch.hpp"
+#include "common/dispatch.hpp"
 #include "common/tid_index.hpp"
 #include "evm/allocation_log.hpp"
 #include "evm/bu_drop_policy.hpp"
@@ -30,9 +30,9 @@
 #include "evm/ru_failure_policy.hpp"
 #include "evm/ru_proxy.hpp"
 #include "evm/unit_loss_allowance.hpp"
-#include "fragment_sender.hpp"
-#include "ru/synthetic_source.hpp"
-#include "outbox.hpp"
+#include "readout/fragment_sender.hpp"
+#include "readout/synthetic_source.hpp"
+#include "common/outbox.hpp"
 
 namespace daqx::evb {
 

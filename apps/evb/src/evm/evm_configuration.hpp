@@ -7,7 +7,7 @@
 
 #include "daqx/api/application.hpp"
 #include "evm/ru_failure_policy.hpp"
-#include "fragment_format.hpp"
+#include "format/fragment_format.hpp"
 
 namespace daqx::evb {
 

@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "dispatch.hpp"
+#include "common/dispatch.hpp"
 #include "evm/ru_proxy.hpp"
 
 namespace daqx::evb {

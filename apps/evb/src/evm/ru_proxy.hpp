@@ -10,7 +10,7 @@
 
 #include "daqx/api/application.hpp"
 #include "daqx/evb/protocol.hpp"
-#include "dispatch.hpp"
+#include "common/dispatch.hpp"
 #include "evm/allocation_log.hpp"
 #include "evm/unit_link.hpp"
 

@@ -5,8 +5,8 @@
 #include <cstdint>
 
 #include "daqx/evb/protocol.hpp"
-#include "dispatch.hpp"
-#include "outbox.hpp"
+#include "common/dispatch.hpp"
+#include "common/outbox.hpp"
 
 namespace daqx::evb {
 

@@ -8,9 +8,9 @@
 
 #include "daqx/api/application.hpp"
 #include "daqx/evb/protocol.hpp"
-#include "dispatch.hpp"
-#include "fragment_sender.hpp"
-#include "outbox.hpp"
+#include "common/dispatch.hpp"
+#include "readout/fragment_sender.hpp"
+#include "common/outbox.hpp"
 #include "ru/ru_configuration.hpp"
 
 // In a namespace of its own: the EvM's view of a BU is evb::BuProxy.

@@ -12,8 +12,8 @@
 #include "daqx/api/application.hpp"
 #include "daqx/evb/protocol.hpp"
 #include "common/evm_loss_policy.hpp"
-#include "dispatch.hpp"
-#include "outbox.hpp"
+#include "common/dispatch.hpp"
+#include "common/outbox.hpp"
 #include "ru/bu_proxy.hpp"
 #include "ru/ru_configuration.hpp"
 

@@ -1,4 +1,4 @@
-// evb::RU, a readout unit: it reads each event's super-fragment from its data source (ru/data_source.hpp; in
+// evb::RU, a readout unit: it reads each event's super-fragment from its data source (readout/data_source.hpp; in
 // test mode, the only one today, SyntheticSource: sizes fixed or log-normal, a pattern and a CRC per source
 // fragment) and sends it to the BU the EvM names, in blocks
 // filled straight from its pool. It reports to the EvM every heartbeatInterval and fails the run's part it
@@ -12,12 +12,12 @@
 #include "daqx/apps/rate_meter.hpp"
 #include "daqx/evb/protocol.hpp"
 #include "daqx/api/application.hpp"
-#include "dispatch.hpp"
-#include "outbox.hpp"
+#include "common/dispatch.hpp"
+#include "common/outbox.hpp"
 #include "ru/bu_proxy.hpp"
 #include "ru/evm_proxy.hpp"
 #include "ru/ru_configuration.hpp"
-#include "ru/synthetic_source.hpp"
+#include "readout/synthetic_source.hpp"
 
 namespace daqx::evb {
 

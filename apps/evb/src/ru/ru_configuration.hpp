@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "daqx/api/application.hpp"
-#include "fragment_format.hpp"
+#include "format/fragment_format.hpp"
 
 namespace daqx::evb {
 

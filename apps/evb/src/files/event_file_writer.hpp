@@ -9,7 +9,7 @@
 #include <span>
 #include <string>
 
-#include "event_file_format.hpp"
+#include "files/event_file_format.hpp"
 
 namespace daqx::evb {
 

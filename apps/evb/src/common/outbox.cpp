@@ -1,5 +1,5 @@
 // Per-target send queues behind ApplicationContext::send.
-#include "outbox.hpp"
+#include "common/outbox.hpp"
 
 namespace daqx::evb {
 

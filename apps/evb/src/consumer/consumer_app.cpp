@@ -1,8 +1,8 @@
 // evb::Consumer: a queue between the BU's dispatch thread (which must not block) and a checking worker.
-#include "consumer_app.hpp"
+#include "consumer/consumer_app.hpp"
 
 #include "daqx/apps/text.hpp"
-#include "superfragment_check.hpp"
+#include "format/superfragment_check.hpp"
 
 namespace daqx::evb {
 using apps::concatenate;

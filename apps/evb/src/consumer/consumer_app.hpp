@@ -13,7 +13,7 @@
 
 #include "daqx/evb/consumer.hpp"
 #include "daqx/api/application.hpp"
-#include "dispatch.hpp"
+#include "common/dispatch.hpp"
 
 namespace daqx::evb {
 

@@ -1,6 +1,6 @@
 // FileWriter: records written with writev straight from the event's pieces, files rotated by size and
 // written under a temporary name until closed, writing paced for slow storage.
-#include "event_file_writer.hpp"
+#include "files/event_file_writer.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,5 +1,5 @@
 // Event file names and errors, as both the writer and the reader spell them.
-#include "event_file_format.hpp"
+#include "files/event_file_format.hpp"
 
 #include <cstdio>
 #include <cstring>

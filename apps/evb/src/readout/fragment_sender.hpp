@@ -1,5 +1,5 @@
 // The sending side of a readout unit (an RU, or the EvM for its trigger fragments): turns assignments into
-// blocks of super-fragment pieces, read from the unit's data source (ru/data_source.hpp), for their BUs. One
+// blocks of super-fragment pieces, read from the unit's data source (readout/data_source.hpp), for their BUs. One
 // queue per BU (CMS's BUproxy), served round-robin one block at a time, so a BU that cannot take data does not
 // hold up the others (the round goes over the queues with work only: a partition of many BUs costs no more per
 // block than one of two); blocks are filled straight from the application's pool and handed to the transport (no
@@ -15,8 +15,8 @@
 
 #include "daqx/evb/protocol.hpp"
 #include "daqx/api/application.hpp"
-#include "outbox.hpp"
-#include "ru/data_source.hpp"
+#include "common/outbox.hpp"
+#include "readout/data_source.hpp"
 
 namespace daqx::evb {
 

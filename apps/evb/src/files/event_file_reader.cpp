@@ -1,5 +1,5 @@
 // The event file reader: maps a file and checks its structure record by record.
-#include "event_file_reader.hpp"
+#include "files/event_file_reader.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>

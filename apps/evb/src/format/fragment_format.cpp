@@ -15,7 +15,7 @@
 //     4  u32  length of the whole source fragment, header to trailer, in 64-bit words (CMS's evt_lgth)
 // Pattern: payload byte q is byte q % 8 of the little-endian word seed + (q / 8) * 0x9E3779B97F4A7C15,
 // seed = splitmix64(event ^ splitmix64(source)).
-#include "fragment_format.hpp"
+#include "format/fragment_format.hpp"
 
 #include "daqx/apps/splitmix64.hpp"
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "event_file_format.hpp"
+#include "files/event_file_format.hpp"
 
 namespace daqx::evb {
 

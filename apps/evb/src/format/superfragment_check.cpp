@@ -1,5 +1,5 @@
 // The super-fragment checker: reads the pieces as one stream, source fragment by source fragment.
-#include "superfragment_check.hpp"
+#include "format/superfragment_check.hpp"
 
 #include <algorithm>
 #include <array>
@@ -11,7 +11,7 @@
 #include "daqx/api/frame.hpp"
 #include "daqx/apps/crc32c.hpp"
 #include "daqx/apps/text.hpp"
-#include "fragment_format.hpp"
+#include "format/fragment_format.hpp"
 
 namespace daqx::evb {
 namespace {

@@ -1,6 +1,6 @@
 // The streaming writer: header, pattern payload (filled and checksummed in one pass), zero padding and
 // trailer of each source in turn, cut wherever a window ends.
-#include "superfragment_writer.hpp"
+#include "format/superfragment_writer.hpp"
 
 #include <algorithm>
 #include <cstring>

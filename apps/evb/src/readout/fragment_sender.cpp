@@ -1,7 +1,7 @@
 // Block filling for FragmentSender: a block never mixes batches (the BU learns a slot's batch from any block
 // of it), is sized to what the batch still needs up to blockSize, and the last block of a batch asks the
 // transport to send at once, so a BU never waits for a pack timeout to complete its events.
-#include "fragment_sender.hpp"
+#include "readout/fragment_sender.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -1,5 +1,5 @@
 // An RU's data source: where the super-fragments it sends come from. In a detector this is the read-out (the
-// front-end links of the RU's sources); here it is SyntheticSource (ru/synthetic_source.hpp), which generates
+// front-end links of the RU's sources); here it is SyntheticSource (readout/synthetic_source.hpp), which generates
 // CMS-style fragments that the BUs can check. The RU's BU proxy (ru/bu_proxy.hpp, through FragmentSender) asks
 // the source for each event's super-fragment and streams it straight into the blocks it sends, one cursor per
 // BU, so a super-fragment is never copied and may span blocks. The EvM is a readout unit too for its trigger

@@ -1,7 +1,7 @@
 // SyntheticSource's cursor: a SuperFragmentWriter over the source's shape.
-#include "ru/synthetic_source.hpp"
+#include "readout/synthetic_source.hpp"
 
-#include "superfragment_writer.hpp"
+#include "format/superfragment_writer.hpp"
 
 namespace daqx::evb {
 

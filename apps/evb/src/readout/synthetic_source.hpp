@@ -4,8 +4,8 @@
 // a wrong byte, a misrouted fragment or a mixed-up event. Written by SuperFragmentWriter as it is read.
 #pragma once
 
-#include "fragment_format.hpp"
-#include "ru/data_source.hpp"
+#include "format/fragment_format.hpp"
+#include "readout/data_source.hpp"
 
 namespace daqx::evb {
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "daqx/apps/lognormal_sizes.hpp"
-#include "fragment_format.hpp"
+#include "format/fragment_format.hpp"
 
 namespace daqx::evb {
 
