@@ -27,6 +27,9 @@ namespace {
 
 using namespace daqx;
 using namespace daqx::evb;
+using namespace daqx::evb::bu;
+using namespace daqx::evb::evm;
+using namespace daqx::evb::readout;
 using Clock = std::chrono::steady_clock;
 
 constexpr Tid kEvm = 10;

@@ -20,6 +20,8 @@
 
 using namespace daqx;
 using namespace daqx::evb;
+using namespace daqx::evb::bu;
+using namespace daqx::evb::readout;
 
 namespace {
 

@@ -15,6 +15,7 @@
 
 using namespace daqx;
 using namespace daqx::evb;
+using namespace daqx::evb::evm;
 
 namespace {
 

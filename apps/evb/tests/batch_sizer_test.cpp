@@ -8,6 +8,7 @@
 #include "evm/batch_sizer.hpp"
 
 using namespace daqx::evb;
+using namespace daqx::evb::evm;
 
 namespace {
 

@@ -12,6 +12,8 @@
 #include "evm/builder_ranking.hpp"
 
 using namespace daqx::evb;
+using namespace daqx::evb::evm;
+using daqx::evb::bu::builder_priority;
 
 namespace {
 

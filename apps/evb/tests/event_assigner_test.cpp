@@ -7,6 +7,7 @@
 #include "evm/event_assigner.hpp"
 
 using namespace daqx::evb;
+using namespace daqx::evb::evm;
 
 TEST_CASE("events are numbered from 1 without gaps, again from 1 in a new run", "[event_assigner]") {
   EventAssigner assigner;

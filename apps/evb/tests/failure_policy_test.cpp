@@ -17,6 +17,7 @@
 
 using namespace daqx;
 using namespace daqx::evb;
+using namespace daqx::evb::evm;
 using std::chrono::milliseconds;
 
 namespace {

@@ -7,6 +7,7 @@
 #include "daqx/evb/protocol.hpp"
 
 using namespace daqx::evb;
+using namespace daqx::evb::bu;
 
 TEST_CASE("a filling BU's priority falls, from 255 with every slot free to 0 with none", "[bu][resources]") {
   constexpr std::uint32_t kSlots = 16;

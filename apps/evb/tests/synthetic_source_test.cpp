@@ -12,6 +12,7 @@
 #include "format/superfragment_check.hpp"
 
 using namespace daqx::evb;
+using namespace daqx::evb::readout;
 
 namespace {
 

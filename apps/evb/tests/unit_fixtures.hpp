@@ -28,7 +28,7 @@ inline void set(ParamSet& params, std::string_view name, const std::string& valu
 }
 
 inline ParamSet bu_params(Tid evm, const std::vector<Tid>& rus, std::uint32_t slots) {
-  ParamSet p(BU::parameters());
+  ParamSet p(bu::BU::parameters());
   p.set_resolved("evm", {evm});
   p.set_resolved("rus", rus);
   set(p, "slots", std::to_string(slots));
@@ -38,7 +38,7 @@ inline ParamSet bu_params(Tid evm, const std::vector<Tid>& rus, std::uint32_t sl
 // Batches of a fixed count; the trigger fragment small (its blocks are counted, not the point).
 inline ParamSet evm_params(const std::vector<Tid>& bus, const std::vector<Tid>& rus, std::uint32_t events_per_request,
                            std::uint64_t max_events) {
-  ParamSet p(EvM::parameters());
+  ParamSet p(evm::EvM::parameters());
   p.set_resolved("bus", bus);
   p.set_resolved("rus", rus);
   set(p, "eventsPerRequest", std::to_string(events_per_request));

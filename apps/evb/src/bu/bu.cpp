@@ -1,4 +1,4 @@
-// evb::BU, the application: configure, enable, stop and halt, the ticker, and what it publishes. Its work is
+// evb::bu::BU, the application: configure, enable, stop and halt, the ticker, and what it publishes. Its work is
 // in the files named for each role (bu.hpp).
 #include "bu/bu.hpp"
 
@@ -9,7 +9,7 @@
 
 #include "daqx/apps/text.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::bu {
 using apps::concatenate;
 using apps::to_text;
 
@@ -180,4 +180,4 @@ void BU::report(MetricSink& sink) const {
   sink.gauge("pool_blocks_used", static_cast<double>(pool.blocks_used()), "blocks of this unit's pool in use");
 }
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::bu

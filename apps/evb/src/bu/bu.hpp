@@ -1,4 +1,4 @@
-// evb::BU, a builder unit: offers its free resource slots to the EvM, assembles each event by holding
+// evb::bu::BU, a builder unit: offers its free resource slots to the EvM, assembles each event by holding
 // references into the blocks the EvM and the RUs send (no copy), checks that every contributor gave exactly
 // one super-fragment with the right event id, size and CRC, passes built events to its output (discard,
 // files, or a consumer in the same executive), then gives the slot back. A slow output first throttles (fewer
@@ -24,7 +24,7 @@
 #include "common/dispatch.hpp"
 #include "common/outbox.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::bu {
 
 class BU final : public Application {
  public:
@@ -77,4 +77,4 @@ class BU final : public Application {
   apps::RateMeter rate_;
 };
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::bu

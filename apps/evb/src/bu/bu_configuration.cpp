@@ -6,7 +6,7 @@
 #include "daqx/apps/text.hpp"
 #include "common/dispatch.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::bu {
 using apps::checked_by;
 using apps::choice_param;
 using apps::concatenate;
@@ -78,4 +78,4 @@ BuConfiguration read_bu_configuration(const ParamSet& p) {
   return c;
 }
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::bu

@@ -10,7 +10,7 @@
 #include "daqx/evb/protocol.hpp"
 #include "files/event_file_writer.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::bu {
 
 enum class OutputKind { discard, file, consumer };
 
@@ -36,4 +36,4 @@ std::vector<ParamSpec> bu_parameters();
 // whether the output can be reached (directory, consumer) is for the BU to check.
 BuConfiguration read_bu_configuration(const ParamSet& p);
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::bu

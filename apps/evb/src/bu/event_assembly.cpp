@@ -1,4 +1,4 @@
-// evb::EventAssembly (event_assembly.hpp): contributions to events, and the checks; and the BU's side of a
+// evb::bu::EventAssembly (event_assembly.hpp): contributions to events, and the checks; and the BU's side of a
 // fragments frame (who sent it, whether it decodes at all).
 #include "bu/event_assembly.hpp"
 
@@ -7,7 +7,7 @@
 #include "daqx/apps/text.hpp"
 #include "format/superfragment_check.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::bu {
 using apps::concatenate;
 using apps::to_text;
 
@@ -191,4 +191,4 @@ void BU::on_fragments(Frame&& frame) {
   assembly_.take_block(contributor, std::move(frame));
 }
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::bu

@@ -1,4 +1,4 @@
-// evb::EventAssembly, the event builder proper: pieces of super-fragments taken from the blocks the EvM and the
+// evb::bu::EventAssembly, the event builder proper: pieces of super-fragments taken from the blocks the EvM and the
 // RUs send (held, not copied), events built once every contributor that is not down gave its super-fragment
 // (incomplete when an RU is down), each checked and timed; with the counts of what it received and built.
 // Each event counts the super-fragments it still awaits, so an arriving one costs the same whatever the number
@@ -18,7 +18,7 @@
 #include "daqx/evb/protocol.hpp"
 #include "common/dispatch.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::bu {
 
 class EventAssembly {
  public:
@@ -82,4 +82,4 @@ class EventAssembly {
   std::atomic<double> latency_p99_us_{0};
 };
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::bu

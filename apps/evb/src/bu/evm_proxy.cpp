@@ -1,4 +1,4 @@
-// evb::EvmProxy (evm_proxy.hpp): the requests to the EvM and the run and generation they are for; and the
+// evb::bu::EvmProxy (evm_proxy.hpp): the requests to the EvM and the run and generation they are for; and the
 // BU's handling of what the EvM says (runs, resets, RUs down, the end and failure of a run), which acts on
 // the BU's slots and tells the proxy.
 #include "bu/evm_proxy.hpp"
@@ -8,7 +8,7 @@
 #include "bu/bu.hpp"
 #include "daqx/apps/text.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::bu {
 using apps::concatenate;
 
 void EvmProxy::start(std::uint64_t incarnation) {
@@ -51,7 +51,7 @@ void EvmProxy::request(bool heartbeat) {
     if (s.state == BuilderSlot::State::output) ++in_output;
   }
   const auto total = static_cast<std::uint32_t>(slots_.size());
-  const SlotLimit limit = evb::slot_limit(config_, total, in_output, batch_bytes_);
+  const SlotLimit limit = bu::slot_limit(config_, total, in_output, batch_bytes_);
   put(output_state_, limit.output_state);
   put(slot_limit_, limit.slots);
   Request r;
@@ -157,4 +157,4 @@ void BU::finish_slot(std::uint32_t index, std::uint32_t run, std::uint32_t gener
   if (running_) evm_.schedule_request();
 }
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::bu

@@ -1,4 +1,4 @@
-// evb::EvmProxy, the BU's side of the messaging with the EvM: the run and generation it last heard, the
+// evb::bu::EvmProxy, the BU's side of the messaging with the EvM: the run and generation it last heard, the
 // requests that offer free slots (credits, priority) and give finished batches back, the discards waiting for
 // the next request, and the EvM-loss policy (common/evm_loss_policy) that fails the BU when the EvM falls
 // silent. The slots themselves stay the BU's: the proxy reads their state to offer them and marks the ones it
@@ -18,7 +18,7 @@
 #include "common/dispatch.hpp"
 #include "common/outbox.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::bu {
 
 class EvmProxy {
  public:
@@ -90,4 +90,4 @@ class EvmProxy {
   Counter run_published_{0};
 };
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::bu

@@ -1,4 +1,4 @@
-// evb::EventOutput (output.hpp): discard, consumer, or the file output worker; and the BU's hand-over of a
+// evb::bu::EventOutput (output.hpp): discard, consumer, or the file output worker; and the BU's hand-over of a
 // built slot to it.
 #include "bu/output.hpp"
 
@@ -7,7 +7,7 @@
 #include "bu/bu.hpp"
 #include "daqx/apps/text.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::bu {
 using apps::concatenate;
 using apps::to_text;
 
@@ -193,4 +193,4 @@ void BU::slot_built(std::uint32_t index) {
   evm_.schedule_request();
 }
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::bu

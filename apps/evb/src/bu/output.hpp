@@ -1,4 +1,4 @@
-// evb::EventOutput, where the BU's built events go: discarded, handed to a consumer in the same executive, or
+// evb::bu::EventOutput, where the BU's built events go: discarded, handed to a consumer in the same executive, or
 // written to files by an output worker, which owns a slot from the moment it is queued until it posts the slot
 // back (the dispatch thread does not touch it between). It owns the worker, its queue, the consumer, and the
 // counts of what went to files.
@@ -22,7 +22,7 @@
 #include "daqx/evb/consumer.hpp"
 #include "files/event_file_writer.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::bu {
 
 class EventOutput {
  public:
@@ -79,4 +79,4 @@ class EventOutput {
   std::jthread worker_;  // last: ends before what it uses goes
 };
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::bu

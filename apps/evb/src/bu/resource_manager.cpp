@@ -5,7 +5,7 @@
 
 #include "daqx/evb/protocol.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::bu {
 
 std::uint16_t builder_priority(std::uint32_t total_slots, std::uint32_t slots_in_use) noexcept {
   return static_cast<std::uint16_t>(255u * (total_slots - std::min(total_slots, slots_in_use)) / total_slots);
@@ -35,4 +35,4 @@ std::uint64_t recent_batch_bytes(std::uint64_t previous, std::uint64_t held) noe
   return std::max(held, previous - previous / 64);
 }
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::bu

@@ -12,7 +12,7 @@
 #include "bu/bu_configuration.hpp"
 #include "daqx/mempool/ref.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::bu {
 
 // One contributor's super-fragment of an event, as references into the received blocks (no copy).
 struct Contribution {
@@ -65,4 +65,4 @@ SlotLimit slot_limit(const BuConfiguration& config, std::uint32_t total_slots, s
 // decaying slowly, so one small batch does not open the gates to big ones.
 std::uint64_t recent_batch_bytes(std::uint64_t previous, std::uint64_t held) noexcept;
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::bu

@@ -1,10 +1,10 @@
-// evb::Consumer: a queue between the BU's dispatch thread (which must not block) and a checking worker.
+// evb::consumer::Consumer: a queue between the BU's dispatch thread (which must not block) and a checking worker.
 #include "consumer/consumer_app.hpp"
 
 #include "daqx/apps/text.hpp"
 #include "format/superfragment_check.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::consumer {
 using apps::concatenate;
 using apps::param;
 
@@ -93,4 +93,4 @@ void Consumer::report(MetricSink& sink) const {
   sink.gauge("queued", read(queued_), "events waiting for the worker");
 }
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::consumer

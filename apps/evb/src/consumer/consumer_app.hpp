@@ -1,4 +1,4 @@
-// evb::Consumer, a downstream application for tests and examples: it publishes a consumer that a BU with
+// evb::consumer::Consumer, a downstream application for tests and examples: it publishes a consumer that a BU with
 // output "consumer" hands its built events to, checks them on its own worker thread (optionally slowly, to
 // exercise the BU's throttling) and lets them go.
 #pragma once
@@ -15,7 +15,7 @@
 #include "daqx/api/application.hpp"
 #include "common/dispatch.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::consumer {
 
 class Consumer final : public Application {
  public:
@@ -52,4 +52,4 @@ class Consumer final : public Application {
   Counter queued_{0};
 };
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::consumer

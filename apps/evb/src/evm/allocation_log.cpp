@@ -1,9 +1,9 @@
-// evb::AllocationLog (allocation_log.hpp): letting go of what every RU was told, and a dropped BU's entries.
+// evb::evm::AllocationLog (allocation_log.hpp): letting go of what every RU was told, and a dropped BU's entries.
 #include "evm/allocation_log.hpp"
 
 #include <algorithm>
 
-namespace daqx::evb {
+namespace daqx::evb::evm {
 
 void AllocationLog::release_before(Position oldest) {
   if (oldest <= first_) return;
@@ -31,4 +31,4 @@ AllocationLog::Position AllocationLog::where(Position before_forget) const noexc
   return before_forget - static_cast<Position>(taken_out_before);
 }
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::evm

@@ -1,4 +1,4 @@
-// evb::AllocationLog, the assignments of a run that the RUs are to be told, in the order the EvM made them: one
+// evb::evm::AllocationLog, the assignments of a run that the RUs are to be told, in the order the EvM made them: one
 // log shared by every RU, each RU proxy holding how far it has been told (a position), so an assignment costs one
 // entry whatever the number of RUs; the Allocate frames then go to each RU from its position. Dispatch thread only.
 #pragma once
@@ -10,7 +10,7 @@
 
 #include "daqx/evb/protocol.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::evm {
 
 class AllocationLog {
  public:
@@ -44,4 +44,4 @@ class AllocationLog {
   std::vector<Position> forgotten_;  // positions taken out by the last forget_bu, ascending
 };
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::evm

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace daqx::evb {
+namespace daqx::evb::evm {
 
 void BatchSizer::start(const BatchSizing& sizing, std::size_t contributors) {
   sizing_ = sizing;
@@ -83,4 +83,4 @@ void BatchSizer::resize() {
     events_ = static_cast<std::uint32_t>(wanted);
 }
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::evm

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace daqx::evb {
+namespace daqx::evb::evm {
 
 struct BatchSizing {
   std::uint32_t fixed_events = 0;        // eventsPerRequest; 0: sized in bytes
@@ -56,4 +56,4 @@ class BatchSizer {
   std::uint32_t events_ = 8;
 };
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::evm

@@ -6,7 +6,7 @@
 #include "daqx/apps/text.hpp"
 #include "common/dispatch.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::evm {
 using apps::concatenate;
 using apps::to_text;
 
@@ -63,4 +63,4 @@ std::string BuDropPolicy::out_of_run(const std::vector<BuProxy>& bus) {
   return listed;
 }
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::evm

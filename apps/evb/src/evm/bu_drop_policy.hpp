@@ -11,7 +11,7 @@
 #include "daqx/evb/protocol.hpp"
 #include "evm/bu_proxy.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::evm {
 
 class BuDropPolicy {
  public:
@@ -47,4 +47,4 @@ class BuDropPolicy {
   double bu_timeout_;  // s
 };
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::evm

@@ -1,4 +1,4 @@
-// evb::BuProxy: one builder unit's record and the EvM's messaging to it.
+// evb::evm::BuProxy: one builder unit's record and the EvM's messaging to it.
 #include "evm/bu_proxy.hpp"
 
 #include <algorithm>
@@ -6,7 +6,7 @@
 
 #include "daqx/apps/text.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::evm {
 
 void BuProxy::start_run(std::uint32_t run) {
   state_ = State::unknown;
@@ -98,4 +98,4 @@ void BuProxy::report(MetricSink& sink) const {
              {"running", "throttled", "blocked"}, "this BU's output as it last said: running, throttled, blocked", l);
 }
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::evm

@@ -15,7 +15,7 @@
 #include "common/dispatch.hpp"
 #include "evm/unit_link.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::evm {
 
 class BuProxy {
  public:
@@ -107,4 +107,4 @@ class BuProxy {
   std::unique_ptr<Counter> published_output_state_ = std::make_unique<Counter>(0);
 };
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::evm

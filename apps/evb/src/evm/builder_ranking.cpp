@@ -1,10 +1,10 @@
-// evb::BuilderRanking (builder_ranking.hpp): the bitmaps per priority level and the search for the next turn.
+// evb::evm::BuilderRanking (builder_ranking.hpp): the bitmaps per priority level and the search for the next turn.
 #include "evm/builder_ranking.hpp"
 
 #include <algorithm>
 #include <bit>
 
-namespace daqx::evb {
+namespace daqx::evb::evm {
 namespace {
 constexpr std::size_t kBits = 64;
 }
@@ -82,4 +82,4 @@ std::optional<std::size_t> BuilderRanking::choose() {
   return chosen;
 }
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::evm

@@ -1,4 +1,4 @@
-// evb::BuilderRanking, which BU gets the next batch: among the BUs holding credits, the highest priority first,
+// evb::evm::BuilderRanking, which BU gets the next batch: among the BUs holding credits, the highest priority first,
 // and among equals the turn goes round from the one after the last chosen. Kept up to date as each BU changes
 // (rank()), so choosing costs the same whatever the number of BUs: a set of BUs per priority level, each a
 // two-level bitmap (find the next member from a position in a few word operations). Pure (no messaging).
@@ -10,7 +10,7 @@
 #include <optional>
 #include <vector>
 
-namespace daqx::evb {
+namespace daqx::evb::evm {
 
 class BuilderRanking {
  public:
@@ -51,4 +51,4 @@ class BuilderRanking {
   std::vector<std::int32_t> level_of_;                  // by builder: its level, or -1 when not ranked
 };
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::evm

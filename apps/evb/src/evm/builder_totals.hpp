@@ -1,4 +1,4 @@
-// evb::BuilderTotals, the EvM's sums over its BUs (credits waiting, events in flight, BUs taking part, BUs
+// evb::evm::BuilderTotals, the EvM's sums over its BUs (credits waiting, events in flight, BUs taking part, BUs
 // dropped this run, BUs out of the run now), kept as each BU changes instead of summed over all of them for every request: the EvM
 // notes a BU after anything it does to it, and the totals follow the difference. Dispatch thread only.
 #pragma once
@@ -9,7 +9,7 @@
 
 #include "evm/bu_proxy.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::evm {
 
 class BuilderTotals {
  public:
@@ -55,4 +55,4 @@ class BuilderTotals {
   std::size_t out_ = 0;
 };
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::evm

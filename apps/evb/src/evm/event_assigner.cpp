@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-namespace daqx::evb {
+namespace daqx::evb::evm {
 
 void EventAssigner::start_run() {
   next_event_ = 1;
@@ -26,4 +26,4 @@ std::uint64_t EventAssigner::take(std::uint32_t count) {
   return first;
 }
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::evm

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-namespace daqx::evb {
+namespace daqx::evb::evm {
 
 class EventAssigner {
  public:
@@ -29,4 +29,4 @@ class EventAssigner {
   std::uint64_t next_event_ = 1;
 };
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::evm

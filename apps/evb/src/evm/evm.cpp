@@ -1,4 +1,4 @@
-// evb::EvM: assignment, liveness and draining, all on the dispatch thread (see dispatch.hpp).
+// evb::evm::EvM: assignment, liveness and draining, all on the dispatch thread (see dispatch.hpp).
 #include "evm/evm.hpp"
 
 #include <algorithm>
@@ -6,7 +6,7 @@
 
 #include "daqx/apps/text.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::evm {
 using apps::concatenate;
 using apps::to_text;
 
@@ -39,7 +39,7 @@ void EvM::configure() {
     bu_allowance_ = bu_allowance;
     ru_allowance_ = ru_allowance;
     bu_drop_policy_ = BuDropPolicy(config_.bu_timeout);
-    trigger_source_ = SyntheticSource(config_.trigger, context().tid());
+    trigger_source_ = readout::SyntheticSource(config_.trigger, context().tid());
     trigger_sender_.configure(trigger_source_, config_.block_size);
     bus_.clear();
     for (Tid t : config_.bus) bus_.emplace_back(t, context(), outbox_);
@@ -324,9 +324,9 @@ void EvM::flush_allocations() {
 
 void EvM::pump_fragments() {
   if (!running_) return;
-  const FragmentSender::Progress progress = trigger_sender_.pump();
+  const readout::FragmentSender::Progress progress = trigger_sender_.pump();
   put(trigger_bytes_, trigger_sender_.bytes_sent());
-  if (progress == FragmentSender::Progress::more && !pump_posted_) {
+  if (progress == readout::FragmentSender::Progress::more && !pump_posted_) {
     pump_posted_ = true;
     context().post_task([this] {
       pump_posted_ = false;
@@ -487,4 +487,4 @@ void EvM::report(MetricSink& sink) const {
   for (const RuProxy& ru : rus_) ru.report(sink);
 }
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::evm

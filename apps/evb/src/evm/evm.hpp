@@ -1,4 +1,4 @@
-// evb::EvM, the event manager: numbers events (as fast as the builders ask, or at a trigger rate), gives
+// evb::evm::EvM, the event manager: numbers events (as fast as the builders ask, or at a trigger rate), gives
 // batches of them to the BUs' free slots, highest priority first, round-robin among equals, tells every RU
 // which BU gets which events, and contributes the trigger fragment itself (it is also a readout unit).
 // It watches BUs and RUs: a silent BU is dropped and its events counted lost; a silent RU fails the run or,
@@ -34,7 +34,7 @@
 #include "readout/synthetic_source.hpp"
 #include "common/outbox.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::evm {
 
 class EvM final : public Application {
  public:
@@ -80,8 +80,8 @@ class EvM final : public Application {
 
   EvmConfiguration config_;
   Outbox outbox_;
-  SyntheticSource trigger_source_;  // the trigger fragment's data; read by trigger_sender_
-  FragmentSender trigger_sender_;
+  readout::SyntheticSource trigger_source_;  // the trigger fragment's data; read by trigger_sender_
+  readout::FragmentSender trigger_sender_;
   Ticker ticker_;
   std::uint32_t runs_ = 0;  // enables so far; the run number
 
@@ -137,4 +137,4 @@ class EvM final : public Application {
   apps::RateMeter event_rate_;
 };
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::evm

@@ -6,7 +6,7 @@
 
 #include "daqx/apps/text.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::evm {
 using apps::checked_by;
 using apps::choice_param;
 using apps::concatenate;
@@ -95,4 +95,4 @@ EvmConfiguration read_evm_configuration(const ParamSet& p, Tid self) {
   return c;
 }
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::evm

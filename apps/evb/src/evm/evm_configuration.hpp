@@ -9,7 +9,7 @@
 #include "evm/ru_failure_policy.hpp"
 #include "format/fragment_format.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::evm {
 
 struct EvmConfiguration {
   std::vector<Tid> bus;                 // builder units, from the "bus" selector
@@ -36,4 +36,4 @@ std::vector<ParamSpec> evm_parameters();
 // The configuration the parameters give; `self` seeds the trigger fragment's pattern. Throws on a bad value.
 EvmConfiguration read_evm_configuration(const ParamSet& p, Tid self);
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::evm

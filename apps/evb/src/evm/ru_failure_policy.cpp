@@ -6,7 +6,7 @@
 #include "daqx/apps/text.hpp"
 #include "common/dispatch.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::evm {
 namespace {
 constexpr double kStartGrace = 10;  // s an RU may take to report after the run starts, on top of ruTimeout
 }
@@ -35,4 +35,4 @@ RuDownVerdict ru_down_verdict(RuFailurePolicy policy, const RuProxy& ru, const s
   return verdict;
 }
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::evm

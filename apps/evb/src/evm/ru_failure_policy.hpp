@@ -8,7 +8,7 @@
 #include "common/dispatch.hpp"
 #include "evm/ru_proxy.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::evm {
 
 enum class RuFailurePolicy { fail, incomplete };
 
@@ -29,4 +29,4 @@ struct RuDownVerdict {
 };
 RuDownVerdict ru_down_verdict(RuFailurePolicy policy, const RuProxy& ru, const std::string& why);
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::evm

@@ -1,11 +1,11 @@
-// evb::RuProxy: one readout unit's record and the EvM's messaging to it.
+// evb::evm::RuProxy: one readout unit's record and the EvM's messaging to it.
 #include "evm/ru_proxy.hpp"
 
 #include <algorithm>
 
 #include "daqx/apps/text.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::evm {
 
 void RuProxy::start_run() {
   state_ = State::unknown;
@@ -42,4 +42,4 @@ void RuProxy::report(MetricSink& sink) const {
              "this RU as the EvM sees it: not yet heard, taking part, down", {{"ru", apps::to_text(std::uint64_t{tid()})}});
 }
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::evm

@@ -14,7 +14,7 @@
 #include "evm/allocation_log.hpp"
 #include "evm/unit_link.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::evm {
 
 class RuProxy {
  public:
@@ -66,4 +66,4 @@ class RuProxy {
   std::unique_ptr<Counter> published_state_ = std::make_unique<Counter>(0);  // 0 unknown, 1 alive, 2 down
 };
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::evm

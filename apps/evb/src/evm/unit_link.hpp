@@ -8,7 +8,7 @@
 #include "common/dispatch.hpp"
 #include "common/outbox.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::evm {
 
 class UnitLink {
  public:
@@ -34,4 +34,4 @@ class UnitLink {
   Outbox* outbox_;               // the EvM's
 };
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::evm

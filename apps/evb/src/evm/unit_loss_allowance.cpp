@@ -6,7 +6,7 @@
 
 #include "daqx/apps/text.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::evm {
 using apps::concatenate;
 using apps::to_text;
 
@@ -38,4 +38,4 @@ UnitLossAllowance read_unit_loss_allowance(const ApplicationContext& context, co
   return allowance;
 }
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::evm

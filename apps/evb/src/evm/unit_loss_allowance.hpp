@@ -11,7 +11,7 @@
 
 #include "daqx/api/application.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::evm {
 
 class UnitLossAllowance {
  public:
@@ -38,4 +38,4 @@ class UnitLossAllowance {
 UnitLossAllowance read_unit_loss_allowance(const ApplicationContext& context, const std::vector<Tid>& tids,
                                            const std::string& parameter);
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::evm

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <memory>
 
-namespace daqx::evb {
+namespace daqx::evb::readout {
 
 // One super-fragment being read out: begin(event), then write() into successive windows until remaining() is 0.
 class SuperFragmentCursor {
@@ -33,4 +33,4 @@ class DataSource {
   virtual std::unique_ptr<SuperFragmentCursor> cursor() const = 0;
 };
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::readout

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <chrono>
 
-namespace daqx::evb {
+namespace daqx::evb::readout {
 
 void FragmentSender::start_run(std::uint32_t run) {
   run_ = run;
@@ -190,4 +190,4 @@ FragmentSender::Progress FragmentSender::pump() {
   }
 }
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::readout

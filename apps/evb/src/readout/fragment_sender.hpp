@@ -18,7 +18,7 @@
 #include "common/outbox.hpp"
 #include "readout/data_source.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::readout {
 
 class FragmentSender {
  public:
@@ -96,4 +96,4 @@ class FragmentSender {
   std::uint64_t send_errors_ = 0;
 };
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::readout

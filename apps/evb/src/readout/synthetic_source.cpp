@@ -3,7 +3,7 @@
 
 #include "format/superfragment_writer.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::readout {
 
 namespace {
 
@@ -29,4 +29,4 @@ std::unique_ptr<SuperFragmentCursor> SyntheticSource::cursor() const {
   return std::make_unique<SyntheticCursor>(shape_, contributor_);
 }
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::readout

@@ -7,7 +7,7 @@
 #include "format/fragment_format.hpp"
 #include "readout/data_source.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::readout {
 
 class SyntheticSource final : public DataSource {
  public:
@@ -23,4 +23,4 @@ class SyntheticSource final : public DataSource {
   std::uint32_t contributor_ = 0;
 };
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::readout

@@ -55,7 +55,7 @@ void BuProxy::schedule_pump() {
 
 void BuProxy::pump() {
   if (!running_) return;
-  if (sender_.pump() == FragmentSender::Progress::more) schedule_pump();
+  if (sender_.pump() == readout::FragmentSender::Progress::more) schedule_pump();
   drop_lost_builders();
   put(counters_.fragments_sent, sender_.fragments_sent());
   put(counters_.bytes_sent, sender_.bytes_sent());

@@ -13,7 +13,6 @@
 #include "common/outbox.hpp"
 #include "ru/ru_configuration.hpp"
 
-// In a namespace of its own: the EvM's view of a BU is evb::BuProxy.
 namespace daqx::evb::ru {
 
 class BuProxy {
@@ -37,7 +36,7 @@ class BuProxy {
   BuProxy(ApplicationContext& context, const RuConfiguration& config, Outbox& outbox, LostBuilder lost_builder);
 
   // Reads super-fragments from source (the RU's, outliving this proxy's sending) in blocks of the configured size.
-  void configure(const DataSource& source) { sender_.configure(source, config_.block_size); }
+  void configure(const readout::DataSource& source) { sender_.configure(source, config_.block_size); }
   // A new run of this RU: nothing queued, counters zeroed, sending allowed.
   void start();
   // Nothing more is sent; whatever was queued is forgotten.
@@ -62,7 +61,7 @@ class BuProxy {
   ApplicationContext& context_;
   const RuConfiguration& config_;
   Outbox& outbox_;
-  FragmentSender sender_;
+  readout::FragmentSender sender_;
   LostBuilder lost_builder_;
   bool running_ = false;
   bool pump_posted_ = false;

@@ -1,7 +1,7 @@
-// evb::RU: allocations in, fragment blocks out, status to the EvM; everything on the dispatch thread.
+// evb::ru::RU: allocations in, fragment blocks out, status to the EvM; everything on the dispatch thread.
 #include "ru/ru.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::ru {
 
 std::vector<ParamSpec> RU::parameters() { return ru_parameters(); }
 
@@ -11,7 +11,7 @@ RU::RU(ApplicationContext& context)
       builders_(context, config_, outbox_,
                 [this](Tid bu, std::uint32_t generation) { evm_.report_lost_builder(bu, generation); }),
       evm_(context, config_, outbox_, builders_,
-           ru::EvmProxy::Unit{[this] { return builders_.running(); }, [this] { end_run(); }}) {
+           EvmProxy::Unit{[this] { return builders_.running(); }, [this] { end_run(); }}) {
   context.on_send_ready([this] {
     outbox_.flush();
     builders_.pump();
@@ -25,7 +25,7 @@ void RU::configure() {
   const RuConfiguration c = read_ru_configuration(context().params(), context().tid());
   run_on_dispatch(context(), [this, c] {
     config_ = c;
-    source_ = SyntheticSource(config_.shape, context().tid());
+    source_ = readout::SyntheticSource(config_.shape, context().tid());
     builders_.configure(source_);
   });
 }
@@ -64,8 +64,8 @@ void RU::tick() {
 
 void RU::report(MetricSink& sink) const {
   const apps::Rates rates = rate_.read(Clock::now());
-  const ru::EvmProxy::Counters& evm = evm_.counters();
-  const ru::BuProxy::Counters& bu = builders_.counters();
+  const EvmProxy::Counters& evm = evm_.counters();
+  const BuProxy::Counters& bu = builders_.counters();
   sink.counter("fragments_sent", read(bu.fragments_sent), "super-fragments sent (one per event)");
   sink.counter("bytes_sent", read(bu.bytes_sent), "super-fragment bytes sent");
   sink.counter("blocks_sent", read(bu.blocks_sent), "fragment blocks sent");
@@ -94,4 +94,4 @@ void RU::report(MetricSink& sink) const {
   sink.gauge("pool_reserved_bytes", static_cast<double>(pool.bytes_reserved), "bytes this unit's pool holds");
 }
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::ru

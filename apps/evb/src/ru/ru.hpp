@@ -1,4 +1,4 @@
-// evb::RU, a readout unit: it reads each event's super-fragment from its data source (readout/data_source.hpp; in
+// evb::ru::RU, a readout unit: it reads each event's super-fragment from its data source (readout/data_source.hpp; in
 // test mode, the only one today, SyntheticSource: sizes fixed or log-normal, a pattern and a CRC per source
 // fragment) and sends it to the BU the EvM names, in blocks
 // filled straight from its pool. It reports to the EvM every heartbeatInterval and fails the run's part it
@@ -19,7 +19,7 @@
 #include "ru/ru_configuration.hpp"
 #include "readout/synthetic_source.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::ru {
 
 class RU final : public Application {
  public:
@@ -38,12 +38,12 @@ class RU final : public Application {
   void end_run();
 
   RuConfiguration config_;
-  SyntheticSource source_;  // the data source; declared before the proxy that reads it
+  readout::SyntheticSource source_;  // the data source; declared before the proxy that reads it
   Outbox outbox_;  // to the EvM and the BUs alike
-  ru::BuProxy builders_;
-  ru::EvmProxy evm_;
+  BuProxy builders_;
+  EvmProxy evm_;
   Ticker ticker_;
   apps::RateMeter rate_;
 };
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::ru

@@ -7,7 +7,7 @@
 #include "daqx/apps/text.hpp"
 #include "common/dispatch.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::ru {
 using apps::checked_by;
 using apps::concatenate;
 using apps::param;
@@ -71,4 +71,4 @@ RuConfiguration read_ru_configuration(const ParamSet& p, Tid self) {
   return c;
 }
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::ru

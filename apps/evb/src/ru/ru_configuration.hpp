@@ -7,7 +7,7 @@
 #include "daqx/api/application.hpp"
 #include "format/fragment_format.hpp"
 
-namespace daqx::evb {
+namespace daqx::evb::ru {
 
 struct RuConfiguration {
   Tid evm = kNoTid;                 // from the "evm" selector
@@ -23,4 +23,4 @@ std::vector<ParamSpec> ru_parameters();
 // The configuration the parameters give; `self` seeds the synthetic data. Throws on a shape the protocol cannot carry.
 RuConfiguration read_ru_configuration(const ParamSet& p, Tid self);
 
-}  // namespace daqx::evb
+}  // namespace daqx::evb::ru
