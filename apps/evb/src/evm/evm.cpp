@@ -12,15 +12,15 @@ using apps::to_text;
 
 std::vector<ParamSpec> EvM::parameters() { return evm_parameters(); }
 
-EvM::EvM(ApplicationContext& context) : Application(context), outbox_(context), trigger_sender_(context, outbox_) {
+EvM::EvM(ApplicationContext& context) : Application(context), outbox_(context), trigger_pump_(context, outbox_) {
   context.bind(function::request, [this](Frame&& f) { on_request(std::move(f)); });
   context.bind(function::ru_status, [this](Frame&& f) { on_ru_status(std::move(f)); });
   context.bind(function::control, [this](Frame&& f) { on_unit_report(std::move(f)); });
   context.on_send_ready([this] {
     outbox_.flush();
-    pump_fragments();
+    trigger_pump_.pump();
   });
-  context.on_pool_available([this] { pump_fragments(); });
+  context.on_pool_available([this] { trigger_pump_.pump(); });
 }
 
 EvM::~EvM() { ticker_.stop(); }
@@ -40,7 +40,7 @@ void EvM::configure() {
     ru_allowance_ = ru_allowance;
     bu_drop_policy_ = BuDropPolicy(config_.bu_timeout);
     trigger_source_ = readout::SyntheticSource(config_.trigger, context().tid());
-    trigger_sender_.configure(trigger_source_, config_.block_size);
+    trigger_pump_.configure(trigger_source_, config_.block_size);
     bus_.clear();
     for (Tid t : config_.bus) bus_.emplace_back(t, context(), outbox_);
     rus_.clear();
@@ -71,7 +71,8 @@ void EvM::start_run(std::uint32_t run) {
   put(events_per_request_, batch_sizer_.events_per_batch());
   outbox_.clear();
   unsent_controls_.clear();
-  trigger_sender_.start_run(run);
+  trigger_pump_.start();
+  trigger_pump_.start_run(run);
   allocations_.clear();
   ranking_.reset(bus_.size());
   bu_totals_.start(bus_.size());
@@ -88,7 +89,7 @@ void EvM::start_run(std::uint32_t run) {
   rus_down_.clear();
   for (Counter* c : {&events_assigned_, &events_completed_, &events_lost_, &events_incomplete_, &events_corrupt_,
                      &events_in_flight_, &requests_, &stale_requests_, &unexpected_discards_, &bu_drops_,
-                     &bu_readmissions_, &ru_downs_, &trigger_bytes_})
+                     &bu_readmissions_, &ru_downs_})
     put(*c, 0);
   put(drained_, 0);
   event_rate_.start(run_start_, 0, 0);
@@ -114,6 +115,7 @@ void EvM::stop() {
       context().log(LogLevel::warning, concatenate({"stop: drain timed out, ", to_text(abandoned), " events lost"}));
     broadcast(Control{ControlKind::end_of_run, run_, 0, kNoTid, {}});
     running_ = false;
+    trigger_pump_.stop();
     publish();
   });
 }
@@ -124,7 +126,7 @@ void EvM::halt() {
     if (running_) broadcast(Control{ControlKind::end_of_run, run_, 0, kNoTid, {}});
     running_ = false;
     outbox_.clear();
-    trigger_sender_.clear();
+    trigger_pump_.stop();
     publish();
   });
 }
@@ -299,12 +301,12 @@ void EvM::assign() {
     note(*bu);
     bump(events_assigned_, count);
     allocations_.add(a);  // every RU is told it at the flush
-    trigger_sender_.add(a);
+    trigger_pump_.add(a);
     assigned = true;
   }
   if (assigned) {
     flush_allocations();
-    pump_fragments();
+    trigger_pump_.pump();
   }
   handle_failed_sends();
 }
@@ -320,19 +322,6 @@ void EvM::flush_allocations() {
     if (ru.state() == RuProxy::State::alive) oldest = std::min(oldest, ru.told());
   }
   allocations_.release_before(oldest);
-}
-
-void EvM::pump_fragments() {
-  if (!running_) return;
-  const readout::FragmentSender::Progress progress = trigger_sender_.pump();
-  put(trigger_bytes_, trigger_sender_.bytes_sent());
-  if (progress == readout::FragmentSender::Progress::more && !pump_posted_) {
-    pump_posted_ = true;
-    context().post_task([this] {
-      pump_posted_ = false;
-      pump_fragments();
-    });
-  }
 }
 
 // Out of blocks (trigger fragments hold them): a heartbeat can be skipped, news of a unit cannot.
@@ -363,8 +352,7 @@ void EvM::drop_builder(BuProxy& bu, const std::string& why) {
   bump(bu_drops_);
   context().log(LogLevel::warning, BuDropPolicy::drop_message(bu, why, lost));
   // The RUs and the EvM's own sender forget its work; what waits in the outbox for it goes too.
-  trigger_sender_.drop_bu(bu.tid(), bu.generation());
-  outbox_.drop(bu.tid());
+  trigger_pump_.drop(bu.tid(), bu.generation());
   allocations_.forget_bu(bu.tid());
   for (RuProxy& ru : rus_) {
     ru.follow_forget(allocations_);
@@ -431,7 +419,7 @@ void EvM::tick() {
   outbox_.flush();
   assign();
   flush_allocations();
-  pump_fragments();
+  trigger_pump_.pump();
   handle_failed_sends();
   publish();
 }
@@ -480,7 +468,7 @@ void EvM::report(MetricSink& sink) const {
              "1 while every builder unit has been dropped and none taken in again (the status reason says why)");
   sink.gauge("waiting_for_rus", waiting_for_rus_.load() ? 1 : 0, "1 while assignment waits for every RU to report");
   sink.gauge("drained", read(drained_), "1 when stopping and every assigned event is completed or lost");
-  sink.counter("trigger_bytes", read(trigger_bytes_), "trigger fragment bytes sent");
+  sink.counter("trigger_bytes", read(trigger_pump_.counters().bytes_sent), "trigger fragment bytes sent");
   sink.counter("malformed_frames", read(malformed_), "frames that did not decode or came from an unknown unit");
   sink.counter("sends_deferred", static_cast<double>(outbox_.would_blocks()), "sends refused for lack of room, queued and sent later");
   for (const BuProxy& bu : bus_) bu.report(sink);

@@ -30,7 +30,7 @@
 #include "evm/ru_failure_policy.hpp"
 #include "evm/ru_proxy.hpp"
 #include "evm/unit_loss_allowance.hpp"
-#include "readout/fragment_sender.hpp"
+#include "readout/fragment_pump.hpp"
 #include "readout/synthetic_source.hpp"
 #include "common/outbox.hpp"
 
@@ -66,7 +66,6 @@ class EvM final : public Application {
   void send_to(const Unit& unit, const Control& control, bool queue);
   void resend_unsent_controls();
   void broadcast(const Control& control);
-  void pump_fragments();
   void publish();
   BuProxy* find_bu(Tid tid);
   RuProxy* find_ru(Tid tid);
@@ -80,8 +79,8 @@ class EvM final : public Application {
 
   EvmConfiguration config_;
   Outbox outbox_;
-  readout::SyntheticSource trigger_source_;  // the trigger fragment's data; read by trigger_sender_
-  readout::FragmentSender trigger_sender_;
+  readout::SyntheticSource trigger_source_;  // the trigger fragment's data; read by trigger_pump_
+  readout::FragmentPump trigger_pump_;       // the EvM is a readout unit too: its trigger fragments to the BUs
   Ticker ticker_;
   std::uint32_t runs_ = 0;  // enables so far; the run number
 
@@ -98,7 +97,6 @@ class EvM final : public Application {
   UnitLossAllowance ru_allowance_;  // RUs down before the run fails (ruFailurePolicy incomplete)
   EventAssigner assigner_;
   BatchSizer batch_sizer_;
-  bool pump_posted_ = false;
   bool assign_posted_ = false;
   std::vector<BuProxy> bus_;
   std::vector<RuProxy> rus_;
@@ -131,7 +129,6 @@ class EvM final : public Application {
   Counter no_builder_left_{0};  // 1 while every BU of the run has been dropped and none taken in again
   Counter malformed_{0};
   Counter drained_{1};
-  Counter trigger_bytes_{0};
   Counter events_per_request_{0};  // the batch size now (published from the dispatch thread)
   std::atomic<bool> waiting_for_rus_{false};
   apps::RateMeter event_rate_;

@@ -1,9 +1,9 @@
-// An RU's data source: where the super-fragments it sends come from. In a detector this is the read-out (the
-// front-end links of the RU's sources); here it is SyntheticSource (readout/synthetic_source.hpp), which generates
-// CMS-style fragments that the BUs can check. The RU's BU proxy (ru/bu_proxy.hpp, through FragmentSender) asks
-// the source for each event's super-fragment and streams it straight into the blocks it sends, one cursor per
-// BU, so a super-fragment is never copied and may span blocks. The EvM is a readout unit too for its trigger
-// fragment, and uses a SyntheticSource of the trigger's shape.
+// A readout unit's data source: where the super-fragments it sends come from. In a detector this is the read-out
+// (the front-end links of the RU's sources); here it is SyntheticSource (readout/synthetic_source.hpp), which
+// generates CMS-style fragments that the BUs can check. The FragmentSender (readout/fragment_sender.hpp, pumped
+// by the RU's BU proxy and by the EvM) asks the source for each event's super-fragment and streams it straight
+// into the blocks it sends, one cursor per BU, so a super-fragment is never copied and may span blocks. The EvM
+// is a readout unit too for its trigger fragment, and uses a SyntheticSource of the trigger's shape.
 #pragma once
 
 #include <cstddef>

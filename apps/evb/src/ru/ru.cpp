@@ -65,7 +65,7 @@ void RU::tick() {
 void RU::report(MetricSink& sink) const {
   const apps::Rates rates = rate_.read(Clock::now());
   const EvmProxy::Counters& evm = evm_.counters();
-  const BuProxy::Counters& bu = builders_.counters();
+  const readout::FragmentPump::Counters& bu = builders_.sending();
   sink.counter("fragments_sent", read(bu.fragments_sent), "super-fragments sent (one per event)");
   sink.counter("bytes_sent", read(bu.bytes_sent), "super-fragment bytes sent");
   sink.counter("blocks_sent", read(bu.blocks_sent), "fragment blocks sent");
@@ -76,7 +76,7 @@ void RU::report(MetricSink& sink) const {
   sink.counter("allocations", read(evm.allocations), "allocate messages received from the EvM");
   sink.counter("events_dropped", read(bu.events_dropped), "events not sent because their BU was dropped");
   sink.counter("bu_downs", read(evm.bu_downs), "builder units the EvM dropped");
-  sink.counter("lost_connections", read(bu.lost_connections), "sends to a BU that failed (connection lost), reported to the EvM");
+  sink.counter("lost_connections", read(builders_.lost_connections()), "sends to a BU that failed (connection lost), reported to the EvM");
   sink.counter("stale_frames", read(evm.stale_frames), "allocations of another run, ignored");
   sink.counter("malformed_frames", read(evm.malformed), "frames that did not decode or came from another than the EvM");
   sink.counter("pool_waits", read(bu.pool_waits), "times sending paused for free pool blocks (back-pressure)");

@@ -1,0 +1,75 @@
+// The sending side of a readout unit's proxy of the BUs, shared by the RU and the EvM (for its trigger
+// fragment): a FragmentSender pumped in bounded rounds on the dispatch thread, the rest posted as a task, the
+// work of a dropped BU forgotten, and what it sent published for report(). Dispatch thread only.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <utility>
+
+#include "common/dispatch.hpp"
+#include "common/outbox.hpp"
+#include "daqx/api/application.hpp"
+#include "daqx/evb/protocol.hpp"
+#include "readout/data_source.hpp"
+#include "readout/fragment_sender.hpp"
+
+namespace daqx::evb::readout {
+
+class FragmentPump {
+ public:
+  // Told after every round of sending, before the counters are published: the unit looks at the sends that
+  // failed (the RU reports a BU whose connection was lost).
+  using AfterRound = std::function<void()>;
+  // Published; read by the unit's report().
+  struct Counters {
+    Counter fragments_sent{0};
+    Counter bytes_sent{0};
+    Counter blocks_sent{0};
+    Counter events_queued{0};
+    Counter frames_waiting{0};
+    Counter events_dropped{0};
+    Counter pool_waits{0};
+    Counter would_blocks{0};
+    Counter send_errors{0};
+  };
+
+  // outbox: the unit's, through which the blocks go (and what else the unit sends).
+  FragmentPump(ApplicationContext& context, Outbox& outbox, AfterRound after_round = {})
+      : context_(context), outbox_(outbox), sender_(context, outbox), after_round_(std::move(after_round)) {}
+
+  // Reads super-fragments from source (the unit's, outliving the sending) in blocks of block_size bytes.
+  void configure(const DataSource& source, std::size_t block_size) { sender_.configure(source, block_size); }
+  // Enable: sending allowed, nothing queued, counters zeroed.
+  void start();
+  // Nothing more is sent; whatever was queued is forgotten.
+  void stop();
+  bool running() const noexcept { return running_; }
+  // The EvM started run `run`: whatever was queued belongs to the old one.
+  void start_run(std::uint32_t run) { sender_.start_run(run); }
+
+  void add(const Assignment& assignment) { sender_.add(assignment); }
+  // bu was dropped: its work of generations below `generation`, and what waits in the outbox for it, goes.
+  void drop(Tid bu, std::uint32_t generation);
+  // The newest generation of bu that work was queued for (0: none).
+  std::uint32_t generation_of(Tid bu) const noexcept { return sender_.generation_of(bu); }
+  // One bounded round of sending (FragmentSender::pump); the rest is posted as a task.
+  void pump();
+
+  std::uint64_t fragments_sent() const noexcept { return sender_.fragments_sent(); }
+  std::uint64_t bytes_sent() const noexcept { return sender_.bytes_sent(); }
+  const Counters& counters() const noexcept { return counters_; }
+
+ private:
+  void schedule_pump();
+
+  ApplicationContext& context_;
+  Outbox& outbox_;
+  FragmentSender sender_;
+  AfterRound after_round_;
+  bool running_ = false;
+  bool pump_posted_ = false;
+  Counters counters_;
+};
+
+}  // namespace daqx::evb::readout
