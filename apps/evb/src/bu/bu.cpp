@@ -1,4 +1,5 @@
-// evb::bu::BU, the application: configure, enable, stop and halt, the ticker, and what it publishes. Its work is
+// evb::bu::BU, the application: configure, enable, stop and halt, the ticker, what it publishes, and what it does
+// with the EvM's news, the fragments it receives and the slots built and output; the parts it hands them to are
 // in the files named for each role (bu.hpp).
 #include "bu/bu.hpp"
 
@@ -16,12 +17,12 @@ using apps::to_text;
 std::vector<ParamSpec> BU::parameters() { return bu_parameters(); }
 
 BU::BU(ApplicationContext& context) : Application(context), outbox_(context),
-      evm_(config_, outbox_, context, slots_, running_, batch_bytes_),
+      evm_(config_, outbox_, context, slots_),
       output_(
           config_, context, slots_, contributors_,
           [this](std::uint32_t index, std::uint32_t run, std::uint32_t generation) { finish_slot(index, run, generation); },
           [this](const std::string& reason) {
-            running_ = false;
+            slots_.stop();
             this->context().fail(reason);
           }),
       assembly_(config_, context, slots_, contributors_, evm_, [this](std::uint32_t index) { slot_built(index); }) {
@@ -54,19 +55,18 @@ void BU::configure() {
     contributors_.push_back(config_.evm);
     contributors_.insert(contributors_.end(), config_.rus.begin(), config_.rus.end());
     contributor_index_ = TidIndex(contributors_);
-    slots_.clear();
-    slots_.resize(config_.slots);
+    slots_.configure(config_.slots);
   });
 }
 
 void BU::enable() {
   run_on_dispatch(context(), [this] {
-    running_ = true;
+    slots_.start();
     evm_.start(new_incarnation());
     abandon_slots();
     assembly_.start();
-    for (BuilderSlot& slot : slots_) slot.finished_first = 0;
-    batch_bytes_ = 0;
+    slots_.new_run();
+    slots_.forget_batch_size();
     put(events_abandoned_, 0);
     output_.reset_counts();
     rate_.start(Clock::now(), 0, 0);
@@ -85,7 +85,7 @@ void BU::stop() {
   ticker_.stop();
   output_.stop();
   run_on_dispatch(context(), [this] {
-    running_ = false;
+    slots_.stop();
     abandon_slots();
     outbox_.clear();
     publish();
@@ -99,7 +99,7 @@ void BU::halt() {
   output_.stop();
   output_.clear_failure();  // logged; halt is how a Failed unit recovers, it does not fail again
   run_on_dispatch(context(), [this] {
-    running_ = false;
+    slots_.stop();
     abandon_slots();
     outbox_.clear();
     publish();
@@ -107,10 +107,10 @@ void BU::halt() {
 }
 
 void BU::tick() {
-  if (!running_) return;
+  if (!slots_.running()) return;
   const Clock::time_point now = Clock::now();
   if (std::optional<std::string> reason = evm_.check_loss(now)) {
-    running_ = false;
+    slots_.stop();
     abandon_slots();
     context().fail(*reason);
     return;
@@ -121,18 +121,12 @@ void BU::tick() {
 }
 
 void BU::publish() {
-  std::uint64_t offered = 0, building = 0, in_output = 0, blocks = 0;
-  for (const BuilderSlot& s : slots_) {
-    if (s.state == BuilderSlot::State::offered) ++offered;
-    if (s.state == BuilderSlot::State::building) ++building;
-    if (s.state == BuilderSlot::State::output) ++in_output;
-    if (s.state != BuilderSlot::State::output) blocks += s.blocks.size();
-  }
-  put(slots_offered_, offered);
-  put(slots_building_, building);
-  put(slots_in_output_, in_output);
-  put(blocks_held_, blocks);
-  batch_bytes_published_.store(batch_bytes_, std::memory_order_relaxed);
+  const SlotTable::Occupancy occupancy = slots_.occupancy();
+  put(slots_offered_, occupancy.offered);
+  put(slots_building_, occupancy.building);
+  put(slots_in_output_, occupancy.in_output);
+  put(blocks_held_, occupancy.blocks_held);
+  batch_bytes_published_.store(slots_.batch_bytes(), std::memory_order_relaxed);
   const Clock::time_point now = Clock::now();
   const EventAssembly::Counts& counts = assembly_.counts();
   rate_.update(now, counts.events_built.load(std::memory_order_relaxed),
@@ -178,6 +172,95 @@ void BU::report(MetricSink& sink) const {
   sink.gauge("run", read(evm_.run_published()), "the EvM's run number as last heard");
   const mem::PoolStats pool = context().pool().stats();
   sink.gauge("pool_blocks_used", static_cast<double>(pool.blocks_used()), "blocks of this unit's pool in use");
+}
+
+// Everything held is let go: slots being offered or built (their events are counted abandoned; the EvM counts
+// them lost when it dropped us, or they belong to a run that is over). Slots with the output stay its own
+// until it gives them back.
+void BU::abandon_slots() {
+  bump(events_abandoned_, slots_.abandon());
+  evm_.drop_discards();
+}
+
+void BU::new_run(std::uint32_t run) {
+  abandon_slots();
+  assembly_.new_run();
+  slots_.new_run();
+  evm_.new_run(run);
+}
+
+void BU::on_control(Frame&& frame) {
+  std::optional<Control> c = decode_control(frame.payload(), frame.payload_size_in_head());
+  if (!c || frame.header.initiator != config_.evm) {
+    bump(malformed_);
+    return;
+  }
+  if (!slots_.running()) return;
+  evm_.heard(Clock::now());
+  if (c->run != evm_.run()) {
+    if (c->kind == ControlKind::end_of_run) return;  // the end of an earlier run
+    new_run(c->run);
+    evm_.request(true);  // with no generation yet: the EvM answers with a reset
+  }
+  switch (c->kind) {
+    case ControlKind::heartbeat:
+    case ControlKind::bu_down:
+      break;
+    case ControlKind::reset:
+      // The EvM may repeat a reset while our answer is on its way: the one we already took changes nothing.
+      if (c->generation == evm_.generation()) break;
+      abandon_slots();
+      evm_.take_reset(c->generation);
+      break;
+    case ControlKind::ru_down: {
+      const std::size_t index = contributor_index_.find(c->subject);
+      if (index == TidIndex::npos) break;
+      assembly_.contributor_down(index);  // events that waited only for it are built
+      break;
+    }
+    case ControlKind::end_of_run:
+      evm_.run_ended();
+      break;
+    case ControlKind::run_failed:
+      slots_.stop();
+      abandon_slots();
+      context().fail(concatenate({"the run failed: ", c->text}));
+      break;
+  }
+}
+
+// The output is done with the slot: give its batch back (if it is still ours to give) and offer it again.
+void BU::finish_slot(std::uint32_t index, std::uint32_t run, std::uint32_t generation) {
+  if (!slots_.contains(index)) return;
+  const BuilderSlot& s = slots_.slot(index);
+  if (slots_.running() && run == evm_.run() && generation == evm_.generation() && s.count != 0)
+    evm_.give_back({s.first_event, s.count, index, s.incomplete, s.corrupt});
+  slots_.finish(index, run == evm_.run());
+  if (slots_.running()) evm_.schedule_request();
+}
+
+void BU::on_fragments(Frame&& frame) {
+  if (!slots_.running()) return;
+  const std::size_t contributor = contributor_index_.find(frame.header.initiator);
+  const std::size_t payload = frame.payload_size();
+  if (contributor == TidIndex::npos || payload != frame.payload_size_in_head() || payload < kBlockHeaderBytes) {
+    bump(malformed_);
+    return;
+  }
+  if (contributor == 0) evm_.heard(Clock::now());
+  assembly_.take_block(contributor, std::move(frame));
+}
+
+// Batch sizes are learnt here, from every slot built, whatever the output.
+void BU::slot_built(std::uint32_t index) {
+  slots_.learn_batch_size(index);
+  if (!output_.take(index)) {  // discarded
+    const BuilderSlot& s = slots_.slot(index);
+    finish_slot(index, s.run, s.generation);
+    return;
+  }
+  publish();
+  evm_.schedule_request();
 }
 
 }  // namespace daqx::evb::bu

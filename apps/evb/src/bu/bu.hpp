@@ -2,8 +2,9 @@
 // references into the blocks the EvM and the RUs send (no copy), checks that every contributor gave exactly
 // one super-fragment with the right event id, size and CRC, passes built events to its output (discard,
 // files, or a consumer in the same executive), then gives the slot back. A slow output first throttles (fewer
-// slots offered), then blocks (none). Its parts, by role: bu_configuration, resource_manager (slots, limits,
-// priority), evm_proxy (EvmProxy: messaging with the EvM), event_assembly (EventAssembly), output (EventOutput).
+// slots offered), then blocks (none). Its parts, by role: bu_configuration, resource_manager (slot limits and
+// priority), slot_table (SlotTable: the slots and whether the BU runs, owned here and lent to the parts),
+// evm_proxy (EvmProxy: messaging with the EvM), event_assembly (EventAssembly), output (EventOutput).
 #pragma once
 
 #include <atomic>
@@ -17,6 +18,7 @@
 #include "bu/evm_proxy.hpp"
 #include "bu/output.hpp"
 #include "bu/resource_manager.hpp"
+#include "bu/slot_table.hpp"
 #include "common/tid_index.hpp"
 #include "daqx/api/application.hpp"
 #include "daqx/apps/rate_meter.hpp"
@@ -39,18 +41,18 @@ class BU final : public Application {
   void report(MetricSink& sink) const override;
 
  private:
-  // Dispatch thread. Each group is in the file named for its role.
-  void tick();  // bu.cpp
+  // Dispatch thread.
+  void tick();
   void publish();
 
-  void on_control(Frame&& frame);  // evm_proxy.cpp: what the EvM says, acted on here and told to evm_
+  void on_control(Frame&& frame);  // what the EvM says, acted on here and told to evm_
   void new_run(std::uint32_t run);
   void finish_slot(std::uint32_t index, std::uint32_t run, std::uint32_t generation);
   void abandon_slots();
 
-  void on_fragments(Frame&& frame);  // event_assembly.cpp: who sent it, then handed to assembly_
+  void on_fragments(Frame&& frame);  // who sent it, then handed to assembly_
 
-  void slot_built(std::uint32_t index);  // output.cpp: handed to output_ (discard, consumer, or files)
+  void slot_built(std::uint32_t index);  // handed to output_ (discard, consumer, or files)
 
   BuConfiguration config_;
   Outbox outbox_;
@@ -58,10 +60,8 @@ class BU final : public Application {
   std::vector<Tid> contributors_;  // EvM, then RUs
   TidIndex contributor_index_;     // a contributor's TID -> its position in contributors_
 
-  // Dispatch thread only.
-  bool running_ = false;
-  std::vector<BuilderSlot> slots_;
-  std::uint64_t batch_bytes_ = 0;  // received block bytes of a batch, largest recent; 0: none built yet
+  // Dispatch thread only (the output's worker reads the slots it holds).
+  SlotTable slots_;
   EvmProxy evm_;  // after what it refers to
   EventOutput output_;  // after what it refers to
   EventAssembly assembly_;  // after what it refers to

@@ -1,9 +1,8 @@
-// evb::bu::EventAssembly (event_assembly.hpp): contributions to events, and the checks; and the BU's side of a
-// fragments frame (who sent it, whether it decodes at all).
+// evb::bu::EventAssembly (event_assembly.hpp): contributions to events, and the checks.
 #include "bu/event_assembly.hpp"
 
-#include "bu/bu.hpp"
 #include "daqx/apps/latency.hpp"
+#include "daqx/evb/consumer.hpp"
 #include "daqx/apps/text.hpp"
 #include "format/superfragment_check.hpp"
 
@@ -48,11 +47,11 @@ void EventAssembly::take_block(std::size_t contributor, Frame&& frame) {
     bump(counts_.stale_blocks);  // for a run or generation we left (the EvM dropped or reset us): counted lost there
     return;
   }
-  if (h.slot >= slots_.size() || h.batch_count == 0) {
+  if (!slots_.contains(h.slot) || h.batch_count == 0) {
     bump(counts_.protocol_errors);
     return;
   }
-  BuilderSlot& s = slots_[h.slot];
+  BuilderSlot& s = slots_.slot(h.slot);
   if (s.state == BuilderSlot::State::offered && h.batch_first_event <= s.finished_first) {
     bump(counts_.stale_blocks);  // a late block of a batch this slot already finished (event ids only grow in a run)
     return;
@@ -98,7 +97,7 @@ void EventAssembly::take_block(std::size_t contributor, Frame&& frame) {
       if (!contributor_down_[c]) --e.awaited;
       if (e.awaited == 0) {
         build(s, index);
-        if (slots_[slot_index].state != BuilderSlot::State::building) break;  // the slot is complete (maybe reused)
+        if (slots_.slot(slot_index).state != BuilderSlot::State::building) break;  // the slot is complete (maybe reused)
       }
     }
   }
@@ -136,7 +135,7 @@ void EventAssembly::build(BuilderSlot& s, std::uint32_t index) {
   const Clock::duration latency = Clock::now() - s.first_data;
   build_latency_.record(std::chrono::duration_cast<std::chrono::nanoseconds>(latency));
   latencies_.push_back(std::chrono::duration<double, std::micro>(latency).count());
-  if (++s.built == s.count) built_(static_cast<std::uint32_t>(&s - slots_.data()));
+  if (++s.built == s.count) built_(slots_.index_of(s));
 }
 
 void EventAssembly::start() {
@@ -160,12 +159,13 @@ void EventAssembly::contributor_down(std::size_t contributor) {
   if (contributor >= contributor_down_.size() || contributor_down_[contributor]) return;
   contributor_down_[contributor] = true;
   --contributors_up_;
-  for (BuilderSlot& s : slots_)
+  slots_.for_each_building([&](BuilderSlot& s) {
     for (std::uint32_t i = 0; i < s.count && s.state == BuilderSlot::State::building; ++i) {
       EventUnderConstruction& e = s.events[i];
       if (e.built || e.contributions[contributor].done) continue;
       if (--e.awaited == 0) build(s, i);
     }
+  });
 }
 
 void EventAssembly::summarize_latencies(Clock::time_point now) {
@@ -177,18 +177,6 @@ void EventAssembly::summarize_latencies(Clock::time_point now) {
     latency_published_ = now;
   }
   if (latencies_.size() > 100000) latencies_.erase(latencies_.begin(), latencies_.begin() + 50000);
-}
-
-void BU::on_fragments(Frame&& frame) {
-  if (!running_) return;
-  const std::size_t contributor = contributor_index_.find(frame.header.initiator);
-  const std::size_t payload = frame.payload_size();
-  if (contributor == TidIndex::npos || payload != frame.payload_size_in_head() || payload < kBlockHeaderBytes) {
-    bump(malformed_);
-    return;
-  }
-  if (contributor == 0) evm_.heard(Clock::now());
-  assembly_.take_block(contributor, std::move(frame));
 }
 
 }  // namespace daqx::evb::bu

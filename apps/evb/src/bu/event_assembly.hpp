@@ -13,7 +13,7 @@
 
 #include "bu/bu_configuration.hpp"
 #include "bu/evm_proxy.hpp"
-#include "bu/resource_manager.hpp"
+#include "bu/slot_table.hpp"
 #include "daqx/api/application.hpp"
 #include "daqx/evb/protocol.hpp"
 #include "common/dispatch.hpp"
@@ -38,7 +38,7 @@ class EventAssembly {
   };
 
   // References into the BU that owns it: they outlive it.
-  EventAssembly(const BuConfiguration& config, ApplicationContext& context, std::vector<BuilderSlot>& slots,
+  EventAssembly(const BuConfiguration& config, ApplicationContext& context, SlotTable& slots,
                 const std::vector<Tid>& contributors, const EvmProxy& evm, SlotBuilt built)
       : config_(config), context_(context), slots_(slots), contributors_(contributors), evm_(evm),
         built_(std::move(built)) {}
@@ -65,7 +65,7 @@ class EventAssembly {
 
   const BuConfiguration& config_;
   ApplicationContext& context_;
-  std::vector<BuilderSlot>& slots_;
+  SlotTable& slots_;
   const std::vector<Tid>& contributors_;
   const EvmProxy& evm_;
   SlotBuilt built_;

@@ -1,8 +1,8 @@
 // evb::bu::EvmProxy, the BU's side of the messaging with the EvM: the run and generation it last heard, the
 // requests that offer free slots (credits, priority) and give finished batches back, the discards waiting for
 // the next request, and the EvM-loss policy (common/evm_loss_policy) that fails the BU when the EvM falls
-// silent. The slots themselves stay the BU's: the proxy reads their state to offer them and marks the ones it
-// offered. Dispatch thread only.
+// silent. The slots are the slot table's: the proxy asks it for free ones to offer and marks those it offered.
+// Dispatch thread only.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +12,7 @@
 
 #include "bu/bu_configuration.hpp"
 #include "bu/resource_manager.hpp"
+#include "bu/slot_table.hpp"
 #include "common/evm_loss_policy.hpp"
 #include "daqx/api/application.hpp"
 #include "daqx/evb/protocol.hpp"
@@ -23,10 +24,8 @@ namespace daqx::evb::bu {
 class EvmProxy {
  public:
   // References into the BU that owns the proxy: they outlive it.
-  EvmProxy(const BuConfiguration& config, Outbox& outbox, ApplicationContext& context,
-           std::vector<BuilderSlot>& slots, const bool& running, const std::uint64_t& batch_bytes)
-      : config_(config), outbox_(outbox), context_(context), slots_(slots), running_(running),
-        batch_bytes_(batch_bytes) {}
+  EvmProxy(const BuConfiguration& config, Outbox& outbox, ApplicationContext& context, SlotTable& slots)
+      : config_(config), outbox_(outbox), context_(context), slots_(slots) {}
 
   // Enable: a new incarnation of the BU, no run heard yet, nothing to give back.
   void start(std::uint64_t incarnation);
@@ -70,9 +69,7 @@ class EvmProxy {
   const BuConfiguration& config_;
   Outbox& outbox_;
   ApplicationContext& context_;
-  std::vector<BuilderSlot>& slots_;
-  const bool& running_;
-  const std::uint64_t& batch_bytes_;
+  SlotTable& slots_;
 
   bool request_posted_ = false;
   EvmLossPolicy loss_;

@@ -1,10 +1,8 @@
-// evb::bu::EventOutput (output.hpp): discard, consumer, or the file output worker; and the BU's hand-over of a
-// built slot to it.
+// evb::bu::EventOutput (output.hpp): discard, consumer, or the file output worker.
 #include "bu/output.hpp"
 
 #include <algorithm>
 
-#include "bu/bu.hpp"
 #include "daqx/apps/text.hpp"
 
 namespace daqx::evb::bu {
@@ -22,7 +20,7 @@ void EventOutput::start(std::uint64_t run_number) {
 }
 
 bool EventOutput::take(std::uint32_t index) {
-  BuilderSlot& s = slots_[index];
+  BuilderSlot& s = slots_.slot(index);
   switch (config_.output) {
     case OutputKind::discard:
       return false;
@@ -102,7 +100,7 @@ void EventOutput::loop(std::stop_token stop, std::uint64_t run_number) {
       index = queue_.front();
       queue_.pop_front();
     }
-    const BuilderSlot& s = slots_[index];
+    const BuilderSlot& s = slots_.slot(index);
     if (!failed) try {
       if (writer && writer_run != s.run) {  // the last run's file: closed here, so an error is reported
         writer->close();
@@ -174,23 +172,9 @@ void EventOutput::stop() {
     left.swap(queue_);
   }
   for (std::uint32_t index : left) {
-    const std::uint32_t run = slots_[index].run, generation = slots_[index].generation;
+    const std::uint32_t run = slots_.slot(index).run, generation = slots_.slot(index).generation;
     context_.post_task([this, index, run, generation] { finished_(index, run, generation); });
   }
-}
-
-// Batch sizes are learnt here, from every slot built, whatever the output.
-void BU::slot_built(std::uint32_t index) {
-  BuilderSlot& s = slots_[index];
-  std::uint64_t held = 0;
-  for (const mem::Ref& block : s.blocks) held += block.capacity();
-  batch_bytes_ = recent_batch_bytes(batch_bytes_, held);
-  if (!output_.take(index)) {  // discarded
-    finish_slot(index, s.run, s.generation);
-    return;
-  }
-  publish();
-  evm_.schedule_request();
 }
 
 }  // namespace daqx::evb::bu

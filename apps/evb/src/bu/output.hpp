@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "bu/bu_configuration.hpp"
-#include "bu/resource_manager.hpp"
+#include "bu/slot_table.hpp"
 #include "daqx/api/application.hpp"
 #include "daqx/evb/consumer.hpp"
 #include "files/event_file_writer.hpp"
@@ -31,7 +31,7 @@ class EventOutput {
   using Failed = std::function<void(const std::string& reason)>;
 
   // References into the BU that owns the output: they outlive it.
-  EventOutput(const BuConfiguration& config, ApplicationContext& context, std::vector<BuilderSlot>& slots,
+  EventOutput(const BuConfiguration& config, ApplicationContext& context, SlotTable& slots,
               const std::vector<Tid>& contributors, SlotFinished finished, Failed failed)
       : config_(config), context_(context), slots_(slots), contributors_(contributors),
         finished_(std::move(finished)), failed_(std::move(failed)) {}
@@ -62,7 +62,7 @@ class EventOutput {
 
   const BuConfiguration& config_;
   ApplicationContext& context_;
-  std::vector<BuilderSlot>& slots_;
+  SlotTable& slots_;
   const std::vector<Tid>& contributors_;
   SlotFinished finished_;
   Failed failed_;
