@@ -17,10 +17,8 @@
 #include "bu/bu.hpp"
 #include "daqx/services/number_text.hpp"
 #include "evm/evm.hpp"
-#include "readout/fragment_sender.hpp"
-#include "common/outbox.hpp"
+#include "contributor_peers.hpp"
 #include "recording_context.hpp"
-#include "readout/synthetic_source.hpp"
 #include "unit_fixtures.hpp"
 
 namespace {
@@ -115,20 +113,7 @@ AssemblyCost bu_assembly(std::size_t units, std::uint64_t events) {
   test::RecordingContext bu_side(kBu, "evb::BU",
                                  test::bu_params(kEvm, {contributors.begin() + 1, contributors.end()}, 16));
   BU bu(bu_side);
-  test::RecordingContext peers(1, "peers", ParamSet{}, std::size_t{1} << 30);
-  Outbox outbox(peers);
-  FragmentShape shape;
-  shape.sources = 2;
-  shape.mean_size = 48;
-  std::vector<SyntheticSource> sources;
-  sources.reserve(contributors.size());
-  std::vector<std::unique_ptr<FragmentSender>> senders;
-  for (Tid t : contributors) {
-    sources.emplace_back(shape, t);
-    senders.push_back(std::make_unique<FragmentSender>(peers, outbox));
-    senders.back()->configure(sources.back(), 65536);
-    senders.back()->start_run(kRun);
-  }
+  test::ContributorPeers peers(contributors, kRun, test::small_shape(), std::size_t{1} << 30);
   bu.configure();
   bu.enable();
   bu_side.deliver(function::control, kEvm, test::control_payload({ControlKind::heartbeat, kRun, 0, kNoTid, {}}));
@@ -152,13 +137,8 @@ AssemblyCost bu_assembly(std::size_t units, std::uint64_t events) {
     const Assignment a{kBu, generation, slot, kEventsPerBatch, next_event};
     next_event += kEventsPerBatch;
     blocks.clear();
-    for (std::size_t c = 0; c < contributors.size(); ++c) {  // the peers' work, not timed
-      senders[c]->add(a);
-      while (senders[c]->pump() == FragmentSender::Progress::more) {
-      }
-      for (auto& s : peers.sent()) blocks.emplace_back(contributors[c], std::move(s.frame));
-      peers.sent().clear();
-    }
+    for (std::size_t c = 0; c < contributors.size(); ++c)  // the peers' work, not timed
+      for (mem::Ref& block : peers.blocks(c, a)) blocks.emplace_back(contributors[c], std::move(block));
     const auto start = Clock::now();
     for (auto& [from, frame] : blocks) bu_side.deliver(function::fragments, from, std::move(frame));
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();

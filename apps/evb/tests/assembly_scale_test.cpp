@@ -12,10 +12,8 @@
 #include <vector>
 
 #include "bu/bu.hpp"
-#include "readout/fragment_sender.hpp"
-#include "common/outbox.hpp"
+#include "contributor_peers.hpp"
 #include "recording_context.hpp"
-#include "readout/synthetic_source.hpp"
 #include "unit_fixtures.hpp"
 
 using namespace daqx;
@@ -36,35 +34,19 @@ std::vector<Tid> with_evm(const std::vector<Tid>& rus) {
   return all;
 }
 
-// The BU under test and its peers: the EvM and the RUs, each a fragment sender with its own synthetic source,
-// all sending through one recording context whose frames the test hands to the BU as coming from each.
+// The BU under test and its peers: the EvM and the RUs (test::ContributorPeers), whose blocks the test hands to
+// the BU as coming from each.
 struct BuilderWithPeers {
-  std::vector<Tid> contributors;  // EvM, then RUs
+  test::ContributorPeers peers;
   test::RecordingContext bu_side;
   BU bu;
-  test::RecordingContext peer_side;
-  Outbox peer_outbox{peer_side};
-  std::vector<SyntheticSource> sources;
-  std::vector<std::unique_ptr<FragmentSender>> senders;
   std::vector<bool> down;
   std::uint64_t next_event = 1;
 
   explicit BuilderWithPeers(std::size_t rus)
-      : contributors(with_evm(test::tids(1000, rus))),
-        bu_side(kBu, "evb::BU", test::bu_params(kEvm, {contributors.begin() + 1, contributors.end()}, 16)),
-        bu(bu_side), peer_side(1, "peers", ParamSet{}) {
-    FragmentShape shape;
-    shape.sources = 2;
-    shape.mean_size = 48;
-    sources.reserve(contributors.size());
-    for (Tid t : contributors) sources.emplace_back(shape, t);
-    for (std::size_t c = 0; c < contributors.size(); ++c) {
-      senders.push_back(std::make_unique<FragmentSender>(peer_side, peer_outbox));
-      senders.back()->configure(sources[c], 65536);
-      senders.back()->start_run(kRun);
-    }
-    down.assign(contributors.size(), false);
-  }
+      : peers(with_evm(test::tids(1000, rus)), kRun),
+        bu_side(kBu, "evb::BU", test::bu_params(kEvm, {peers.contributors().begin() + 1, peers.contributors().end()}, 16)),
+        bu(bu_side), down(peers.contributors().size(), false) {}
 
   // Enable, the EvM's first heartbeat of the run and its reset: the BU then offers slots.
   void start() {
@@ -76,20 +58,15 @@ struct BuilderWithPeers {
 
   // Every contributor that is not down (and not `holding_back`) sends its super-fragments of the batch.
   void send_batch(const Assignment& a, std::optional<std::size_t> holding_back = std::nullopt) {
-    for (std::size_t c = 0; c < contributors.size(); ++c) {
+    for (std::size_t c = 0; c < peers.contributors().size(); ++c) {
       if (down[c] || c == holding_back) continue;
-      senders[c]->add(a);
-      while (senders[c]->pump() == FragmentSender::Progress::more) {
-      }
-      std::vector<test::RecordingContext::Sent> blocks = std::move(peer_side.sent());
-      peer_side.sent().clear();
-      for (auto& block : blocks) bu_side.deliver(function::fragments, contributors[c], std::move(block.frame));
+      for (mem::Ref& block : peers.blocks(c, a)) bu_side.deliver(function::fragments, peers.tid(c), std::move(block));
     }
   }
 
   void ru_down(std::size_t c) {
     down[c] = true;
-    bu_side.deliver(function::control, kEvm, test::control_payload({ControlKind::ru_down, kRun, 0, contributors[c], "test"}));
+    bu_side.deliver(function::control, kEvm, test::control_payload({ControlKind::ru_down, kRun, 0, peers.tid(c), "test"}));
   }
 
   // The requests the BU sent since the last call.
@@ -163,7 +140,7 @@ TEST_CASE("a BU with 512 RUs builds every event exactly once, gives every batch 
   CHECK(test::metric(rig.bu, "malformed_frames") == 0);
   CHECK(rig.bu_side.failures().empty());
   rig.bu.halt();
-  CHECK(rig.peer_side.pool().stats().blocks_used() == 0);  // the BU held the peers' blocks: all let go
+  CHECK(rig.peers.side().pool().stats().blocks_used() == 0);  // the BU held the peers' blocks: all let go
 }
 
 TEST_CASE("a BU with 512 RUs, one of which goes down mid-way, builds the events after it incomplete and loses none",
@@ -182,5 +159,5 @@ TEST_CASE("a BU with 512 RUs, one of which goes down mid-way, builds the events 
   CHECK(test::metric(rig.bu, "protocol_errors") == 0);
   CHECK(rig.bu_side.failures().empty());
   rig.bu.halt();
-  CHECK(rig.peer_side.pool().stats().blocks_used() == 0);
+  CHECK(rig.peers.side().pool().stats().blocks_used() == 0);
 }

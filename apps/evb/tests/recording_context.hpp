@@ -5,6 +5,7 @@
 // Shared by the in-process tests (apps/evb/tests) and the units benchmark (bench/evb_units_bench.cpp).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -41,6 +42,10 @@ class RecordingContext final : public ApplicationContext {
   using Watcher = std::function<void(Tid target, const mem::Ref& frame)>;
   void watch(std::uint16_t function, Watcher watcher) { watchers_[function] = std::move(watcher); }
 
+  // Sends to `target` fail from now on as a lost connection does (SendStatus::error, the frame let go, nothing
+  // kept): what a unit makes of a peer it can no longer reach.
+  void lose_connection(Tid target) { lost_.push_back(target); }
+
   // One dispatch round: the handler bound to `function` gets a frame from `initiator` with this payload, then
   // the tasks it posted run.
   void deliver(std::uint16_t function, Tid initiator, const std::byte* payload, std::size_t bytes) {
@@ -54,14 +59,19 @@ class RecordingContext final : public ApplicationContext {
   }
   // The same with a frame made elsewhere (a block another unit sent), header included.
   void deliver(std::uint16_t function, Tid initiator, mem::Ref&& data) {
+    Frame frame = received(function, tid_, initiator, std::move(data));
+    if (in_round_) handler(function)(std::move(frame));  // one of several frames of this round
+    else run_round([&] { handler(function)(std::move(frame)); });
+  }
+  // A frame as a handler receives it: `data` (header included) sent by initiator to target.
+  static Frame received(std::uint16_t function, Tid target, Tid initiator, mem::Ref&& data) {
     Frame frame;
     frame.header.total_length = static_cast<std::uint32_t>(data.total_size());
-    frame.header.target = tid_;
+    frame.header.target = target;
     frame.header.initiator = initiator;
     frame.header.function = function;
     frame.data = std::move(data);
-    if (in_round_) handler(function)(std::move(frame));  // one of several frames of this round
-    else run_round([&] { handler(function)(std::move(frame)); });
+    return frame;
   }
   // Runs fn as the dispatch thread would (tasks it posts run after it).
   void run_round(const std::function<void()>& fn) {
@@ -90,6 +100,10 @@ class RecordingContext final : public ApplicationContext {
     return pool_.allocate_chain(kFrameHeaderSize + payload_bytes);
   }
   SendStatus send(Tid target, std::uint16_t function, std::uint64_t, mem::Ref& frame, std::uint8_t) noexcept override {
+    if (std::find(lost_.begin(), lost_.end(), target) != lost_.end()) {
+      frame.reset();
+      return SendStatus::error;
+    }
     if (const auto it = watchers_.find(function); it != watchers_.end()) {
       it->second(target, frame);
       frame.reset();
@@ -130,6 +144,7 @@ class RecordingContext final : public ApplicationContext {
   std::map<std::uint16_t, FrameHandler> handlers_;
   std::map<std::uint16_t, Watcher> watchers_;
   std::vector<Sent> sent_;
+  std::vector<Tid> lost_;  // targets whose connection is lost
   std::deque<std::function<void()>> tasks_;
   bool in_round_ = false;
   std::vector<std::string> failures_;

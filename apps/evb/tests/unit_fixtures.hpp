@@ -1,5 +1,5 @@
 // What the in-process tests of the event builder's units (and the units benchmark) need besides the context:
-// TIDs for many fake peers, the parameters of a BU or an EvM naming them, the payloads peers send, and a
+// TIDs for many fake peers, the parameters of a BU, an RU or an EvM naming them, the payloads peers send, and a
 // counter read from a unit's report.
 #pragma once
 
@@ -13,6 +13,7 @@
 #include "daqx/api/application.hpp"
 #include "daqx/evb/protocol.hpp"
 #include "evm/evm.hpp"
+#include "ru/ru.hpp"
 
 namespace daqx::evb::test {
 
@@ -32,6 +33,16 @@ inline ParamSet bu_params(Tid evm, const std::vector<Tid>& rus, std::uint32_t sl
   p.set_resolved("evm", {evm});
   p.set_resolved("rus", rus);
   set(p, "slots", std::to_string(slots));
+  return p;
+}
+
+// Small super-fragments (two sources of 48 bytes): a block holds many events.
+inline ParamSet ru_params(Tid evm) {
+  ParamSet p(ru::RU::parameters());
+  p.set_resolved("evm", {evm});
+  set(p, "sources", "2");
+  set(p, "fragmentSize", "48");
+  set(p, "fragmentSpread", "0");
   return p;
 }
 
@@ -58,6 +69,9 @@ std::vector<std::byte> payload(const Message& m, std::size_t room) {
 inline std::vector<std::byte> control_payload(const Control& c) { return payload(c, control_bytes(c)); }
 inline std::vector<std::byte> request_payload(const Request& r) { return payload(r, request_bytes(r)); }
 inline std::vector<std::byte> ru_status_payload(const RuStatus& s) { return payload(s, 64); }
+inline std::vector<std::byte> allocate_payload(const Allocate& a) {
+  return payload(a, 8 + kAssignmentBytes * a.assignments.size());
+}
 
 // A counter or gauge of the unit's report (unlabelled), -1 when it reports none of that name.
 inline double metric(const Application& unit, const std::string& name) {
