@@ -67,7 +67,7 @@ void BU::enable() {
     assembly_.start();
     slots_.new_run();
     slots_.forget_batch_size();
-    put(events_abandoned_, 0);
+    run_counters_.reset();
     output_.reset_counts();
     rate_.start(Clock::now(), 0, 0);
     evm_.request(true);
@@ -80,7 +80,7 @@ void BU::enable() {
 // holds (bounded), then let go of everything.
 void BU::stop() {
   const auto deadline = Clock::now() + std::chrono::seconds(5);
-  while (Clock::now() < deadline && slots_in_output_.load() != 0)
+  while (Clock::now() < deadline && gauges_.slots_in_output.load() != 0)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   ticker_.stop();
   output_.stop();
@@ -122,43 +122,29 @@ void BU::tick() {
 
 void BU::publish() {
   const SlotTable::Occupancy occupancy = slots_.occupancy();
-  put(slots_offered_, occupancy.offered);
-  put(slots_building_, occupancy.building);
-  put(slots_in_output_, occupancy.in_output);
-  put(blocks_held_, occupancy.blocks_held);
-  batch_bytes_published_.store(slots_.batch_bytes(), std::memory_order_relaxed);
+  gauges_.credits_outstanding.set(occupancy.offered);
+  gauges_.slots_building.set(occupancy.building);
+  gauges_.slots_in_output.set(occupancy.in_output);
+  gauges_.blocks_held.set(occupancy.blocks_held);
+  gauges_.batch_bytes.set(slots_.batch_bytes());
   const Clock::time_point now = Clock::now();
   const EventAssembly::Counts& counts = assembly_.counts();
-  rate_.update(now, counts.events_built.load(std::memory_order_relaxed),
-               counts.bytes_built.load(std::memory_order_relaxed));
+  rate_.update(now, counts.events_built.load(), counts.bytes_built.load());
   assembly_.summarize_latencies(now);
 }
 
 void BU::report(MetricSink& sink) const {
   const apps::Rates rates = rate_.read(Clock::now());
-  sink.counter("events_built", read(assembly_.counts().events_built), "events built (incomplete and corrupt ones included)");
-  sink.counter("bytes_built", read(assembly_.counts().bytes_built), "bytes of the events built");
+  assembly_.counts().report(sink);
+  run_counters_.report(sink);
+  gauges_.report(sink);
+  evm_.run_counters().report(sink);
+  evm_.gauges().report(sink);
+  output_.run_counters().report(sink);
+  output_.writer_counters().report(sink);
   sink.derived("event_rate", rates.frames_per_second, "events built per second over the last second");
   sink.derived("byte_rate", rates.bytes_per_second, "event bytes built per second over the last second");
-  sink.counter("events_incomplete", read(assembly_.counts().events_incomplete), "events built without a contributor that was down");
-  sink.counter("events_corrupt", read(assembly_.counts().events_corrupt), "events with a super-fragment that failed the checks");
-  sink.counter("events_abandoned", read(events_abandoned_), "events given up unbuilt (reset by the EvM, or run over)");
-  sink.counter("fragments_received", read(assembly_.counts().fragments_received), "complete super-fragments received");
-  sink.counter("blocks_received", read(assembly_.counts().blocks_received), "fragment blocks received");
-  sink.counter("duplicate_pieces", read(assembly_.counts().duplicate_pieces), "pieces of a super-fragment already complete (0 unless sent twice)");
-  sink.counter("stale_blocks", read(assembly_.counts().stale_blocks), "blocks of another run or generation, dropped");
-  sink.counter("protocol_errors", read(assembly_.counts().protocol_errors), "blocks or pieces inconsistent with the slot or the batch");
-  sink.counter("malformed_frames", read(malformed_), "frames that did not decode or came from an unknown unit");
-  sink.counter("requests_sent", read(evm_.requests_sent()), "requests sent to the EvM");
-  sink.counter("resets", read(evm_.resets()), "resets received from the EvM");
-  sink.gauge("credits_outstanding", read(slots_offered_), "slots offered to the EvM and not yet assigned");
-  sink.gauge("slots_building", read(slots_building_), "slots whose events are being assembled");
-  sink.gauge("slots_in_output", read(slots_in_output_), "slots built and waiting for the output");
-  sink.gauge("blocks_held", read(blocks_held_), "received blocks held by events under construction");
-  sink.gauge("slot_limit", read(evm_.slot_limit()), "slots that may be offered or building now (output backlog, memory budget)");
-  sink.gauge("batch_bytes", static_cast<double>(batch_bytes_published_.load(std::memory_order_relaxed)),
-             "received block bytes a batch holds (largest recent)");
-  sink.state("output_state", static_cast<std::size_t>(read(evm_.output_state())), {"running", "throttled", "blocked"},
+  sink.state("output_state", evm_.output_state(), {"running", "throttled", "blocked"},
              "the output: running, throttled (fewer slots offered), blocked (none offered)");
   sink.derived("build_latency_median_us", assembly_.latency_median_us(),
              "first block of a batch to event built, median over the last second");
@@ -166,10 +152,6 @@ void BU::report(MetricSink& sink) const {
              "first block of a batch to event built, 99th percentile over the last second");
   sink.histogram("build_latency_seconds", assembly_.build_latency().snapshot(),
                  "first block of a batch to event built, this run");
-  sink.counter("output_events", static_cast<double>(output_.events_written()), "events written to files");
-  sink.counter("output_bytes", static_cast<double>(output_.bytes_written()), "bytes written to files");
-  sink.counter("files_closed", static_cast<double>(output_.files_closed()), "output files closed (rotated or at stop)");
-  sink.gauge("run", read(evm_.run_published()), "the EvM's run number as last heard");
   const mem::PoolStats pool = context().pool().stats();
   sink.gauge("pool_blocks_used", static_cast<double>(pool.blocks_used()), "blocks of this unit's pool in use");
 }
@@ -178,7 +160,7 @@ void BU::report(MetricSink& sink) const {
 // them lost when it dropped us, or they belong to a run that is over). Slots with the output stay its own
 // until it gives them back.
 void BU::abandon_slots() {
-  bump(events_abandoned_, slots_.abandon());
+  run_counters_.events_abandoned.add_single_writer(slots_.abandon());
   evm_.drop_discards();
 }
 
@@ -192,7 +174,7 @@ void BU::new_run(std::uint32_t run) {
 void BU::on_control(Frame&& frame) {
   std::optional<Control> c = decode_control(frame.payload(), frame.payload_size_in_head());
   if (!c || frame.header.initiator != config_.evm) {
-    bump(malformed_);
+    gauges_.malformed_frames.add_single_writer();
     return;
   }
   if (!slots_.running()) return;
@@ -244,7 +226,7 @@ void BU::on_fragments(Frame&& frame) {
   const std::size_t contributor = contributor_index_.find(frame.header.initiator);
   const std::size_t payload = frame.payload_size();
   if (contributor == TidIndex::npos || payload != frame.payload_size_in_head() || payload < kBlockHeaderBytes) {
-    bump(malformed_);
+    gauges_.malformed_frames.add_single_writer();
     return;
   }
   if (contributor == 0) evm_.heard(Clock::now());

@@ -21,6 +21,7 @@
 #include "bu/slot_table.hpp"
 #include "common/tid_index.hpp"
 #include "daqx/api/application.hpp"
+#include "daqx/api/counter_set.hpp"
 #include "daqx/apps/rate_meter.hpp"
 #include "daqx/evb/protocol.hpp"
 #include "common/dispatch.hpp"
@@ -66,14 +67,22 @@ class BU final : public Application {
   EventOutput output_;  // after what it refers to
   EventAssembly assembly_;  // after what it refers to
 
-  // Published.
-  Counter events_abandoned_{0};
-  Counter malformed_{0};
-  Counter slots_offered_{0};
-  Counter slots_building_{0};
-  Counter slots_in_output_{0};
-  Counter blocks_held_{0};
-  std::atomic<std::uint64_t> batch_bytes_published_{0};
+  // Published: the BU's own counts of a run (restarted at enable) and, kept across runs, what it refused and how
+  // its slots are used (set by publish()).
+  struct RunCounters : CounterSet {
+    Counter events_abandoned{*this, "events_abandoned", "events given up unbuilt (reset by the EvM, or run over)"};
+  };
+  struct Gauges : CounterSet {
+    Counter malformed_frames{*this, "malformed_frames", "frames that did not decode or came from an unknown unit"};
+    Counter credits_outstanding{*this, "credits_outstanding", "slots offered to the EvM and not yet assigned",
+                                Metric::Kind::gauge};
+    Counter slots_building{*this, "slots_building", "slots whose events are being assembled", Metric::Kind::gauge};
+    Counter slots_in_output{*this, "slots_in_output", "slots built and waiting for the output", Metric::Kind::gauge};
+    Counter blocks_held{*this, "blocks_held", "received blocks held by events under construction", Metric::Kind::gauge};
+    Counter batch_bytes{*this, "batch_bytes", "received block bytes a batch holds (largest recent)", Metric::Kind::gauge};
+  };
+  RunCounters run_counters_;
+  Gauges gauges_;
   apps::RateMeter rate_;
 };
 

@@ -44,25 +44,25 @@ void EventAssembly::take_block(std::size_t contributor, Frame&& frame) {
   ByteReader in(frame.payload(), payload);
   const BlockHeader h = decode_block_header(in);
   if (!evm_.current(h.run, h.generation)) {
-    bump(counts_.stale_blocks);  // for a run or generation we left (the EvM dropped or reset us): counted lost there
+    counts_.stale_blocks.add_single_writer();  // for a run or generation we left (the EvM dropped or reset us): counted lost there
     return;
   }
   if (!slots_.contains(h.slot) || h.batch_count == 0) {
-    bump(counts_.protocol_errors);
+    counts_.protocol_errors.add_single_writer();
     return;
   }
   BuilderSlot& s = slots_.slot(h.slot);
   if (s.state == BuilderSlot::State::offered && h.batch_first_event <= s.finished_first) {
-    bump(counts_.stale_blocks);  // a late block of a batch this slot already finished (event ids only grow in a run)
+    counts_.stale_blocks.add_single_writer();  // a late block of a batch this slot already finished (event ids only grow in a run)
     return;
   }
   if (s.state == BuilderSlot::State::offered) {
     start_building(s, h);
   } else if (s.state != BuilderSlot::State::building || s.first_event != h.batch_first_event || s.count != h.batch_count) {
-    bump(counts_.protocol_errors);  // a batch for a slot we did not offer, or two batches in one slot
+    counts_.protocol_errors.add_single_writer();  // a batch for a slot we did not offer, or two batches in one slot
     return;
   }
-  bump(counts_.blocks_received);
+  counts_.blocks_received.add_single_writer();
   const std::size_t c = contributor;
   const std::uint32_t slot_index = h.slot;
   s.blocks.push_back(std::move(frame.data));  // the pieces below point into it: held until the slot is done
@@ -71,19 +71,19 @@ void EventAssembly::take_block(std::size_t contributor, Frame&& frame) {
     const std::byte* data = in.take(ph.size);
     in.align_to(kPieceAlignment);
     if (!in.ok() || ph.event < s.first_event || ph.event - s.first_event >= s.count) {
-      bump(counts_.protocol_errors);
+      counts_.protocol_errors.add_single_writer();
       break;
     }
     const auto index = static_cast<std::uint32_t>(ph.event - s.first_event);
     EventUnderConstruction& e = s.events[index];
     Contribution& part = e.contributions[c];
     if (part.done || e.built) {
-      bump(counts_.duplicate_pieces);  // a second super-fragment from this contributor for this event
+      counts_.duplicate_pieces.add_single_writer();  // a second super-fragment from this contributor for this event
       continue;
     }
     if (ph.offset != part.received || (part.received != 0 && ph.superfragment_size != part.size) ||
         ph.offset + ph.size > ph.superfragment_size) {
-      bump(counts_.protocol_errors);
+      counts_.protocol_errors.add_single_writer();
       continue;
     }
     part.size = ph.superfragment_size;
@@ -92,7 +92,7 @@ void EventAssembly::take_block(std::size_t contributor, Frame&& frame) {
     if (part.received == part.size) {
       part.done = true;
       ++e.contributions_done;
-      bump(counts_.fragments_received);
+      counts_.fragments_received.add_single_writer();
       // A down contributor's late super-fragment is taken but was not awaited.
       if (!contributor_down_[c]) --e.awaited;
       if (e.awaited == 0) {
@@ -124,14 +124,14 @@ void EventAssembly::build(BuilderSlot& s, std::uint32_t index) {
   if (e.contributions_done != e.contributions.size()) e.flags |= event_flags::incomplete;  // only down ones missing
   if (e.flags & event_flags::incomplete) {
     ++s.incomplete;
-    bump(counts_.events_incomplete);
+    counts_.events_incomplete.add_single_writer();
   }
   if (e.flags & event_flags::corrupt) {
     ++s.corrupt;
-    bump(counts_.events_corrupt);
+    counts_.events_corrupt.add_single_writer();
   }
-  bump(counts_.events_built);
-  bump(counts_.bytes_built, bytes);
+  counts_.events_built.add_single_writer();
+  counts_.bytes_built.add_single_writer(bytes);
   const Clock::duration latency = Clock::now() - s.first_data;
   build_latency_.record(std::chrono::duration_cast<std::chrono::nanoseconds>(latency));
   latencies_.push_back(std::chrono::duration<double, std::micro>(latency).count());
@@ -140,10 +140,7 @@ void EventAssembly::build(BuilderSlot& s, std::uint32_t index) {
 
 void EventAssembly::start() {
   new_run();
-  for (Counter* c : {&counts_.events_built, &counts_.bytes_built, &counts_.events_incomplete, &counts_.events_corrupt,
-                     &counts_.fragments_received, &counts_.blocks_received, &counts_.duplicate_pieces,
-                     &counts_.stale_blocks, &counts_.protocol_errors})
-    put(*c, 0);
+  counts_.reset();
   build_latency_.reset();
   problems_logged_ = 0;
 }

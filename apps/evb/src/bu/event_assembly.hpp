@@ -15,6 +15,7 @@
 #include "bu/evm_proxy.hpp"
 #include "bu/slot_table.hpp"
 #include "daqx/api/application.hpp"
+#include "daqx/api/counter_set.hpp"
 #include "daqx/evb/protocol.hpp"
 #include "common/dispatch.hpp"
 
@@ -25,16 +26,18 @@ class EventAssembly {
   // Every event of the slot is built: it goes to the output (index: the slot's).
   using SlotBuilt = std::function<void(std::uint32_t index)>;
 
-  struct Counts {
-    Counter events_built{0};
-    Counter bytes_built{0};
-    Counter events_incomplete{0};
-    Counter events_corrupt{0};
-    Counter fragments_received{0};
-    Counter blocks_received{0};
-    Counter duplicate_pieces{0};
-    Counter stale_blocks{0};
-    Counter protocol_errors{0};
+  // What it received and built this run (restarted at enable); written by the dispatch thread only.
+  struct Counts : CounterSet {
+    Counter events_built{*this, "events_built", "events built (incomplete and corrupt ones included)"};
+    Counter bytes_built{*this, "bytes_built", "bytes of the events built"};
+    Counter events_incomplete{*this, "events_incomplete", "events built without a contributor that was down"};
+    Counter events_corrupt{*this, "events_corrupt", "events with a super-fragment that failed the checks"};
+    Counter fragments_received{*this, "fragments_received", "complete super-fragments received"};
+    Counter blocks_received{*this, "blocks_received", "fragment blocks received"};
+    Counter duplicate_pieces{*this, "duplicate_pieces",
+                             "pieces of a super-fragment already complete (0 unless sent twice)"};
+    Counter stale_blocks{*this, "stale_blocks", "blocks of another run or generation, dropped"};
+    Counter protocol_errors{*this, "protocol_errors", "blocks or pieces inconsistent with the slot or the batch"};
   };
 
   // References into the BU that owns it: they outlive it.

@@ -9,19 +9,18 @@ void EvmProxy::start(std::uint64_t incarnation) {
   run_ = 0;
   generation_ = 0;
   discards_.clear();
-  put(requests_sent_, 0);
-  put(resets_, 0);
+  run_counters_.reset();
 }
 
 void EvmProxy::new_run(std::uint32_t run) {
   run_ = run;
   generation_ = 0;
   loss_.set_run_ended(false);
-  put(run_published_, run);
+  gauges_.run.set(run);
 }
 
 void EvmProxy::take_reset(std::uint32_t generation) {
-  bump(resets_);
+  run_counters_.resets.add_single_writer();
   generation_ = generation;
   request(true);
 }
@@ -41,8 +40,8 @@ void EvmProxy::request(bool heartbeat) {
   const std::uint32_t busy = occupancy.offered + occupancy.building;
   const std::uint32_t total = slots_.size();
   const SlotLimit limit = bu::slot_limit(config_, total, occupancy.in_output, slots_.batch_bytes());
-  put(output_state_, limit.output_state);
-  put(slot_limit_, limit.slots);
+  output_state_.store(limit.output_state, std::memory_order_relaxed);
+  gauges_.slot_limit.set(limit.slots);
   Request r;
   r.run = run_;
   r.generation = generation_;
@@ -62,7 +61,7 @@ void EvmProxy::request(bool heartbeat) {
     return;
   slots_.offer(r.free_slots, run_, generation_);
   discards_.clear();
-  bump(requests_sent_);
+  run_counters_.requests_sent.add_single_writer();
   last_request_ = Clock::now();
 }
 

@@ -5,6 +5,8 @@
 // Dispatch thread only.
 #pragma once
 
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -15,6 +17,7 @@
 #include "bu/slot_table.hpp"
 #include "common/evm_loss_policy.hpp"
 #include "daqx/api/application.hpp"
+#include "daqx/api/counter_set.hpp"
 #include "daqx/evb/protocol.hpp"
 #include "common/dispatch.hpp"
 #include "common/outbox.hpp"
@@ -59,11 +62,21 @@ class EvmProxy {
   // The ticker: a heartbeat request when none went for requestInterval, otherwise only what there is to say.
   void tick(Clock::time_point now) { request(now - last_request_ >= seconds(config_.request_interval)); }
 
-  const Counter& requests_sent() const noexcept { return requests_sent_; }
-  const Counter& resets() const noexcept { return resets_; }
-  const Counter& output_state() const noexcept { return output_state_; }
-  const Counter& slot_limit() const noexcept { return slot_limit_; }
-  const Counter& run_published() const noexcept { return run_published_; }
+  // Published (by the BU): this run's messages, restarted at enable.
+  struct RunCounters : CounterSet {
+    Counter requests_sent{*this, "requests_sent", "requests sent to the EvM"};
+    Counter resets{*this, "resets", "resets received from the EvM"};
+  };
+  // ... and what the last request said, kept across runs.
+  struct Gauges : CounterSet {
+    Counter slot_limit{*this, "slot_limit", "slots that may be offered or building now (output backlog, memory budget)",
+                       Metric::Kind::gauge};
+    Counter run{*this, "run", "the EvM's run number as last heard", Metric::Kind::gauge};
+  };
+  const RunCounters& run_counters() const noexcept { return run_counters_; }
+  const Gauges& gauges() const noexcept { return gauges_; }
+  // The output state the last request told the EvM (evb::output_state).
+  std::size_t output_state() const noexcept { return output_state_.load(std::memory_order_relaxed); }
 
  private:
   const BuConfiguration& config_;
@@ -79,12 +92,9 @@ class EvmProxy {
   Clock::time_point last_request_{};
   std::vector<Discard> discards_;  // given back with the next request
 
-  // Published (by the BU).
-  Counter requests_sent_{0};
-  Counter resets_{0};
-  Counter output_state_{0};
-  Counter slot_limit_{0};
-  Counter run_published_{0};
+  RunCounters run_counters_;
+  Gauges gauges_;
+  std::atomic<std::size_t> output_state_{0};  // reported as a state set, not a counter
 };
 
 }  // namespace daqx::evb::bu

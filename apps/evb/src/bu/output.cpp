@@ -10,8 +10,7 @@ using apps::concatenate;
 using apps::to_text;
 
 void EventOutput::reset_counts() noexcept {
-  events_.store(0);
-  bytes_.store(0);
+  run_counters_.reset();
 }
 
 void EventOutput::start(std::uint64_t run_number) {
@@ -82,7 +81,7 @@ void EventOutput::loop(std::stop_token stop, std::uint64_t run_number) {
     if (!writer) return {};
     try {
       writer->close();
-      files_closed_.store(writer->stats().files_closed, std::memory_order_relaxed);
+      writer_counters_.files_closed.set(writer->stats().files_closed);
     } catch (const std::exception& error) {
       context_.log(LogLevel::error, concatenate({"output: closing the file", when, ": ", error.what()}));
       return concatenate({"output: ", error.what()});
@@ -111,9 +110,9 @@ void EventOutput::loop(std::stop_token stop, std::uint64_t run_number) {
         writer_run = s.run;
       }
       write_slot(*writer, s, fragments, spans);
-      events_.store(writer->stats().events, std::memory_order_relaxed);
-      bytes_.store(writer->stats().bytes, std::memory_order_relaxed);
-      files_closed_.store(writer->stats().files_closed, std::memory_order_relaxed);
+      run_counters_.events.set(writer->stats().events);
+      run_counters_.bytes.set(writer->stats().bytes);
+      writer_counters_.files_closed.set(writer->stats().files_closed);
     } catch (const std::exception& error) {
       failed = true;
       const std::string reason = concatenate({"output: ", error.what()});

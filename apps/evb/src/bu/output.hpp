@@ -19,6 +19,7 @@
 #include "bu/bu_configuration.hpp"
 #include "bu/slot_table.hpp"
 #include "daqx/api/application.hpp"
+#include "daqx/api/counter_set.hpp"
 #include "daqx/evb/consumer.hpp"
 #include "files/event_file_writer.hpp"
 
@@ -51,9 +52,17 @@ class EventOutput {
   std::string take_failure();
   void clear_failure();
 
-  std::uint64_t events_written() const noexcept { return events_.load(); }
-  std::uint64_t bytes_written() const noexcept { return bytes_.load(); }
-  std::uint64_t files_closed() const noexcept { return files_closed_.load(); }
+  // What went to files, set by the worker from its writer's stats: this run's events and bytes (restarted at
+  // enable), and the files the writer closed (its own count: a new writer starts it again).
+  struct RunCounters : CounterSet {
+    Counter events{*this, "output_events", "events written to files"};
+    Counter bytes{*this, "output_bytes", "bytes written to files"};
+  };
+  struct WriterCounters : CounterSet {
+    Counter files_closed{*this, "files_closed", "output files closed (rotated or at stop)"};
+  };
+  const RunCounters& run_counters() const noexcept { return run_counters_; }
+  const WriterCounters& writer_counters() const noexcept { return writer_counters_; }
 
  private:
   void loop(std::stop_token stop, std::uint64_t run_number);
@@ -73,9 +82,8 @@ class EventOutput {
   std::condition_variable_any changed_;
   std::deque<std::uint32_t> queue_;
   std::string failure_;  // closing the last file failed when the worker ended: stop() reports it
-  std::atomic<std::uint64_t> events_{0};
-  std::atomic<std::uint64_t> bytes_{0};
-  std::atomic<std::uint64_t> files_closed_{0};
+  RunCounters run_counters_;
+  WriterCounters writer_counters_;
   std::jthread worker_;  // last: ends before what it uses goes
 };
 

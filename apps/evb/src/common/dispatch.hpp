@@ -105,12 +105,4 @@ inline Tid exactly_one(const ParamSet& params, const std::string& name) {
   return tids.front();
 }
 
-// Counters written by the dispatch thread only and read by report() on the control thread.
-using Counter = std::atomic<std::uint64_t>;
-inline void bump(Counter& c, std::uint64_t n = 1) noexcept {
-  c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-}
-inline void put(Counter& c, std::uint64_t v) noexcept { c.store(v, std::memory_order_relaxed); }
-inline double read(const Counter& c) noexcept { return static_cast<double>(c.load(std::memory_order_relaxed)); }
-
 }  // namespace daqx::evb

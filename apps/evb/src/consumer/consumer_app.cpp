@@ -33,7 +33,7 @@ void Consumer::configure() {
 }
 
 void Consumer::enable() {
-  for (Counter* c : {&events_, &bytes_, &incomplete_, &corrupt_, &check_failures_}) put(*c, 0);
+  run_counters_.reset();
   worker_ = context().start_worker("worker", [this](std::stop_token stop) { work(stop); });
 }
 
@@ -53,13 +53,13 @@ void Consumer::stop_worker() {
   }
   std::lock_guard lock(mutex_);
   queue_.clear();  // events not looked at are let go: their BU slots come back
-  put(queued_, 0);
+  gauges_.queued.set(0);
 }
 
 void Consumer::consume(BuiltEvent&& event) {
   std::lock_guard lock(mutex_);
   queue_.push_back(std::move(event));
-  put(queued_, queue_.size());
+  gauges_.queued.set(queue_.size());
   changed_.notify_one();
 }
 
@@ -71,26 +71,22 @@ void Consumer::work(std::stop_token stop) {
       if (!changed_.wait(lock, stop, [&] { return !queue_.empty(); })) return;
       event = std::move(queue_.front());
       queue_.pop_front();
-      put(queued_, queue_.size());
+      gauges_.queued.set(queue_.size());
     }
     if (delay_us_ > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::micro>(delay_us_));
     if (verify_)
       for (const BuiltFragment& f : event.fragments)
-        if (!verify_superfragment(f.pieces, event.event, f.contributor, true).ok) bump(check_failures_);
-    bump(events_);
-    bump(bytes_, event.size());
-    if (event.flags & event_flags::incomplete) bump(incomplete_);
-    if (event.flags & event_flags::corrupt) bump(corrupt_);
+        if (!verify_superfragment(f.pieces, event.event, f.contributor, true).ok) run_counters_.check_failures.add_single_writer();
+    run_counters_.events.add_single_writer();
+    run_counters_.bytes.add_single_writer(event.size());
+    if (event.flags & event_flags::incomplete) run_counters_.incomplete.add_single_writer();
+    if (event.flags & event_flags::corrupt) run_counters_.corrupt.add_single_writer();
   }
 }
 
 void Consumer::report(MetricSink& sink) const {
-  sink.counter("events", read(events_), "events consumed");
-  sink.counter("bytes", read(bytes_), "bytes of the events consumed");
-  sink.counter("events_incomplete", read(incomplete_), "events flagged incomplete");
-  sink.counter("events_corrupt", read(corrupt_), "events flagged corrupt by their BU");
-  sink.counter("check_failures", read(check_failures_), "fragments that failed this consumer's own check");
-  sink.gauge("queued", read(queued_), "events waiting for the worker");
+  run_counters_.report(sink);
+  gauges_.report(sink);
 }
 
 }  // namespace daqx::evb::consumer

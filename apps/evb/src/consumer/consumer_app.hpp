@@ -13,6 +13,7 @@
 
 #include "daqx/evb/consumer.hpp"
 #include "daqx/api/application.hpp"
+#include "daqx/api/counter_set.hpp"
 #include "common/dispatch.hpp"
 
 namespace daqx::evb::consumer {
@@ -44,12 +45,19 @@ class Consumer final : public Application {
   std::deque<BuiltEvent> queue_;
   std::jthread worker_;
 
-  Counter events_{0};
-  Counter bytes_{0};
-  Counter incomplete_{0};
-  Counter corrupt_{0};
-  Counter check_failures_{0};
-  Counter queued_{0};
+  // Published: what the worker looked at this run (restarted at enable), and the queue now.
+  struct RunCounters : CounterSet {
+    Counter events{*this, "events", "events consumed"};
+    Counter bytes{*this, "bytes", "bytes of the events consumed"};
+    Counter incomplete{*this, "events_incomplete", "events flagged incomplete"};
+    Counter corrupt{*this, "events_corrupt", "events flagged corrupt by their BU"};
+    Counter check_failures{*this, "check_failures", "fragments that failed this consumer's own check"};
+  };
+  struct Gauges : CounterSet {
+    Counter queued{*this, "queued", "events waiting for the worker", Metric::Kind::gauge};
+  };
+  RunCounters run_counters_;
+  Gauges gauges_;
 };
 
 }  // namespace daqx::evb::consumer

@@ -15,7 +15,8 @@ void BuProxy::start_run(std::uint32_t run) {
   credits_.clear();
   outstanding_.clear();
   events_in_flight_ = 0;
-  for (Counter* c : {assigned_.get(), completed_.get(), lost_.get(), drops_.get()}) put(*c, 0);
+  drops_ = 0;
+  counters_->reset();
 }
 
 void BuProxy::begin_readmission(std::uint64_t incarnation, Clock::time_point now) {
@@ -26,7 +27,7 @@ void BuProxy::begin_readmission(std::uint64_t incarnation, Clock::time_point now
 
 std::uint64_t BuProxy::abandon_work() {
   const std::uint64_t lost = events_in_flight_;
-  bump(*lost_, lost);
+  counters_->lost.add_single_writer(lost);
   outstanding_.clear();
   events_in_flight_ = 0;
   credits_.clear();
@@ -34,7 +35,7 @@ std::uint64_t BuProxy::abandon_work() {
 }
 
 void BuProxy::mark_dropped(const std::string& why) {
-  bump(*drops_);
+  ++drops_;
   state_ = State::dropped;
   dropped_because_ = why;
   ++generation_;
@@ -53,7 +54,7 @@ BuProxy::Returned BuProxy::take_request(const Request& request, Clock::time_poin
     }
     outstanding_.erase(it);
     events_in_flight_ -= d.count;
-    bump(*completed_, d.count);
+    counters_->completed.add_single_writer(d.count);
     returned.completed += d.count;
     returned.incomplete += d.incomplete;
     returned.corrupt += d.corrupt;
@@ -76,25 +77,22 @@ Assignment BuProxy::assign_front_credit(std::uint32_t count, std::uint64_t first
   const Assignment a{tid(), generation_, slot, count, first_event};
   outstanding_[slot] = {a.first_event, count};
   events_in_flight_ += count;
-  bump(*assigned_, count);
+  counters_->assigned.add_single_writer(count);
   return a;
 }
 
 void BuProxy::publish() {
-  put(*published_state_, state_ == State::alive ? 1 : state_ == State::dropped ? 2 : 0);
-  put(*published_credits_, credits_.size());
-  put(*published_output_state_, output_state_);
+  published_->state.store(state_ == State::alive ? 1 : state_ == State::dropped ? 2 : 0, std::memory_order_relaxed);
+  counters_->credits.set(credits_.size());
+  published_->output_state.store(output_state_, std::memory_order_relaxed);
 }
 
 void BuProxy::report(MetricSink& sink) const {
   std::vector<std::pair<std::string, std::string>> l{{"bu", apps::to_text(std::uint64_t{tid()})}};
-  sink.counter("bu_events_assigned", read(*assigned_), "events assigned to this BU", l);
-  sink.counter("bu_events_completed", read(*completed_), "events this BU built and gave back", l);
-  sink.counter("bu_events_lost", read(*lost_), "events lost when this BU was dropped", l);
-  sink.state("bu_state", static_cast<std::size_t>(read(*published_state_)), {"not_heard", "taking_part", "dropped"},
+  counters_->report(sink, l);
+  sink.state("bu_state", published_->state.load(std::memory_order_relaxed), {"not_heard", "taking_part", "dropped"},
              "this BU as the EvM sees it: not yet heard, taking part, dropped", l);
-  sink.gauge("bu_credits", read(*published_credits_), "free slots of this BU waiting for events", l);
-  sink.state("bu_output_state", static_cast<std::size_t>(read(*published_output_state_)),
+  sink.state("bu_output_state", published_->output_state.load(std::memory_order_relaxed),
              {"running", "throttled", "blocked"}, "this BU's output as it last said: running, throttled, blocked", l);
 }
 

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -11,6 +13,7 @@
 #include <string>
 
 #include "daqx/api/application.hpp"
+#include "daqx/api/counter_set.hpp"
 #include "daqx/evb/protocol.hpp"
 #include "common/dispatch.hpp"
 #include "evm/unit_link.hpp"
@@ -27,7 +30,7 @@ class BuProxy {
   State state() const { return state_; }
   std::uint32_t generation() const { return generation_; }
   std::uint64_t incarnation() const { return incarnation_; }
-  std::uint64_t drops() const { return *drops_; }
+  std::uint64_t drops() const { return drops_; }
   const std::string& dropped_because() const { return dropped_because_; }
   std::uint64_t events_in_flight() const { return events_in_flight_; }
   std::size_t credits() const { return credits_.size(); }
@@ -97,14 +100,21 @@ class BuProxy {
   std::map<std::uint32_t, Batch> outstanding_;  // slot -> batch assigned to it
   std::uint64_t events_in_flight_ = 0;
   std::string dropped_because_;  // the last drop's reason, for the status when no BU is left
-  // Published for report().
-  std::unique_ptr<Counter> assigned_ = std::make_unique<Counter>(0);
-  std::unique_ptr<Counter> completed_ = std::make_unique<Counter>(0);
-  std::unique_ptr<Counter> lost_ = std::make_unique<Counter>(0);
-  std::unique_ptr<Counter> drops_ = std::make_unique<Counter>(0);
-  std::unique_ptr<Counter> published_state_ = std::make_unique<Counter>(0);  // 0 unknown, 1 alive, 2 dropped
-  std::unique_ptr<Counter> published_credits_ = std::make_unique<Counter>(0);
-  std::unique_ptr<Counter> published_output_state_ = std::make_unique<Counter>(0);
+  std::uint64_t drops_ = 0;  // this run
+
+  // Published for report(), labelled with the BU (each behind a pointer: the proxies move when their vector grows).
+  struct Counters : CounterSet {  // this run's, restarted at start_run (the credits follow at once)
+    Counter assigned{*this, "bu_events_assigned", "events assigned to this BU"};
+    Counter completed{*this, "bu_events_completed", "events this BU built and gave back"};
+    Counter lost{*this, "bu_events_lost", "events lost when this BU was dropped"};
+    Counter credits{*this, "bu_credits", "free slots of this BU waiting for events", Metric::Kind::gauge};
+  };
+  struct States {  // reported as state sets
+    std::atomic<std::size_t> state{0};  // 0 unknown, 1 alive, 2 dropped
+    std::atomic<std::size_t> output_state{0};
+  };
+  std::unique_ptr<Counters> counters_ = std::make_unique<Counters>();
+  std::unique_ptr<States> published_ = std::make_unique<States>();
 };
 
 }  // namespace daqx::evb::evm

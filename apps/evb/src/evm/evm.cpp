@@ -13,6 +13,7 @@ using apps::to_text;
 std::vector<ParamSpec> EvM::parameters() { return evm_parameters(); }
 
 EvM::EvM(ApplicationContext& context) : Application(context), outbox_(context), trigger_pump_(context, outbox_) {
+  run_counters_.drained.set(1);  // nothing assigned yet: a stop before any run has nothing to wait for
   context.bind(function::request, [this](Frame&& f) { on_request(std::move(f)); });
   context.bind(function::ru_status, [this](Frame&& f) { on_ru_status(std::move(f)); });
   context.bind(function::control, [this](Frame&& f) { on_unit_report(std::move(f)); });
@@ -68,7 +69,7 @@ void EvM::start_run(std::uint32_t run) {
   batch_sizer_.start({config_.events_per_request, config_.batch_bytes, config_.min_events_per_request,
                       config_.max_events_per_request, superfragment_size(config_.trigger, 0)},
                      rus_.size());
-  put(events_per_request_, batch_sizer_.events_per_batch());
+  gauges_.events_per_request.set(batch_sizer_.events_per_batch());
   outbox_.clear();
   unsent_controls_.clear();
   trigger_pump_.start();
@@ -87,11 +88,7 @@ void EvM::start_run(std::uint32_t run) {
   rus_unknown_ = rus_.size();
   rus_taking_part_ = 0;
   rus_down_.clear();
-  for (Counter* c : {&events_assigned_, &events_completed_, &events_lost_, &events_incomplete_, &events_corrupt_,
-                     &events_in_flight_, &requests_, &stale_requests_, &unexpected_discards_, &bu_drops_,
-                     &bu_readmissions_, &ru_downs_})
-    put(*c, 0);
-  put(drained_, 0);
+  run_counters_.reset();
   event_rate_.start(run_start_, 0, 0);
   broadcast(Control{ControlKind::heartbeat, run_, 0, kNoTid, {}});
   publish();
@@ -102,7 +99,7 @@ void EvM::start_run(std::uint32_t run) {
 void EvM::stop() {
   run_on_dispatch(context(), [this] { draining_ = true; });
   const auto deadline = Clock::now() + seconds(config_.drain_timeout);
-  while (drained_.load() == 0 && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  while (run_counters_.drained.load() == 0 && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   ticker_.stop();
   run_on_dispatch(context(), [this] {
     std::uint64_t abandoned = 0;
@@ -164,12 +161,12 @@ void EvM::on_request(Frame&& frame) {
   std::optional<Request> request = decode_request(frame.payload(), frame.payload_size_in_head());
   BuProxy* bu = find_bu(frame.header.initiator);
   if (!request || bu == nullptr) {
-    bump(malformed_);
+    gauges_.malformed_frames.add_single_writer();
     return;
   }
   frame.data.reset();
   const Clock::time_point now = Clock::now();
-  bump(requests_);
+  run_counters_.requests.add_single_writer();
   // A BU of another generation or incarnation (new, dropped, or restarted): reset it and take nothing from it
   // until it answers with the generation the reset gave.
   const bool was_alive = bu->state() == BuProxy::State::alive;
@@ -178,14 +175,14 @@ void EvM::on_request(Frame&& frame) {
     case BuDropPolicy::Admission::taken_in:
       break;
     case BuDropPolicy::Admission::taken_in_again:
-      bump(bu_readmissions_);
+      run_counters_.bu_readmissions.add_single_writer();
       context().log(LogLevel::info, concatenate({"BU ", to_text(std::uint64_t{bu->tid()}), " taken in again (generation ",
                                                  to_text(std::uint64_t{bu->generation()}), ")"}));
       break;
     case BuDropPolicy::Admission::refused:
       if (was_alive) drop_builder(*bu, "it asked with another generation or restarted");
       if (failed_) return;
-      bump(stale_requests_);
+      run_counters_.stale_requests.add_single_writer();
       if (bu_drop_policy_.readmit(*bu, *request, now)) {
         send_to(*bu, bu->reset(run_), true);
         // A BU taken in (again, or restarted) must know which RUs are gone, or it waits for them forever.
@@ -198,10 +195,10 @@ void EvM::on_request(Frame&& frame) {
   }
   const BuProxy::Returned returned = bu->take_request(*request, now);
   note(*bu);
-  bump(events_completed_, returned.completed);
-  bump(events_incomplete_, returned.incomplete);
-  bump(events_corrupt_, returned.corrupt);
-  bump(unexpected_discards_, returned.unexpected);
+  run_counters_.events_completed.add_single_writer(returned.completed);
+  run_counters_.events_incomplete.add_single_writer(returned.incomplete);
+  run_counters_.events_corrupt.add_single_writer(returned.corrupt);
+  run_counters_.unexpected_discards.add_single_writer(returned.unexpected);
   schedule_assign();  // after the other frames of this round: one Allocate for their requests
   publish();
 }
@@ -211,7 +208,7 @@ void EvM::on_ru_status(Frame&& frame) {
   std::optional<RuStatus> status = decode_ru_status(frame.payload(), frame.payload_size_in_head());
   RuProxy* ru = find_ru(frame.header.initiator);
   if (!status || ru == nullptr) {
-    bump(malformed_);
+    gauges_.malformed_frames.add_single_writer();
     return;
   }
   const Clock::time_point now = Clock::now();
@@ -231,7 +228,7 @@ void EvM::on_ru_status(Frame&& frame) {
   }
   ru->heard(now);
   batch_sizer_.observe(static_cast<std::size_t>(ru - rus_.data()), status->fragments_sent, status->bytes_sent);
-  put(events_per_request_, batch_sizer_.events_per_batch());
+  gauges_.events_per_request.set(batch_sizer_.events_per_batch());
   assign();
 }
 
@@ -240,7 +237,7 @@ void EvM::on_unit_report(Frame&& frame) {
   if (!running_ || failed_) return;
   std::optional<Control> c = decode_control(frame.payload(), frame.payload_size_in_head());
   if (!c || find_ru(frame.header.initiator) == nullptr || c->kind != ControlKind::bu_down) {
-    bump(malformed_);
+    gauges_.malformed_frames.add_single_writer();
     return;
   }
   BuProxy* bu = find_bu(c->subject);
@@ -276,7 +273,7 @@ void EvM::schedule_assign() {
 void EvM::assign() {
   if (!running_ || draining_ || failed_) return;
   const bool ready = rus_ready();
-  waiting_for_rus_.store(!ready, std::memory_order_relaxed);
+  gauges_.waiting_for_rus.set(ready ? 0 : 1);
   if (!ready) return;
   const Clock::time_point now = Clock::now();
   bool assigned = false;
@@ -299,7 +296,7 @@ void EvM::assign() {
     }
     const Assignment a = bu->assign_front_credit(count, assigner_.take(count));
     note(*bu);
-    bump(events_assigned_, count);
+    run_counters_.events_assigned.add_single_writer(count);
     allocations_.add(a);  // every RU is told it at the flush
     trigger_pump_.add(a);
     assigned = true;
@@ -348,8 +345,8 @@ void EvM::broadcast(const Control& control) {
 
 void EvM::drop_builder(BuProxy& bu, const std::string& why) {
   const std::uint64_t lost = bu_drop_policy_.drop(bu, why);
-  bump(events_lost_, lost);
-  bump(bu_drops_);
+  run_counters_.events_lost.add_single_writer(lost);
+  run_counters_.bu_drops.add_single_writer();
   context().log(LogLevel::warning, BuDropPolicy::drop_message(bu, why, lost));
   // The RUs and the EvM's own sender forget its work; what waits in the outbox for it goes too.
   trigger_pump_.drop(bu.tid(), bu.generation());
@@ -371,7 +368,7 @@ void EvM::ru_down(RuProxy& ru, const std::string& why) {
   const RuProxy::State before = ru.state();
   ru.go_down();
   note(ru, before);
-  bump(ru_downs_);
+  run_counters_.ru_downs.add_single_writer();
   const RuDownVerdict verdict = ru_down_verdict(config_.ru_failure, ru, why);
   if (verdict.fail_run) {
     fail_run(ru.tid(), verdict.reason);
@@ -427,49 +424,29 @@ void EvM::tick() {
 // The totals kept as units change (each unit's own gauges are published when it changes): no pass over the units.
 void EvM::publish() {
   const std::uint64_t in_flight = bu_totals_.events_in_flight();
-  put(credits_queued_, bu_totals_.credits());
-  put(events_in_flight_, in_flight);
-  put(bus_alive_, bu_totals_.alive());
-  put(rus_alive_, rus_taking_part_);
+  gauges_.credits_queued.set(bu_totals_.credits());
+  run_counters_.events_in_flight.set(in_flight);
+  gauges_.bus_alive.set(bu_totals_.alive());
+  gauges_.rus_alive.set(rus_taking_part_);
   // No builder left: nothing can be assigned until one is taken in again. Said in the status reason (the run
   // is not over: a BU that returns is taken back), named with each BU's drop (written when it first holds).
   const bool none_left = running_ && !failed_ && bu_totals_.alive() == 0 && bu_totals_.dropped() != 0;
-  if (none_left != (no_builder_left_.load() != 0)) {
+  if (none_left != (gauges_.no_builder_left.load() != 0)) {
     const std::optional<std::string> reason = none_left ? BuDropPolicy::no_builder_left(bus_) : std::nullopt;
-    put(no_builder_left_, reason ? 1 : 0);
+    gauges_.no_builder_left.set(reason ? 1 : 0);
     context().set_condition(reason.value_or(std::string()));
   }
   // Drained: stopping and nothing out (dropped BUs' events are already counted lost).
-  put(drained_, draining_ && in_flight == 0 ? 1 : 0);
-  event_rate_.update(Clock::now(), events_completed_.load(std::memory_order_relaxed), 0);
+  run_counters_.drained.set(draining_ && in_flight == 0 ? 1 : 0);
+  event_rate_.update(Clock::now(), run_counters_.events_completed.load(), 0);
 }
 
 void EvM::report(MetricSink& sink) const {
   const apps::Rates rates = event_rate_.read(Clock::now());
-  sink.counter("events_assigned", read(events_assigned_), "events given to builder units this run");
-  sink.counter("events_completed", read(events_completed_), "events the builder units built and gave back");
-  sink.counter("events_lost", read(events_lost_), "events held by builder units that were dropped");
-  sink.counter("events_incomplete", read(events_incomplete_), "completed events built without a contributor");
-  sink.counter("events_corrupt", read(events_corrupt_), "completed events that failed the integrity checks");
-  sink.gauge("events_in_flight", read(events_in_flight_), "events assigned and not yet given back");
+  run_counters_.report(sink);
+  gauges_.report(sink);
   sink.derived("event_rate", rates.frames_per_second, "events completed per second over the last second");
-  sink.gauge("events_per_request", read(events_per_request_),
-             "events per batch now: eventsPerRequest, or sized from the RUs' super-fragment bytes (batchBytes)");
-  sink.gauge("credits_queued", read(credits_queued_), "free BU slots waiting for events");
-  sink.counter("requests", read(requests_), "requests received from builder units");
-  sink.counter("stale_requests", read(stale_requests_), "requests refused (other generation): answered with a reset");
-  sink.counter("unexpected_discards", read(unexpected_discards_), "discards of events not out to that BU (0 unless an event was built twice)");
-  sink.counter("bu_drops", read(bu_drops_), "builder units dropped (silent, restarted, or holding events at a drain timeout)");
-  sink.counter("bu_readmissions", read(bu_readmissions_), "dropped builder units taken in again");
-  sink.counter("ru_downs", read(ru_downs_), "readout units declared down");
-  sink.gauge("bus_alive", read(bus_alive_), "builder units taking part");
-  sink.gauge("rus_alive", read(rus_alive_), "readout units taking part");
-  sink.gauge("no_builder_left", read(no_builder_left_),
-             "1 while every builder unit has been dropped and none taken in again (the status reason says why)");
-  sink.gauge("waiting_for_rus", waiting_for_rus_.load() ? 1 : 0, "1 while assignment waits for every RU to report");
-  sink.gauge("drained", read(drained_), "1 when stopping and every assigned event is completed or lost");
-  sink.counter("trigger_bytes", read(trigger_pump_.counters().bytes_sent), "trigger fragment bytes sent");
-  sink.counter("malformed_frames", read(malformed_), "frames that did not decode or came from an unknown unit");
+  sink.counter("trigger_bytes", static_cast<double>(trigger_pump_.counters().bytes_sent.load()), "trigger fragment bytes sent");
   sink.counter("sends_deferred", static_cast<double>(outbox_.would_blocks()), "sends refused for lack of room, queued and sent later");
   for (const BuProxy& bu : bus_) bu.report(sink);
   for (const RuProxy& ru : rus_) ru.report(sink);

@@ -17,6 +17,7 @@
 #include "daqx/apps/rate_meter.hpp"
 #include "daqx/evb/protocol.hpp"
 #include "daqx/api/application.hpp"
+#include "daqx/api/counter_set.hpp"
 #include "common/dispatch.hpp"
 #include "common/tid_index.hpp"
 #include "evm/allocation_log.hpp"
@@ -110,27 +111,44 @@ class EvM final : public Application {
   std::vector<std::size_t> rus_down_;  // this run, in the order they went down
   std::vector<std::pair<Tid, Control>> unsent_controls_;  // waiting for a pool block
 
-  // Published.
-  Counter events_assigned_{0};
-  Counter events_completed_{0};
-  Counter events_lost_{0};
-  Counter events_incomplete_{0};
-  Counter events_corrupt_{0};
-  Counter events_in_flight_{0};
-  Counter credits_queued_{0};
-  Counter requests_{0};
-  Counter stale_requests_{0};
-  Counter unexpected_discards_{0};
-  Counter bu_drops_{0};
-  Counter bu_readmissions_{0};
-  Counter ru_downs_{0};
-  Counter bus_alive_{0};
-  Counter rus_alive_{0};
-  Counter no_builder_left_{0};  // 1 while every BU of the run has been dropped and none taken in again
-  Counter malformed_{0};
-  Counter drained_{1};
-  Counter events_per_request_{0};  // the batch size now (published from the dispatch thread)
-  std::atomic<bool> waiting_for_rus_{false};
+  // Published: this run's counts, restarted as each run starts ...
+  struct RunCounters : CounterSet {
+    Counter events_assigned{*this, "events_assigned", "events given to builder units this run"};
+    Counter events_completed{*this, "events_completed", "events the builder units built and gave back"};
+    Counter events_lost{*this, "events_lost", "events held by builder units that were dropped"};
+    Counter events_incomplete{*this, "events_incomplete", "completed events built without a contributor"};
+    Counter events_corrupt{*this, "events_corrupt", "completed events that failed the integrity checks"};
+    Counter events_in_flight{*this, "events_in_flight", "events assigned and not yet given back", Metric::Kind::gauge};
+    Counter requests{*this, "requests", "requests received from builder units"};
+    Counter stale_requests{*this, "stale_requests", "requests refused (other generation): answered with a reset"};
+    Counter unexpected_discards{*this, "unexpected_discards",
+                                "discards of events not out to that BU (0 unless an event was built twice)"};
+    Counter bu_drops{*this, "bu_drops", "builder units dropped (silent, restarted, or holding events at a drain timeout)"};
+    Counter bu_readmissions{*this, "bu_readmissions", "dropped builder units taken in again"};
+    Counter ru_downs{*this, "ru_downs", "readout units declared down"};
+    Counter drained{*this, "drained", "1 when stopping and every assigned event is completed or lost",
+                    Metric::Kind::gauge};  // 1 before the first run
+  };
+  // ... and, kept across runs, how the units and the batches stand (published from the dispatch thread) and what
+  // was refused.
+  struct Gauges : CounterSet {
+    Counter events_per_request{*this, "events_per_request",
+                               "events per batch now: eventsPerRequest, or sized from the RUs' super-fragment bytes "
+                               "(batchBytes)",
+                               Metric::Kind::gauge};
+    Counter credits_queued{*this, "credits_queued", "free BU slots waiting for events", Metric::Kind::gauge};
+    Counter bus_alive{*this, "bus_alive", "builder units taking part", Metric::Kind::gauge};
+    Counter rus_alive{*this, "rus_alive", "readout units taking part", Metric::Kind::gauge};
+    Counter no_builder_left{*this, "no_builder_left",
+                            "1 while every builder unit has been dropped and none taken in again (the status reason "
+                            "says why)",
+                            Metric::Kind::gauge};
+    Counter waiting_for_rus{*this, "waiting_for_rus", "1 while assignment waits for every RU to report",
+                            Metric::Kind::gauge};
+    Counter malformed_frames{*this, "malformed_frames", "frames that did not decode or came from an unknown unit"};
+  };
+  RunCounters run_counters_;
+  Gauges gauges_;
   apps::RateMeter event_rate_;
 };
 

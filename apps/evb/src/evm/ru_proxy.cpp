@@ -35,10 +35,12 @@ void RuProxy::flush_allocations(std::uint32_t run, const AllocationLog& log) {
   }
 }
 
-void RuProxy::publish() { put(*published_state_, state_ == State::alive ? 1 : state_ == State::down ? 2 : 0); }
+void RuProxy::publish() {
+  published_state_->store(state_ == State::alive ? 1 : state_ == State::down ? 2 : 0, std::memory_order_relaxed);
+}
 
 void RuProxy::report(MetricSink& sink) const {
-  sink.state("ru_state", static_cast<std::size_t>(read(*published_state_)), {"not_heard", "taking_part", "down"},
+  sink.state("ru_state", published_state_->load(std::memory_order_relaxed), {"not_heard", "taking_part", "down"},
              "this RU as the EvM sees it: not yet heard, taking part, down", {{"ru", apps::to_text(std::uint64_t{tid()})}});
 }
 

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -63,7 +65,9 @@ class RuProxy {
   std::uint64_t incarnation_ = 0;
   Clock::time_point last_heard_{};
   AllocationLog::Position told_ = 0;  // the log's assignments before this one are sent
-  std::unique_ptr<Counter> published_state_ = std::make_unique<Counter>(0);  // 0 unknown, 1 alive, 2 down
+  // Reported as a state set; behind a pointer, as the proxies move when their vector grows.
+  // 0 unknown, 1 alive, 2 down
+  std::unique_ptr<std::atomic<std::size_t>> published_state_ = std::make_unique<std::atomic<std::size_t>>(0);
 };
 
 }  // namespace daqx::evb::evm

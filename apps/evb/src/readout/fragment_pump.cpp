@@ -7,20 +7,18 @@ void FragmentPump::start() {
   running_ = true;
   sender_.start_run(0);
   sender_.reset_counters();
-  for (Counter* c : {&counters_.fragments_sent, &counters_.bytes_sent, &counters_.blocks_sent, &counters_.events_dropped,
-                     &counters_.pool_waits, &counters_.would_blocks, &counters_.send_errors})
-    put(*c, 0);
+  counters_.reset();
 }
 
 void FragmentPump::stop() {
   running_ = false;
   sender_.clear();
-  put(counters_.events_queued, 0);
-  put(counters_.frames_waiting, 0);
+  counters_.events_queued.set(0);
+  counters_.frames_waiting.set(0);
 }
 
 void FragmentPump::drop(Tid bu, std::uint32_t generation) {
-  bump(counters_.events_dropped, sender_.drop_bu(bu, generation));
+  counters_.events_dropped.add_single_writer(sender_.drop_bu(bu, generation));
   outbox_.drop(bu);
 }
 
@@ -41,14 +39,14 @@ void FragmentPump::pump() {
   if (!running_) return;
   if (sender_.pump() == FragmentSender::Progress::more) schedule_pump();
   if (after_round_) after_round_();
-  put(counters_.fragments_sent, sender_.fragments_sent());
-  put(counters_.bytes_sent, sender_.bytes_sent());
-  put(counters_.blocks_sent, sender_.blocks_sent());
-  put(counters_.events_queued, sender_.events_queued());
-  put(counters_.frames_waiting, outbox_.waiting());
-  put(counters_.pool_waits, sender_.pool_waits());
-  put(counters_.would_blocks, outbox_.would_blocks());
-  put(counters_.send_errors, outbox_.errors());
+  counters_.fragments_sent.set(sender_.fragments_sent());
+  counters_.bytes_sent.set(sender_.bytes_sent());
+  counters_.blocks_sent.set(sender_.blocks_sent());
+  counters_.events_queued.set(sender_.events_queued());
+  counters_.frames_waiting.set(outbox_.waiting());
+  counters_.pool_waits.set(sender_.pool_waits());
+  counters_.would_blocks.set(outbox_.would_blocks());
+  counters_.send_errors.set(outbox_.errors());
 }
 
 }  // namespace daqx::evb::readout

@@ -10,6 +10,7 @@
 #include "common/dispatch.hpp"
 #include "common/outbox.hpp"
 #include "daqx/api/application.hpp"
+#include "daqx/api/counter_set.hpp"
 #include "daqx/evb/protocol.hpp"
 #include "readout/data_source.hpp"
 #include "readout/fragment_sender.hpp"
@@ -21,17 +22,19 @@ class FragmentPump {
   // Told after every round of sending, before the counters are published: the unit looks at the sends that
   // failed (the RU reports a BU whose connection was lost).
   using AfterRound = std::function<void()>;
-  // Published; read by the unit's report().
-  struct Counters {
-    Counter fragments_sent{0};
-    Counter bytes_sent{0};
-    Counter blocks_sent{0};
-    Counter events_queued{0};
-    Counter frames_waiting{0};
-    Counter events_dropped{0};
-    Counter pool_waits{0};
-    Counter would_blocks{0};
-    Counter send_errors{0};
+  // Published after each round, for the unit's report(); restarted at start().
+  struct Counters : CounterSet {
+    Counter fragments_sent{*this, "fragments_sent", "super-fragments sent (one per event)"};
+    Counter bytes_sent{*this, "bytes_sent", "super-fragment bytes sent"};
+    Counter blocks_sent{*this, "blocks_sent", "fragment blocks sent"};
+    Counter events_queued{*this, "fragments_in_flight", "events assigned and not yet completely sent",
+                          Metric::Kind::gauge};
+    Counter frames_waiting{*this, "blocks_waiting", "blocks waiting for a BU that cannot take them yet",
+                           Metric::Kind::gauge};
+    Counter events_dropped{*this, "events_dropped", "events not sent because their BU was dropped"};
+    Counter pool_waits{*this, "pool_waits", "times sending paused for free pool blocks (back-pressure)"};
+    Counter would_blocks{*this, "sends_deferred", "sends refused for lack of room, queued and sent later"};
+    Counter send_errors{*this, "send_errors", "frames (blocks or status reports) lost with their connection"};
   };
 
   // outbox: the unit's, through which the blocks go (and what else the unit sends).

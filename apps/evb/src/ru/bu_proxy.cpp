@@ -14,7 +14,7 @@ void BuProxy::start() {
   outbox_.clear();
   pump_.start();
   outbox_.reset_counters();
-  put(lost_connections_, 0);
+  counters_.reset();
 }
 
 void BuProxy::stop() {
@@ -36,7 +36,7 @@ void BuProxy::drop_lost_builders() {
     const std::uint32_t generation = pump_.generation_of(bu);
     if (generation == 0) continue;
     drop(bu, generation + 1);
-    bump(lost_connections_);
+    counters_.lost_connections.add_single_writer();
     lost_builder_(bu, generation);
   }
 }

@@ -9,6 +9,7 @@
 #include "common/dispatch.hpp"
 #include "common/outbox.hpp"
 #include "daqx/api/application.hpp"
+#include "daqx/api/counter_set.hpp"
 #include "daqx/evb/protocol.hpp"
 #include "readout/fragment_pump.hpp"
 #include "ru/ru_configuration.hpp"
@@ -41,7 +42,11 @@ class BuProxy {
   std::uint64_t bytes_sent() const noexcept { return pump_.bytes_sent(); }
   // Published; read by RU::report.
   const readout::FragmentPump::Counters& sending() const noexcept { return pump_.counters(); }
-  const Counter& lost_connections() const noexcept { return lost_connections_; }
+  struct Counters : CounterSet {  // restarted at start()
+    Counter lost_connections{*this, "lost_connections",
+                             "sends to a BU that failed (connection lost), reported to the EvM"};
+  };
+  const Counters& counters() const noexcept { return counters_; }
 
  private:
   void drop_lost_builders();
@@ -50,7 +55,7 @@ class BuProxy {
   Outbox& outbox_;
   readout::FragmentPump pump_;
   LostBuilder lost_builder_;
-  Counter lost_connections_{0};
+  Counters counters_;
 };
 
 }  // namespace daqx::evb::ru

@@ -21,25 +21,23 @@ void EvmProxy::start() {
   run_ = 0;
   incarnation_ = new_incarnation();
   last_status_ = {};
-  for (Counter* c : {&counters_.allocations, &counters_.bu_downs, &counters_.stale_frames, &counters_.malformed,
-                     &counters_.status_reports, &counters_.status_retries})
-    put(*c, 0);
-  counters_.last_status_sent.store(0, std::memory_order_relaxed);
+  counters_.reset();
+  last_status_sent_.store(0, std::memory_order_relaxed);
 }
 
 void EvmProxy::on_allocate(Frame&& frame) {
   if (!unit_.running()) return;
   std::optional<Allocate> message = decode_allocate(frame.payload(), frame.payload_size_in_head());
   if (!message || frame.header.initiator != config_.evm) {
-    bump(counters_.malformed);
+    counters_.malformed.add_single_writer();
     return;
   }
   evm_loss_.heard(Clock::now());
   if (message->run != run_) {
-    bump(counters_.stale_frames);  // from another run (we have not heard its heartbeat yet, or it is over)
+    counters_.stale_frames.add_single_writer();  // from another run (we have not heard its heartbeat yet, or it is over)
     return;
   }
-  bump(counters_.allocations);
+  counters_.allocations.add_single_writer();
   for (const Assignment& a : message->assignments) builders_.add(a);
   builders_.pump();
 }
@@ -47,7 +45,7 @@ void EvmProxy::on_allocate(Frame&& frame) {
 void EvmProxy::on_control(Frame&& frame) {
   std::optional<Control> c = decode_control(frame.payload(), frame.payload_size_in_head());
   if (!c || frame.header.initiator != config_.evm) {
-    bump(counters_.malformed);
+    counters_.malformed.add_single_writer();
     return;
   }
   if (!unit_.running()) return;
@@ -57,7 +55,7 @@ void EvmProxy::on_control(Frame&& frame) {
     run_ = c->run;  // a new run: whatever was queued belongs to the old one
     evm_loss_.set_run_ended(false);
     builders_.start_run(run_);
-    put(counters_.run, run_);
+    gauges_.run.set(run_);
     send_status();
   }
   switch (c->kind) {
@@ -65,7 +63,7 @@ void EvmProxy::on_control(Frame&& frame) {
     case ControlKind::reset:
       break;
     case ControlKind::bu_down:
-      bump(counters_.bu_downs);
+      counters_.bu_downs.add_single_writer();
       builders_.drop(c->subject, c->generation);
       builders_.pump();
       break;
@@ -103,12 +101,12 @@ void EvmProxy::send_status() {
   const std::optional<std::size_t> used = frame ? encode(status, frame.data() + kFrameHeaderSize, 64) : std::nullopt;
   if (used) frame.resize(kFrameHeaderSize + *used);
   if (!used || !outbox_.send_if_idle(config_.evm, function::ru_status, std::move(frame), frame_flags::send_now)) {
-    bump(counters_.status_retries);
+    counters_.status_retries.add_single_writer();
     return;
   }
   last_status_ = Clock::now();
-  bump(counters_.status_reports);
-  counters_.last_status_sent.store(last_status_.time_since_epoch().count(), std::memory_order_relaxed);
+  counters_.status_reports.add_single_writer();
+  last_status_sent_.store(last_status_.time_since_epoch().count(), std::memory_order_relaxed);
 }
 
 void EvmProxy::send_status_if_due(Clock::time_point now) {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "daqx/api/application.hpp"
+#include "daqx/api/counter_set.hpp"
 #include "daqx/evb/protocol.hpp"
 #include "common/evm_loss_policy.hpp"
 #include "common/dispatch.hpp"
@@ -26,16 +27,20 @@ class EvmProxy {
     std::function<bool()> running;   // frames are ignored between runs
     std::function<void()> end_run;   // the EvM failed the run or this RU: stop sending
   };
-  // Published; read by RU::report.
-  struct Counters {
-    Counter allocations{0};
-    Counter bu_downs{0};
-    Counter stale_frames{0};
-    Counter malformed{0};
-    Counter status_reports{0};
-    Counter status_retries{0};
-    std::atomic<Clock::rep> last_status_sent{0};  // steady clock ticks of the last status report that went out
-    Counter run{0};
+  // Published; read by RU::report. This run's messages (restarted at start()) ...
+  struct Counters : CounterSet {
+    Counter allocations{*this, "allocations", "allocate messages received from the EvM"};
+    Counter bu_downs{*this, "bu_downs", "builder units the EvM dropped"};
+    Counter stale_frames{*this, "stale_frames", "allocations of another run, ignored"};
+    Counter malformed{*this, "malformed_frames", "frames that did not decode or came from another than the EvM"};
+    Counter status_reports{*this, "status_reports", "status reports sent to the EvM"};
+    Counter status_retries{*this, "status_retries",
+                           "status reports that could not go at once (no block, or the connection to the EvM busy), "
+                           "tried again"};
+  };
+  // ... and the EvM's run as last heard, kept across runs.
+  struct Gauges : CounterSet {
+    Counter run{*this, "run", "the EvM's run number as last heard", Metric::Kind::gauge};
   };
 
   EvmProxy(ApplicationContext& context, const RuConfiguration& config, Outbox& outbox, BuProxy& builders,
@@ -52,6 +57,9 @@ class EvmProxy {
   void report_lost_builder(Tid bu, std::uint32_t generation);
 
   const Counters& counters() const noexcept { return counters_; }
+  const Gauges& gauges() const noexcept { return gauges_; }
+  // Steady clock ticks of the last status report that went out (0: none yet).
+  Clock::rep last_status_sent() const noexcept { return last_status_sent_.load(std::memory_order_relaxed); }
 
  private:
   void on_allocate(Frame&& frame);
@@ -68,6 +76,8 @@ class EvmProxy {
   std::uint64_t incarnation_ = 0;
   Clock::time_point last_status_{};
   Counters counters_;
+  Gauges gauges_;
+  std::atomic<Clock::rep> last_status_sent_{0};
 };
 
 }  // namespace daqx::evb::ru
