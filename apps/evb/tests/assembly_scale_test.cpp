@@ -18,15 +18,13 @@
 
 using namespace daqx;
 using namespace daqx::evb;
+using namespace daqx::evb::test;
 using namespace daqx::evb::bu;
 using namespace daqx::evb::readout;
 
 namespace {
 
-constexpr Tid kEvm = 10;
 constexpr Tid kBu = 3000;
-constexpr std::uint32_t kRun = 1;
-constexpr std::uint32_t kGeneration = (kRun << 16) | 1;
 
 std::vector<Tid> with_evm(const std::vector<Tid>& rus) {
   std::vector<Tid> all{kEvm};

@@ -15,14 +15,13 @@
 
 using namespace daqx;
 using namespace daqx::evb;
+using namespace daqx::evb::test;
 using namespace daqx::evb::evm;
 
 namespace {
 
-constexpr Tid kEvm = 10;
 constexpr Tid kFirstRu = 1000;
 constexpr Tid kFirstBu = 3000;
-constexpr std::uint32_t kRun = 1;
 constexpr std::uint32_t kEventsPerBatch = 8;
 
 // The EvM under test and what it told its peers: the assignments in the order the first RU got them (every other

@@ -16,17 +16,16 @@
 #include "contributor_peers.hpp"
 #include "idle_context.hpp"
 #include "recording_context.hpp"
+#include "unit_fixtures.hpp"
 
 using namespace daqx;
 using namespace daqx::evb;
+using namespace daqx::evb::test;
 using namespace daqx::evb::bu;
 
 namespace {
 
-constexpr Tid kEvm = 10;
 constexpr Tid kBu = 3000;
-constexpr std::uint32_t kRun = 1;
-constexpr std::uint32_t kGeneration = (kRun << 16) | 1;
 
 BuConfiguration configuration() {
   BuConfiguration c;

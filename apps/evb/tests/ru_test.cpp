@@ -19,15 +19,13 @@
 
 using namespace daqx;
 using namespace daqx::evb;
+using namespace daqx::evb::test;
 
 namespace {
 
-constexpr Tid kEvm = 10;
 constexpr Tid kRu = 1000;
 constexpr Tid kBu = 3000;
 constexpr Tid kOtherBu = 3001;
-constexpr std::uint32_t kRun = 1;
-constexpr std::uint32_t kGeneration = (kRun << 16) | 1;
 
 // What a BU received from the RU, from the block headers and pieces sent to it.
 struct Received {

@@ -17,6 +17,12 @@
 
 namespace daqx::evb::test {
 
+// The EvM's TID and the run of the in-process tests, and the generation a BU takes from its first reset in that run
+// (the EvM's rule: the run in the high half, 1 in the low).
+inline constexpr Tid kEvm = 10;
+inline constexpr std::uint32_t kRun = 1;
+inline constexpr std::uint32_t kGeneration = (kRun << 16) | 1;
+
 // n TIDs from first.
 inline std::vector<Tid> tids(Tid first, std::size_t n) {
   std::vector<Tid> out(n);
