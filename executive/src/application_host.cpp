@@ -11,7 +11,6 @@
 #include <stdexcept>
 
 #include "daqx/services/text.hpp"
-#include "executive_core.hpp"
 
 namespace daqx::detail {
 namespace {
@@ -51,10 +50,10 @@ mem::PoolConfig application_pool_config(const std::string& name) {
   return mem::PoolConfig::geometric(name + "/pool", 256, 1u << 20, 1u << 20, 64u << 20);
 }
 
-ApplicationHost::ApplicationHost(ExecutiveCore& core, const config::ApplicationConfig& config,
+ApplicationHost::ApplicationHost(ContextServices& services, const config::ApplicationConfig& config,
                                  const ApplicationClass& cls, ParamSet params, std::size_t inbox_capacity,
                                  std::size_t lanes)
-    : core_(core),
+    : services_(services),
       config_(config),
       class_(cls),
       name_(hierarchical_name(config.class_name, config.instance)),
@@ -66,7 +65,7 @@ ApplicationHost::ApplicationHost(ExecutiveCore& core, const config::ApplicationC
     throw std::invalid_argument("application " + std::to_string(config_.id) + ": dispatch is '" + dispatch +
                                 "': expected auto, thread or inline");
   inline_ = dispatch == "inline" || (dispatch == "auto" && cls.handlers_may_run_inline);
-  mem::Pool& pool = core_.make_pool(name_ + "/pool", application_pool_config(name_));
+  mem::Pool& pool = services_.pools.make(name_ + "/pool", application_pool_config(name_));
   pool_ = &pool;
   read_transport_mode();
   pool_->on_available([this] {
@@ -87,7 +86,7 @@ void ApplicationHost::read_transport_mode() {
 
 void ApplicationHost::start() {
   application_ = class_.create(*this);
-  dispatcher_ = core_.threads().start(name_ + "/dispatch", [this](std::stop_token stop) { dispatch_loop(stop); });
+  dispatcher_ = services_.threads.start(name_ + "/dispatch", [this](std::stop_token stop) { dispatch_loop(stop); });
 }
 
 void ApplicationHost::finish() {
@@ -127,7 +126,7 @@ SendStatus ApplicationHost::send(Tid target, std::uint16_t function, std::uint64
     frame.reset();
     return SendStatus::error;
   }
-  const Route* route = core_.route(target);
+  const Route* route = services_.routes.find(target);
   if (route == nullptr) return SendStatus::no_route;
   std::size_t total = frame.total_size();
   FrameHeader header;
@@ -141,8 +140,8 @@ SendStatus ApplicationHost::send(Tid target, std::uint16_t function, std::uint64
   if (route->local != nullptr) return route->local->enqueue(header, frame, this);
   if (route->network != config_.network) return SendStatus::no_route;
   PeerId peer = route->remote->peer.load(std::memory_order_acquire);
-  if (peer == kNoPeer && (peer = core_.connection_to(*route->remote)) == kNoPeer) return SendStatus::no_route;
-  Transport& transport = route->remote->binding->transport();
+  if (peer == kNoPeer && (peer = services_.routes.connection_to(*route->remote)) == kNoPeer) return SendStatus::no_route;
+  Transport& transport = *route->remote->transport;
   SendStatus status = transport.post(peer, frame);
   if (status == SendStatus::would_block) {
     sends_would_block_.fetch_add(1, std::memory_order_relaxed);
@@ -169,19 +168,19 @@ bool ApplicationHost::post_task(std::function<void()> fn) {
 }
 
 std::jthread ApplicationHost::start_worker(const std::string& suffix, std::function<void(std::stop_token)> body) {
-  return core_.threads().start(name_ + "/" + suffix, std::move(body));
+  return services_.threads.start(name_ + "/" + suffix, std::move(body));
 }
 
 std::vector<ApplicationInfo> ApplicationHost::applications() const {
   std::vector<ApplicationInfo> list;
-  for (const config::ContextConfig& c : core_.partition().contexts)
+  for (const config::ContextConfig& c : services_.partition.contexts)
     for (const config::ApplicationConfig& a : c.applications)
-      list.push_back(ApplicationInfo{a.id, a.class_name, a.instance, c.url, &c == &core_.context()});
+      list.push_back(ApplicationInfo{a.id, a.class_name, a.instance, c.url, &c == &services_.context});
   return list;
 }
 
 std::optional<std::uint32_t> ApplicationHost::losses_allowed(const std::string& class_name) const {
-  const config::LaunchExpendableRule* rule = core_.partition().launch.expendable_rule(class_name);
+  const config::LaunchExpendableRule* rule = services_.partition.launch.expendable_rule(class_name);
   return rule != nullptr ? std::optional<std::uint32_t>(rule->losses_allowed) : std::nullopt;
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bounded_queue.hpp"
+#include "context_services.hpp"
 #include "delivery_lane.hpp"
 #include "daqx/api/application.hpp"
 #include "daqx/executive/control.hpp"
@@ -26,12 +27,10 @@ std::string hierarchical_name(const std::string& class_name, std::uint32_t insta
 // The frame pool of the application so named: "<name>/pool".
 mem::PoolConfig application_pool_config(const std::string& name);
 
-class ExecutiveCore;
-
 class ApplicationHost final : public ApplicationContext {
  public:
   // lanes: one delivery lane per transport binding of the executive (DeliveryLane), inbox_capacity frames each.
-  ApplicationHost(ExecutiveCore& core, const config::ApplicationConfig& config, const ApplicationClass& cls,
+  ApplicationHost(ContextServices& services, const config::ApplicationConfig& config, const ApplicationClass& cls,
                   ParamSet params, std::size_t inbox_capacity, std::size_t lanes);
   ~ApplicationHost() override;
 
@@ -99,7 +98,7 @@ class ApplicationHost final : public ApplicationContext {
   void leave() noexcept { in_handlers_.store(false, std::memory_order_release); }
   void apply_new_handlers();  // with the right to run handlers held
 
-  ExecutiveCore& core_;
+  ContextServices& services_;
   const config::ApplicationConfig& config_;
   const ApplicationClass& class_;
   std::string name_;

@@ -1,0 +1,110 @@
+// The transport binding: receive-side delivery into applications' lanes, and the executive's services to a
+// transport (pools, threads, memory registration, connection events).
+#include "transport_binding.hpp"
+
+#include <algorithm>
+
+#include "application_host.hpp"
+#include "daqx/services/log.hpp"
+
+namespace daqx::detail {
+
+TransportBinding::TransportBinding(ContextServices& services, const TransportClass& cls, ParamSet params,
+                                   EndpointAddress local, std::size_t index, std::size_t planned_incoming)
+    : services_(services), class_(cls), params_(std::move(params)), local_(std::move(local)), index_(index),
+      planned_incoming_(planned_incoming) {
+  staged_to_.reserve(64);  // no allocation on the receive path for up to 64 local applications
+}
+
+TransportBinding::~TransportBinding() {
+  // A transport is stopped before it goes (its own hooks run in stop()), also when create() failed half-way.
+  if (transport_) transport_->stop();
+}
+
+void TransportBinding::create() {
+  transport_ = class_.create(*this);
+  transport_->listen(local_);
+}
+
+std::uint32_t TransportBinding::max_frame_size() const noexcept { return kDefaultMaxFrameSize; }
+
+DeliverStatus TransportBinding::deliver(Frame&& frame, PeerId) noexcept {
+  ApplicationHost* target = services_.routes.local_application(frame.header.target);
+  if (target == nullptr) {
+    services_.delivery.bad_frames.fetch_add(1, std::memory_order_relaxed);
+    frame.data.reset();
+    return DeliverStatus::rejected;
+  }
+  DeliveryLane& lane = target->lane(index_);
+  // Inline dispatch: the handler runs here and now, unless the application is busy or a frame of this lane is
+  // still waiting (it must not be overtaken).
+  if (target->dispatches_inline() && lane.drained() && target->try_dispatch_inline(frame)) {
+    services_.delivery.frames_from_transports.fetch_add(1, std::memory_order_relaxed);
+    return DeliverStatus::accepted;
+  }
+  if (!lane.has_room()) {
+    publish(target);  // what this round staged there must be seen, or the room never comes back
+    target->add_deliver_waiter(&deliver_ready_);
+    // Once more after registering: the lane may have drained before we registered, and then nobody would
+    // tell us to resume.
+    if (!lane.has_room()) return DeliverStatus::busy;
+  }
+  lane.stage(std::move(frame));
+  if (std::find(staged_to_.begin(), staged_to_.end(), target) == staged_to_.end()) staged_to_.push_back(target);
+  services_.delivery.frames_from_transports.fetch_add(1, std::memory_order_relaxed);
+  return DeliverStatus::accepted;
+}
+
+void TransportBinding::publish(ApplicationHost* target) noexcept {
+  if (target->lane(index_).publish()) target->wake();
+}
+
+bool TransportBinding::handlers_inline() const noexcept {
+  return services_.delivery.all_inline.load(std::memory_order_acquire);
+}
+
+void TransportBinding::deliveries_done() noexcept {
+  // One release store per lane and at most one wake-up per application, for the whole batch.
+  for (ApplicationHost* target : staged_to_) publish(target);
+  staged_to_.clear();
+}
+
+void TransportBinding::on_deliver_ready(std::function<void()> callback) { deliver_ready_ = std::move(callback); }
+
+void TransportBinding::notify_peer_ready(PeerId peer) noexcept {
+  for (ApplicationHost* host : services_.routes.local_applications())
+    if (host->waiting_for_peer(transport_.get(), peer)) host->notify_send_ready();
+}
+
+void TransportBinding::send_ready(PeerId peer) noexcept { notify_peer_ready(peer); }
+
+bool TransportBinding::run_going() const noexcept {
+  return services_.delivery.applications_enabled.load(std::memory_order_acquire);
+}
+
+void TransportBinding::connection_changed(PeerId peer, bool up, const std::string& reason) {
+  // Down in a run is a loss; between runs and at shutdown peers closing is expected (the transport has said
+  // already whether frames went with it).
+  daqx::log(up || !run_going() ? LogLevel::info : LogLevel::warning, prefix(),
+            "connection " + std::to_string(peer) + (up ? " up" : " down") + (reason.empty() ? "" : ": " + reason));
+  // A connection that went down will not say send_ready: wake its waiters so they see the error.
+  if (!up) notify_peer_ready(peer);
+}
+
+mem::Pool& TransportBinding::make_pool(const std::string& name, const mem::PoolConfig& config) {
+  return services_.pools.make(prefix() + "/" + name, config);
+}
+
+std::jthread TransportBinding::start_thread(const std::string& name, std::function<void(std::stop_token)> body) {
+  return services_.threads.start(prefix() + "/" + name, std::move(body));
+}
+
+void TransportBinding::log(LogLevel level, const std::string& message) { daqx::log(level, prefix(), message); }
+
+std::size_t TransportBinding::register_memory(mem::Registrar& registrar) {
+  return services_.pools.add_registrar(registrar);
+}
+
+void TransportBinding::deregister_memory(std::size_t slot) noexcept { services_.pools.remove_registrar(slot); }
+
+}  // namespace daqx::detail
