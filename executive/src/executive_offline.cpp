@@ -9,16 +9,13 @@
 
 #include "connection_plan.hpp"
 #include "daqx/services/text.hpp"
-#include "http/control_routes.hpp"
 #include "module_loader.hpp"
-#include "param_listing.hpp"
 #include "resource_plan_estimate.hpp"
 #include "threads.hpp"
 
 namespace daqx {
 
-std::string Executive::list_params(const std::vector<std::string>& modules, bool json,
-                                   std::vector<std::string>* not_loaded) {
+ModuleListing Executive::list_modules(const std::vector<std::string>& modules, std::vector<std::string>* not_loaded) {
   detail::ModuleRegistry registry;
   for (const std::string& module : modules) {
     const std::string error = registry.load(module, ".");
@@ -39,7 +36,11 @@ std::string Executive::list_params(const std::vector<std::string>& modules, bool
       }
     }
   }
-  return json ? detail::param_listing_json(registry) : detail::param_listing_text(registry);
+  ModuleListing listing;
+  for (std::size_t m = 0; m < registry.modules().size(); ++m)
+    listing.modules.push_back(ModuleListing::Module{registry.paths()[m], registry.modules()[m]});
+  listing.application_params = detail::executive_application_params();
+  return listing;
 }
 
 std::vector<std::string> Executive::check(const config::Partition& partition, const std::string& context_url) {
@@ -126,7 +127,8 @@ std::vector<ContextNeeds> Executive::plan_resources(const config::Partition& par
   return detail::estimate_needs(partition, plan, registry);
 }
 
-std::string Executive::transport_capabilities(const std::string& module, const std::vector<std::string>& assignments) {
+std::vector<std::pair<std::string, TransportCapabilities>> Executive::transport_capabilities(
+    const std::string& module, const std::vector<std::string>& assignments) {
   detail::ModuleRegistry registry;
   std::string error = registry.load(module, ".");
   if (!error.empty()) throw std::runtime_error(error);
@@ -147,7 +149,7 @@ std::string Executive::transport_capabilities(const std::string& module, const s
     if (!t.capabilities) throw std::runtime_error("transport " + t.protocol + " declares no capabilities");
     described.emplace_back(t.protocol, t.capabilities(params));
   }
-  return http::json_capabilities(described);
+  return described;
 }
 
 }  // namespace daqx

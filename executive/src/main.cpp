@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "daqx/control/module_listing.hpp"
 #include "daqx/executive/control_server.hpp"
 #include "daqx/executive/executive.hpp"
 #include "daqx/executive/executive_identity.hpp"
@@ -188,7 +189,9 @@ int main(int argc, char** argv) {
 
   if (!capabilities_module.empty()) {
     try {
-      std::puts(daqx::Executive::transport_capabilities(capabilities_module, capabilities_params).c_str());
+      std::puts(daqx::transport_capabilities_json(
+                    daqx::Executive::transport_capabilities(capabilities_module, capabilities_params))
+                    .c_str());
       return 0;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "daqx-executive: %s\n", e.what());
@@ -203,7 +206,8 @@ int main(int argc, char** argv) {
   if (list_params) {
     try {
       std::vector<std::string> not_loaded;
-      const std::string listing = daqx::Executive::list_params(list_modules, list_json, &not_loaded);
+      const daqx::ModuleListing modules = daqx::Executive::list_modules(list_modules, &not_loaded);
+      const std::string listing = list_json ? daqx::module_listing_json(modules) : daqx::module_listing_text(modules);
       // Before the listing, so the two never interleave where both go to one place.
       for (const std::string& reason : not_loaded) std::fprintf(stderr, "daqx-executive: skipped: %s\n", reason.c_str());
       std::fputs(listing.c_str(), stdout);

@@ -5,7 +5,6 @@
 #include <map>
 
 #include "application_host.hpp"
-#include "daqx/executive/control_server.hpp"
 #include "resource_plan_estimate.hpp"
 #include "threads.hpp"
 
@@ -14,7 +13,7 @@ namespace {
 
 // An executive's own threads: main (waits for signals), the standard-input watch (--stop-on-stdin-eof), the
 // partition view's poller, the control server's acceptor and its request threads (main.cpp).
-constexpr std::size_t kExecutiveThreads = 4 + kControlServerThreads;
+constexpr std::size_t kExecutiveThreads = 4 + kControlRequestThreads;
 
 bool on_huge_pages(const std::string& allocator) { return allocator.find("hugepage") != std::string::npos; }
 

@@ -104,8 +104,6 @@ std::string json_application(const ApplicationStatus& application);
 std::string json_applications(const std::vector<ApplicationStatus>& applications);
 std::string json_transition_result(const TransitionResult& result);
 std::string json_pools(const std::vector<PoolStatus>& pools);
-// [{"protocol": ..., "capabilities": {...}}, ...] for `daqx-executive --capabilities`.
-std::string json_capabilities(const std::vector<std::pair<std::string, TransportCapabilities>>& transports);
 std::string json_threads(const std::vector<ThreadStatus>& threads);
 std::string json_transports(const std::vector<TransportStatus>& transports);
 // `run_seconds` negative: no run (null in the document).

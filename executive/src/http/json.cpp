@@ -13,6 +13,7 @@
 
 #include "control_routes.hpp"
 #include "json_writing.hpp"
+#include "daqx/control/module_listing.hpp"
 #include "daqx/executive/executive_identity.hpp"
 #include "daqx/executive/run_number.hpp"
 
@@ -266,7 +267,13 @@ Object::Ptr capabilities_object(const TransportCapabilities& c) {
 
 }  // namespace
 
-std::string json_capabilities(const std::vector<std::pair<std::string, TransportCapabilities>>& transports) {
+}  // namespace daqx::http
+
+namespace daqx {
+
+std::string transport_capabilities_json(
+    const std::vector<std::pair<std::string, TransportCapabilities>>& transports) {
+  using namespace http;
   Array::Ptr array = new Array;
   for (const auto& [protocol, capabilities] : transports) {
     Object::Ptr object = new_object();
@@ -276,6 +283,10 @@ std::string json_capabilities(const std::vector<std::pair<std::string, Transport
   }
   return stringify(array);
 }
+
+}  // namespace daqx
+
+namespace daqx::http {
 
 std::string json_transports(const std::vector<TransportStatus>& transports) {
   Array::Ptr array = new Array;

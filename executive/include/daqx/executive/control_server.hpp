@@ -7,6 +7,7 @@
 
 #include "daqx/executive/control.hpp"
 #include "daqx/executive/partition.hpp"
+#include "daqx/executive/resource_plan.hpp"
 
 namespace daqx {
 
@@ -16,7 +17,7 @@ class PartitionView;
 // a couple of requests going, a handful of clients that trickle or stall hold one each for the request deadline
 // (5 s), and status reads, stop and halt must still get in at once. Connect waits hold none (the server parks
 // them until they are answered).
-inline constexpr unsigned kControlServerThreads = 16;
+inline constexpr unsigned kControlServerThreads = kControlRequestThreads;
 
 // Who may use the control port and how it is reached (docs/control-api.md, "Access").
 struct ControlServerSecurity {

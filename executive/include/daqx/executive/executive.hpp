@@ -3,8 +3,11 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "daqx/api/module.hpp"
+#include "daqx/api/transport.hpp"
 #include "daqx/executive/control.hpp"
 #include "daqx/executive/partition.hpp"
 #include "daqx/executive/resource_plan.hpp"
@@ -14,6 +17,17 @@ namespace daqx {
 namespace detail {
 class ExecutiveCore;
 }
+
+// Modules loaded for a listing, each with the file it came from. Modules stay loaded for the life of the process,
+// so the descriptors stay valid.
+struct ModuleListing {
+  struct Module {
+    std::string path;
+    const ModuleDescriptor* descriptor = nullptr;
+  };
+  std::vector<Module> modules;
+  std::vector<ParamSpec> application_params;  // what the executive adds to every application class
+};
 
 class Executive {
  public:
@@ -29,13 +43,12 @@ class Executive {
   // Stops enabled applications, halts all, stops transports and threads. Idempotent.
   void shutdown();
 
-  // What `daqx-executive --list-params MODULE...` prints: every class and transport of the modules with each
-  // parameter's name, type, default, unit, bounds, allowed words and help, as a table or as JSON
-  // (param_listing.hpp gives its shape). Throws std::runtime_error if a module cannot load. With no module named:
-  // every module of the module path (the first of each file name), and the reason for each file there that
-  // does not load goes to `not_loaded` instead.
-  static std::string list_params(const std::vector<std::string>& modules, bool json,
-                                 std::vector<std::string>* not_loaded = nullptr);
+  // What `daqx-executive --list-params MODULE...` lists (formatted by daqx/control/module_listing.hpp): the
+  // modules, loaded. Throws std::runtime_error if a module cannot load. With no module named: every module of the
+  // module path (the first of each file name), and the reason for each file there that does not load goes to
+  // `not_loaded` instead.
+  static ModuleListing list_modules(const std::vector<std::string>& modules,
+                                    std::vector<std::string>* not_loaded = nullptr);
   // What `daqx-executive --check` does: loads the modules of the context (every context when `context_url` is
   // empty) and checks the partition against them (classes, protocols, parameters, selectors), without opening
   // a port or making anything. Returns every mistake as "file:line: reason"; empty when all is well.
@@ -47,10 +60,11 @@ class Executive {
   // parameters and the modules of every context that load here (what a module that does not load would add is
   // named in ContextNeeds::not_counted).
   static std::vector<ContextNeeds> plan_resources(const config::Partition& partition);
-  // What `daqx-executive --capabilities MODULE [NAME=VALUE ...]` prints: each transport of the module with the
-  // capabilities it would offer with those parameters, as JSON. Throws std::runtime_error for a module that
-  // cannot load or a parameter it refuses.
-  static std::string transport_capabilities(const std::string& module, const std::vector<std::string>& assignments);
+  // What `daqx-executive --capabilities MODULE [NAME=VALUE ...]` prints (as JSON, daqx/control/module_listing.hpp):
+  // each transport of the module with the capabilities it would offer with those parameters. Throws
+  // std::runtime_error for a module that cannot load or a parameter it refuses.
+  static std::vector<std::pair<std::string, TransportCapabilities>> transport_capabilities(
+      const std::string& module, const std::vector<std::string>& assignments);
 
  private:
   std::unique_ptr<detail::ExecutiveCore> core_;

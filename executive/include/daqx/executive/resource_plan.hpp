@@ -15,6 +15,10 @@
 
 namespace daqx {
 
+// The threads a daqx-executive's control server runs requests on, counted in every context's plan: the control
+// library sizes its server by this (kControlServerThreads), so that the plan counts what runs.
+inline constexpr unsigned kControlRequestThreads = 16;
+
 // What one context will use, at most.
 struct ContextNeeds {
   std::string url;

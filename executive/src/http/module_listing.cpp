@@ -1,5 +1,5 @@
-// The parameter listing of `daqx-executive --list-params`, in text and in JSON (written with Poco::JSON).
-#include "param_listing.hpp"
+// The module listing of `daqx-executive --list-params`, in text and in JSON (written with Poco::JSON).
+#include "daqx/control/module_listing.hpp"
 
 #include <cstdint>
 #include <sstream>
@@ -10,9 +10,8 @@
 #include <Poco/JSON/Parser.h>
 
 #include "daqx/api/module.hpp"
-#include "http/control_routes.hpp"
 
-namespace daqx::detail {
+namespace daqx {
 namespace {
 
 using Poco::JSON::Array;
@@ -86,12 +85,12 @@ void append_table(std::string& out, const std::string& title, const std::string&
 
 }  // namespace
 
-std::string param_listing_text(const ModuleRegistry& registry) {
+std::string module_listing_text(const ModuleListing& listing) {
   std::string out;
-  for (std::size_t m = 0; m < registry.modules().size(); ++m) {
-    const ModuleDescriptor& d = *registry.modules()[m];
+  for (std::size_t m = 0; m < listing.modules.size(); ++m) {
+    const ModuleDescriptor& d = *listing.modules[m].descriptor;
     if (m > 0) out.append("\n");
-    out.append("module ").append(d.name).append(" (").append(registry.paths()[m]).append(")\n");
+    out.append("module ").append(d.name).append(" (").append(listing.modules[m].path).append(")\n");
     for (const ApplicationClass& c : d.applications) append_table(out, "application " + c.name, c.help, c.params);
     for (const TransportClass& t : d.transports) {
       append_table(out, "transport " + t.protocol, t.help, t.params);
@@ -101,17 +100,17 @@ std::string param_listing_text(const ModuleRegistry& registry) {
             .append("\n");
     }
   }
-  append_table(out, "every application (added by the executive)", "", executive_application_params());
+  append_table(out, "every application (added by the executive)", "", listing.application_params);
   return out;
 }
 
-std::string param_listing_json(const ModuleRegistry& registry) {
+std::string module_listing_json(const ModuleListing& listing) {
   Array::Ptr modules = new Array;
-  for (std::size_t m = 0; m < registry.modules().size(); ++m) {
-    const ModuleDescriptor& d = *registry.modules()[m];
+  for (const ModuleListing::Module& listed : listing.modules) {
+    const ModuleDescriptor& d = *listed.descriptor;
     Object::Ptr module = new_object();
     module->set("name", d.name);
-    module->set("path", registry.paths()[m]);
+    module->set("path", listed.path);
     Array::Ptr applications = new Array;
     for (const ApplicationClass& c : d.applications) applications->add(class_json("class", c.name, c.help, c.params));
     module->set("applications", applications);
@@ -120,7 +119,7 @@ std::string param_listing_json(const ModuleRegistry& registry) {
       Object::Ptr transport = class_json("protocol", t.protocol, t.help, t.params);
       if (t.capabilities) {
         // The control API's shape for capabilities, so a tool reads both alike.
-        const std::string described = http::json_capabilities({{t.protocol, t.capabilities(ParamSet(t.params))}});
+        const std::string described = transport_capabilities_json({{t.protocol, t.capabilities(ParamSet(t.params))}});
         Poco::JSON::Parser parser;
         const Array::Ptr list = parser.parse(described).extract<Array::Ptr>();
         transport->set("capabilities", list->getObject(0)->get("capabilities"));
@@ -134,11 +133,11 @@ std::string param_listing_json(const ModuleRegistry& registry) {
   }
   Object::Ptr document = new_object();
   document->set("modules", modules);
-  document->set("applicationParameters", parameters_json(executive_application_params()));
+  document->set("applicationParameters", parameters_json(listing.application_params));
   std::ostringstream out;
   document->stringify(out, 2);
   out << '\n';
   return out.str();
 }
 
-}  // namespace daqx::detail
+}  // namespace daqx
