@@ -27,11 +27,11 @@
 #include <ctime>
 #include <thread>
 
-#include "daqx/executive/control_client.hpp"
-#include "daqx/executive/control_request_pool.hpp"
+#include "daqx/control/control_client.hpp"
+#include "daqx/control/control_request_pool.hpp"
 #include "daqx/executive/partition.hpp"
-#include "daqx/executive/partition_connect.hpp"
-#include "daqx/executive/partition_transition.hpp"
+#include "daqx/control/partition_connect.hpp"
+#include "daqx/control/partition_transition.hpp"
 #include "daqx/executive/run_number.hpp"
 #include "daqx/services/number_text.hpp"
 #include "daqx/services/version.hpp"
@@ -386,7 +386,7 @@ int params(const std::vector<std::string>& urls, const Options& options) {
   return exit_code;
 }
 
-// The contexts a transition takes, in phases: the partition's (daqx/executive/partition_transition.hpp), or the
+// The contexts a transition takes, in phases: the partition's (daqx/control/partition_transition.hpp), or the
 // one context asked for.
 daqx::ContextPhases phases_of(const std::vector<std::string>& urls, const Options& options,
                               const daqx::config::Partition* partition) {

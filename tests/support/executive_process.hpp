@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "daqx/executive/control_client.hpp"
+#include "daqx/control/control_client.hpp"
 
 namespace daqx::test {
 

@@ -14,7 +14,7 @@
 #include <fstream>
 #include <thread>
 
-#include "daqx/executive/control_client.hpp"
+#include "daqx/control/control_client.hpp"
 #include "executive_process.hpp"
 #include "process.hpp"
 

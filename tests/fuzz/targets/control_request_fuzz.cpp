@@ -1,4 +1,4 @@
-// Fuzz target: the control server's request handling (executive/src/http routes.cpp and what it calls) on a real
+// Fuzz target: the control server's request handling (executive/control/src/routes.cpp and what it calls) on a real
 // executive: the nton module's ping-pong pair in one context, as daqx-executive would host it, behind an open port
 // and behind a token, in a partition whose name holds bytes that are not UTF-8. Any method, target (path, query,
 // escapes), body and Authorization header. Properties:

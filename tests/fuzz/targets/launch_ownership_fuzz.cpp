@@ -1,6 +1,6 @@
-// Fuzz target: the launcher's ownership check (executive/launch/address_owner.*) on whatever a process answering on
-// a context's control URL says to GET /api/executive: any status and body. Properties: nothing throws; the
-// launcher's own executive is recognised only from an answer 200 whose identity holds exactly the launcher's
+// Fuzz target: the launcher's ownership check (executive/tools/launch/address_owner.*) on whatever a process
+// answering on a context's control URL says to GET /api/executive: any status and body. Properties: nothing throws;
+// the launcher's own executive is recognised only from an answer 200 whose identity holds exactly the launcher's
 // instance and the context's URL; another process is described in one printable line; an identity read from the
 // body has a pid above 0 and an instance that is one or none.
 #include <cstdlib>
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "address_owner.hpp"
-#include "daqx/executive/executive_identity.hpp"
+#include "daqx/control/executive_identity.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Fuzz target: the partition loader (executive/src/partition_parse.cpp, partition_check.cpp) on anything a text
+// Fuzz target: the partition loader (executive/runtime/src/partition_parse.cpp, partition_check.cpp) on anything a text
 // editor can produce, then the second round of checks against the classes and transports of daqx's own modules
 // (loaded once, from the build tree). Properties: a partition is either accepted or refused with ConfigError, never
 // another exception or a crash; every refusal reads "fuzz.xml:LINE: reason" on one line of UTF-8; nothing named in the text is ever

@@ -1,4 +1,4 @@
-// Fuzz target: the control server's request framing (executive/src/http/request_framing.cpp), what decides where
+// Fuzz target: the control server's request framing (executive/control/src/request_framing.cpp), what decides where
 // a request's head and chunked body end and which limits refuse it. The input is the bytes a client sends; the
 // first byte says how the chunked body's bytes are split into feeds (the network splits them anywhere).
 // Properties: a head is complete only with a blank line inside the bytes, within the limits (request line at most

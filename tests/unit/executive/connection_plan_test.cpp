@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "../../support/partition_builder.hpp"
-#include "connection_plan.hpp"  // the executive's own (executive/src), to compare its two ways of planning
+#include "connection_plan.hpp"  // the executive's own (executive/runtime/src), to compare its two ways of planning
 #include "module_loader.hpp"
 #include "daqx/executive/executive.hpp"
 #include "daqx/executive/partition.hpp"

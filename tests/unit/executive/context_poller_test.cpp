@@ -14,9 +14,9 @@
 #include <set>
 
 #include "../../support/process.hpp"
-#include "daqx/executive/context_poller.hpp"
-#include "daqx/executive/context_summary.hpp"
-#include "daqx/executive/control_server.hpp"
+#include "daqx/control/context_poller.hpp"
+#include "daqx/control/context_summary.hpp"
+#include "daqx/control/control_server.hpp"
 
 namespace {
 

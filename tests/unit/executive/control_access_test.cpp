@@ -10,9 +10,9 @@
 #include <fstream>
 #include <string>
 
-#include "daqx/executive/control_client.hpp"
+#include "daqx/control/control_client.hpp"
 #include "daqx/executive/partition.hpp"
-#include "daqx/executive/token_file.hpp"
+#include "daqx/control/token_file.hpp"
 #include "../../support/partition_builder.hpp"
 
 namespace {

@@ -23,8 +23,8 @@
 #include <thread>
 #include <vector>
 
-#include "daqx/executive/control_client.hpp"
-#include "daqx/executive/control_server.hpp"
+#include "daqx/control/control_client.hpp"
+#include "daqx/control/control_server.hpp"
 #include "daqx/services/text.hpp"
 
 namespace {

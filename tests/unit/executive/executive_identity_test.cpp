@@ -5,7 +5,7 @@
 
 #include <set>
 
-#include "daqx/executive/executive_identity.hpp"
+#include "daqx/control/executive_identity.hpp"
 
 using daqx::ExecutiveIdentity;
 using daqx::is_launch_instance;

@@ -20,10 +20,10 @@
 #include "../../support/partition_builder.hpp"
 #include "../../support/process.hpp"
 #include "daqx/executive/control.hpp"
-#include "daqx/executive/control_request_pool.hpp"
-#include "daqx/executive/control_server.hpp"
+#include "daqx/control/control_request_pool.hpp"
+#include "daqx/control/control_server.hpp"
 #include "daqx/executive/partition.hpp"
-#include "daqx/executive/partition_transition.hpp"
+#include "daqx/control/partition_transition.hpp"
 
 namespace {
 

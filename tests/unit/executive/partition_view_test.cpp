@@ -11,11 +11,11 @@
 #include <chrono>
 #include <thread>
 
-#include "daqx/executive/control_client.hpp"
-#include "daqx/executive/control_server.hpp"
+#include "daqx/control/control_client.hpp"
+#include "daqx/control/control_server.hpp"
 #include "../../support/partition_builder.hpp"
 #include "daqx/executive/partition.hpp"
-#include "daqx/executive/partition_view.hpp"
+#include "daqx/control/partition_view.hpp"
 
 namespace {
 

@@ -1,5 +1,5 @@
-// The control server's chunked body decoding (executive/src/http/request_framing.cpp): the same outcome however the
-// network splits the bytes, at and around each limit.
+// The control server's chunked body decoding (executive/control/src/request_framing.cpp): the same outcome however
+// the network splits the bytes, at and around each limit.
 #include <catch2/catch.hpp>
 #include <cstddef>
 #include <string>

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "daqx/executive/control_client.hpp"
-#include "daqx/executive/control_server.hpp"
+#include "daqx/control/control_client.hpp"
+#include "daqx/control/control_server.hpp"
 
 using Catch::Matchers::Contains;
 
