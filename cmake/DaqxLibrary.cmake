@@ -3,12 +3,23 @@
 # build and installed, warnings as errors, versioned, installed and exported with the CMake package. Its users
 # compile with C++20 (the headers use it), which the exported target carries, and once installed it finds the
 # other daqx libraries in its own folder ($ORIGIN).
+# daqx_add_library(<name> STATIC <sources...>): a static library linked into each module that uses it (the
+# modules then need no daqx library but the API's): position-independent, and its symbols hidden, so that every
+# module keeps its own copy and none binds to another's.
 function(daqx_add_library name)
   set(target daqx_${name})
-  add_library(${target} SHARED ${ARGN})
+  if(ARGV1 STREQUAL "STATIC")
+    list(POP_FRONT ARGN)
+    add_library(${target} STATIC ${ARGN})
+    set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON CXX_VISIBILITY_PRESET hidden
+      VISIBILITY_INLINES_HIDDEN ON)
+  else()
+    add_library(${target} SHARED ${ARGN})
+    set_target_properties(${target} PROPERTIES VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}
+      INSTALL_RPATH "$ORIGIN")
+  endif()
   add_library(daqx::${name} ALIAS ${target})
-  set_target_properties(${target} PROPERTIES EXPORT_NAME ${name} OUTPUT_NAME ${target}
-    VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR} INSTALL_RPATH "$ORIGIN")
+  set_target_properties(${target} PROPERTIES EXPORT_NAME ${name} OUTPUT_NAME ${target})
   target_compile_features(${target} PUBLIC cxx_std_20)
   target_include_directories(${target} PUBLIC
     $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include>

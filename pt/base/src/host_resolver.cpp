@@ -1,4 +1,4 @@
-// The process's host names: looked up concurrently with getaddrinfo_a, remembered for the process's life.
+// Host names of a module's transports: looked up concurrently with getaddrinfo_a, remembered for the process's life.
 #include "daqx/pt/host_resolver.hpp"
 
 #include <netdb.h>

@@ -1,4 +1,4 @@
-// Host names to socket addresses for the transports of a process: each name looked up once and then answered
+// Host names to socket addresses for the transports of a module: each name looked up once and then answered
 // from memory, the names of many peers looked up at the same time, numeric addresses never looked up.
 #pragma once
 
@@ -15,8 +15,8 @@ namespace daqx::pt {
 
 class HostResolver {
  public:
-  // The process's own, shared by every transport (peers of several transports share hosts). Never destroyed: a
-  // lookup may still be in flight when the process exits.
+  // The module's own (pt/base is linked into each transport module, and into the executive): shared by every
+  // transport of the module. Never destroyed: a lookup may still be in flight when the process exits.
   static HostResolver& shared();
 
   HostResolver() = default;
