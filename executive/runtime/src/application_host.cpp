@@ -144,7 +144,7 @@ SendStatus ApplicationHost::send(Tid target, std::uint16_t function, std::uint64
   Transport& transport = *route->remote->transport;
   SendStatus status = transport.post(peer, frame);
   if (status == SendStatus::would_block) {
-    sends_would_block_.fetch_add(1, std::memory_order_relaxed);
+    counters_.sends_would_block.add();
     wait_for_peer(&transport, peer);
     // Once more after registering: the queue may have drained (and said send_ready) before we registered.
     status = transport.post(peer, frame);
@@ -206,7 +206,7 @@ SendStatus ApplicationHost::enqueue(const FrameHeader& header, mem::Ref& data, A
   Frame frame{header, std::move(data)};
   if (!inbox_.try_push(frame)) {
     if (waiting_sender != nullptr) {
-      waiting_sender->sends_would_block_.fetch_add(1, std::memory_order_relaxed);
+      waiting_sender->counters_.sends_would_block.add();
       {
         std::lock_guard lock(waiters_mutex_);
         if (std::find(waiting_senders_.begin(), waiting_senders_.end(), waiting_sender) == waiting_senders_.end())
@@ -293,7 +293,7 @@ bool ApplicationHost::run_tasks() {
     try {
       task();
     } catch (const std::exception& e) {
-      handler_exceptions_.fetch_add(1, std::memory_order_relaxed);
+      counters_.handler_exceptions.add();
       fail(std::string("task threw: ") + e.what());
     }
   }
@@ -314,15 +314,15 @@ void ApplicationHost::run_overdue_tasks(std::size_t frames_this_round) {
 void ApplicationHost::dispatch(Frame& frame) {
   std::uint16_t function = frame.header.function;
   if (function >= handlers_.size() || !handlers_[function]) {
-    frames_unhandled_.fetch_add(1, std::memory_order_relaxed);
+    counters_.frames_unhandled.add();
     frame.data.reset();
     return;
   }
-  frames_dispatched_.fetch_add(1, std::memory_order_relaxed);
+  counters_.frames_dispatched.add();
   try {
     handlers_[function](std::move(frame));
   } catch (const std::exception& e) {
-    handler_exceptions_.fetch_add(1, std::memory_order_relaxed);
+    counters_.handler_exceptions.add();
     fail("handler for function " + std::to_string(function) + " threw: " + e.what());
   }
   frame.data.reset();  // in case the handler neither kept nor released it
@@ -349,7 +349,7 @@ bool ApplicationHost::try_dispatch_inline(Frame& frame) noexcept {
   }
   apply_new_handlers();
   dispatch(frame);
-  frames_dispatched_inline_.fetch_add(1, std::memory_order_relaxed);
+  counters_.frames_dispatched_inline.add();
   leave();
   return true;
 }
@@ -500,18 +500,8 @@ ApplicationStatus ApplicationHost::status() const {
                                  spec.default_value, spec.unit, spec.help});
   MetricSink sink;
   if (application_) application_->report(sink);
-  sink.counter("frames_dispatched", static_cast<double>(frames_dispatched_.load(std::memory_order_relaxed)),
-               "frames handed to a handler of this application");
-  sink.counter("frames_dispatched_inline",
-               static_cast<double>(frames_dispatched_inline_.load(std::memory_order_relaxed)),
-               "of those, frames handled on a transport's receive thread (inline dispatch)");
+  counters_.report(sink);
   sink.setting("dispatch_inline", inline_ ? 1 : 0, "1 when frames from transports may be handled on the receive thread");
-  sink.counter("frames_unhandled", static_cast<double>(frames_unhandled_.load(std::memory_order_relaxed)),
-               "frames for a function code with no handler (dropped)");
-  sink.counter("sends_would_block", static_cast<double>(sends_would_block_.load(std::memory_order_relaxed)),
-               "sends refused for lack of room at the target (retried)");
-  sink.counter("handler_exceptions", static_cast<double>(handler_exceptions_.load(std::memory_order_relaxed)),
-               "handlers or tasks that threw");
   std::size_t waiting = inbox_.size_approx();
   for (const auto& lane : lanes_) waiting += lane->waiting();
   sink.gauge("inbox_depth", static_cast<double>(waiting), "frames waiting for the dispatch thread");

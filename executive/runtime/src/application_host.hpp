@@ -15,6 +15,7 @@
 #include "context_services.hpp"
 #include "delivery_lane.hpp"
 #include "daqx/api/application.hpp"
+#include "daqx/api/counter_set.hpp"
 #include "daqx/executive/control.hpp"
 #include "daqx/api/module.hpp"
 #include "daqx/executive/partition.hpp"
@@ -26,6 +27,16 @@ namespace daqx::detail {
 std::string hierarchical_name(const std::string& class_name, std::uint32_t instance);
 // The frame pool of the application so named: "<name>/pool".
 mem::PoolConfig application_pool_config(const std::string& name);
+
+// What the host counts of one application's frames and sends, on its status next to the application's own.
+struct HostCounters : CounterSet {
+  Counter frames_dispatched{*this, "frames_dispatched", "frames handed to a handler of this application"};
+  Counter frames_dispatched_inline{*this, "frames_dispatched_inline",
+                                   "of those, frames handled on a transport's receive thread (inline dispatch)"};
+  Counter frames_unhandled{*this, "frames_unhandled", "frames for a function code with no handler (dropped)"};
+  Counter sends_would_block{*this, "sends_would_block", "sends refused for lack of room at the target (retried)"};
+  Counter handler_exceptions{*this, "handler_exceptions", "handlers or tasks that threw"};
+};
 
 class ApplicationHost final : public ApplicationContext {
  public:
@@ -147,11 +158,7 @@ class ApplicationHost final : public ApplicationContext {
   void read_transport_mode();
   std::atomic<std::uint8_t> mode_flags_{0};  // frame_flags::send_now or coalesce, from transportMode
 
-  std::atomic<std::uint64_t> frames_dispatched_{0};
-  std::atomic<std::uint64_t> frames_dispatched_inline_{0};
-  std::atomic<std::uint64_t> frames_unhandled_{0};
-  std::atomic<std::uint64_t> sends_would_block_{0};
-  std::atomic<std::uint64_t> handler_exceptions_{0};
+  HostCounters counters_;
 };
 
 }  // namespace daqx::detail

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "daqx/api/counter_set.hpp"
 #include "daqx/executive/partition.hpp"
 #include "pool_registry.hpp"
 #include "route_table.hpp"
@@ -13,14 +14,21 @@
 
 namespace daqx::detail {
 
-// Written by the core and read by transports' receive threads (acquire); counted by them (relaxed).
+// What transports' receive threads count, on the executive's own metrics.
+struct DeliveryCounters : CounterSet {
+  Counter frames_from_transports{*this, "frames_from_transports",
+                                 "frames received from peer transports and queued for an application"};
+  Counter bad_frames{*this, "bad_frames",
+                     "frames refused on receive (bad header, unknown target); each closed its connection"};
+};
+
+// Written by the core and read by transports' receive threads (acquire); counted by them.
 struct DeliveryState {
   // Every hosted application dispatches frames from transports inline (false until they are made).
   std::atomic<bool> all_inline{false};
   // An application is Enabled.
   std::atomic<bool> applications_enabled{false};
-  std::atomic<std::uint64_t> bad_frames{0};              // refused on receive (unknown target)
-  std::atomic<std::uint64_t> frames_from_transports{0};  // handed to an application
+  DeliveryCounters counters;
 };
 
 struct ContextServices {

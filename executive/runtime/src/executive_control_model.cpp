@@ -249,10 +249,7 @@ std::vector<Metric> ExecutiveCore::executive_metrics() const {
   MetricSink sink;
   double uptime = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   sink.gauge("uptime_seconds", uptime, "seconds since this executive started");
-  sink.counter("frames_from_transports", static_cast<double>(delivery_.frames_from_transports.load()),
-               "frames received from peer transports and queued for an application");
-  sink.counter("bad_frames", static_cast<double>(delivery_.bad_frames.load()),
-               "frames refused on receive (bad header, unknown target); each closed its connection");
+  delivery_.counters.report(sink);
   sink.gauge("applications", static_cast<double>(hosts_.size()), "applications hosted");
   sink.gauge("modules", static_cast<double>(modules_.modules().size()), "modules loaded");
   return sink.metrics();

@@ -31,7 +31,7 @@ std::uint32_t TransportBinding::max_frame_size() const noexcept { return kDefaul
 DeliverStatus TransportBinding::deliver(Frame&& frame, PeerId) noexcept {
   ApplicationHost* target = services_.routes.local_application(frame.header.target);
   if (target == nullptr) {
-    services_.delivery.bad_frames.fetch_add(1, std::memory_order_relaxed);
+    services_.delivery.counters.bad_frames.add();
     frame.data.reset();
     return DeliverStatus::rejected;
   }
@@ -39,7 +39,7 @@ DeliverStatus TransportBinding::deliver(Frame&& frame, PeerId) noexcept {
   // Inline dispatch: the handler runs here and now, unless the application is busy or a frame of this lane is
   // still waiting (it must not be overtaken).
   if (target->dispatches_inline() && lane.drained() && target->try_dispatch_inline(frame)) {
-    services_.delivery.frames_from_transports.fetch_add(1, std::memory_order_relaxed);
+    services_.delivery.counters.frames_from_transports.add();
     return DeliverStatus::accepted;
   }
   if (!lane.has_room()) {
@@ -51,7 +51,7 @@ DeliverStatus TransportBinding::deliver(Frame&& frame, PeerId) noexcept {
   }
   lane.stage(std::move(frame));
   if (std::find(staged_to_.begin(), staged_to_.end(), target) == staged_to_.end()) staged_to_.push_back(target);
-  services_.delivery.frames_from_transports.fetch_add(1, std::memory_order_relaxed);
+  services_.delivery.counters.frames_from_transports.add();
   return DeliverStatus::accepted;
 }
 

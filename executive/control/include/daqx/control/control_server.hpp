@@ -63,7 +63,7 @@ class ControlServer {
   std::uint16_t port() const noexcept;  // the port listened on, also when 0 was asked for
 
  private:
-  struct Impl;  // keeps Poco out of the public headers: it is a private dependency of daqx::executive
+  struct Impl;  // keeps Poco out of the public headers: it is a private dependency of daqx::control
   std::unique_ptr<Impl> impl_;
 };
 
