@@ -3,7 +3,7 @@
 
 #include <csignal>
 
-#include "../../support/process.hpp"
+#include "../../tests/support/process.hpp"
 #include "daqx/mempool/misuse.hpp"
 
 using daqx::test::ProcessResult;
