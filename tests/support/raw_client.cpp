@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <Poco/JSON/Parser.h>
@@ -15,6 +16,9 @@
 namespace daqx::test {
 
 RawClient::RawClient(std::uint16_t port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+  // A server that stops reading a long request without closing fails the send instead of blocking the test.
+  const timeval send_limit{20, 0};
+  if (fd_ >= 0) ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &send_limit, sizeof send_limit);
   sockaddr_in peer{};
   peer.sin_family = AF_INET;
   peer.sin_port = htons(port);
@@ -27,7 +31,13 @@ RawClient::~RawClient() {
 }
 
 bool RawClient::send(const std::string& bytes) {
-  return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
+  std::size_t sent = 0;
+  while (sent < bytes.size()) {
+    const ssize_t count = ::send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    if (count <= 0) return false;
+    sent += static_cast<std::size_t>(count);
+  }
+  return true;
 }
 
 void RawClient::finish_sending() { ::shutdown(fd_, SHUT_WR); }

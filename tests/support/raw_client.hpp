@@ -16,7 +16,7 @@ class RawClient {
   RawClient& operator=(const RawClient&) = delete;
 
   bool connected() const { return connected_; }
-  // False once the server has closed its side (a send then fails).
+  // Sends all of `bytes`; false once the server has closed its side (a send then fails) or stopped reading for 20 s.
   bool send(const std::string& bytes);
   // Says no more bytes will come (a half-close): the server sees the end of the request.
   void finish_sending();
