@@ -35,21 +35,22 @@ TEST_CASE("a leak is reported when the pool goes away, checked builds abort on i
   if (daqx::mem::kChecks) CHECK(result.signal == SIGABRT);
 }
 
+// Only in a build with the checks (the sanitizer build): the release build does not pay for this one.
+#if defined(DAQX_CHECKS)
 TEST_CASE("access through a moved-from Ref aborts in checked builds", "[misuse][process]") {
-  if (!daqx::mem::kChecks) return;  // release builds do not pay for this check
   ProcessResult result = misuse("empty-access");
   INFO(result.output);
   CHECK(result.signal == SIGABRT);
   CHECK_THAT(result.output, Catch::Contains("use after release"));
 }
+#endif
 
-TEST_CASE("writing through a raw pointer after release is caught by AddressSanitizer", "[misuse][process]") {
+// Only under AddressSanitizer: elsewhere freed blocks are not poisoned.
 #if defined(__SANITIZE_ADDRESS__)
+TEST_CASE("writing through a raw pointer after release is caught by AddressSanitizer", "[misuse][process]") {
   ProcessResult result = misuse("raw-after-release");
   INFO(result.output);
   CHECK_FALSE(result.exit_code == 0);
   CHECK_THAT(result.output, Catch::Contains("use-after-poison"));
-#else
-  WARN("not an AddressSanitizer build: freed blocks are not poisoned");
-#endif
 }
+#endif

@@ -38,6 +38,15 @@ std::vector<std::string> missing_modules(const std::string& xml) {
   return missing;
 }
 
+// Ends a test that checked every partition it could (its failures, if any, stand) as skipped when a module of this
+// project was not built here for some, or as failed where DAQX_TRANSPORT_REQUIRE=1 (CI builds them all).
+void skip_unless_all_checked(const std::string& what, const std::vector<std::string>& unchecked) {
+  if (unchecked.empty()) return;
+  std::string list;
+  for (const std::string& where : unchecked) list += "\n  " + where;
+  skip_for_environment("DAQX_TRANSPORT_REQUIRE", 77, what + " not checked for lack of a module:" + list);
+}
+
 struct HelpOptions {
   std::set<std::string> all;          // every long option the help shows: "--config", "--list-params"
   std::set<std::string> with_values;  // those it shows with a value: "--config PARTITION.xml"
@@ -126,27 +135,23 @@ TEST_CASE("every partition in docs/*.md passes daqx-executive --check against th
     INFO(result.output);
     CHECK(result.exit_code == 0);
   }
-  if (!unchecked.empty()) {
-    std::string list;
-    for (const std::string& where : unchecked) list += "\n  " + where;
-    if (std::getenv("DAQX_TRANSPORT_REQUIRE") != nullptr && std::string(std::getenv("DAQX_TRANSPORT_REQUIRE")) == "1")
-      FAIL("partitions in docs/ that could not be checked:" << list);
-    WARN("partitions in docs/ not checked for lack of a module:" << list);
-  }
+  skip_unless_all_checked("partitions in docs/", unchecked);
 }
 
 TEST_CASE("every partition in config/ passes daqx-executive --check", "[docs][process]") {
+  std::vector<std::string> unchecked;
   for (const std::string& path : files_ending_with(config_directory(), ".xml")) {
     INFO(path);
     const std::vector<std::string> missing = missing_modules(read_text(path));
     if (!missing.empty()) {
-      WARN(path << " not checked: needs " << missing.front() << ", not built here");
+      unchecked.push_back(path + " (needs " + missing.front() + ", not built here)");
       continue;
     }
     const ProcessResult result = check_partition(path);
     INFO(result.output);
     CHECK(result.exit_code == 0);
   }
+  skip_unless_all_checked("partitions in config/", unchecked);
 }
 
 TEST_CASE("daqx-executive --check reports a parameter no module declares at its line and exits 2", "[docs][process]") {

@@ -308,7 +308,7 @@ TEST_CASE("the Grafana dashboard in docs/ parses and uses only metrics a running
   }
 
   // And Prometheus accepts every expression (with Grafana's variables filled in) against that partition.
-  if (find_program("prometheus").empty()) return;  // the test above already says so where it is required
+  require_tool("prometheus");  // skips the rest (after the checks above) where it is missing
   PrometheusServer prometheus(partition.targets());
   {
     const bool ready = prometheus.wait_ready();

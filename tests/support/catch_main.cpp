@@ -5,6 +5,23 @@
 #include <cstdio>
 #include <cstring>
 
+#include "process.hpp"
+
+namespace {
+
+// Tells skip_for_environment that a check has failed: a test that finds late that it cannot run here (a tool
+// missing for its last part) then fails instead of being reported skipped.
+struct FailedCheckListener : Catch::TestEventListenerBase {
+  using TestEventListenerBase::TestEventListenerBase;
+  bool assertionEnded(const Catch::AssertionStats& stats) override {
+    if (!stats.assertionResult.isOk()) daqx::test::note_failed_check();
+    return true;
+  }
+};
+CATCH_REGISTER_LISTENER(FailedCheckListener)
+
+}  // namespace
+
 int main(int argc, char* argv[]) {
   // A ';' in a test case's name splits it, in catch_discover_tests, into ctest entries that match no test: Catch
   // would run nothing and they would pass. Here the name is whole however the source spells it: a program with

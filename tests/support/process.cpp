@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -122,11 +123,20 @@ std::string program_directory() {
   return full.substr(0, full.rfind('/'));
 }
 
+namespace {
+std::atomic<bool> a_check_failed{false};
+}  // namespace
+
+void note_failed_check() { a_check_failed = true; }
+
 void skip_for_environment(const char* require, int skip_code, const std::string& reason) {
   const char* required = std::getenv(require);
-  const bool fail = required != nullptr && std::string(required) == "1";
-  if (fail)
+  const bool required_here = required != nullptr && std::string(required) == "1";
+  const bool fail = required_here || a_check_failed;
+  if (required_here)
     std::printf("FAILED: %s (%s=1: a test that cannot run is a failure here)\n", reason.c_str(), require);
+  else if (a_check_failed)
+    std::printf("FAILED: a check failed before the test found it cannot run all of it here: %s\n", reason.c_str());
   else
     std::printf("SKIPPED: %s\n", reason.c_str());
   std::fflush(stdout);

@@ -35,7 +35,11 @@ ProcessResult run_in_terminal(const std::vector<std::string>& argv, std::chrono:
 // Ends a test that cannot run here (no namespaces, a helper not built): exit code skip_code, which ctest reports
 // as skipped, with the reason on stdout; or, when the environment variable `require` is 1 (CI sets it: there a
 // test that should have run and did not is a failure), exit code 1 with the same reason.
+// A check of this process that failed before the call is never hidden: the exit code is then 1 too.
 [[noreturn]] void skip_for_environment(const char* require, int skip_code, const std::string& reason);
+
+// Called by the Catch main (catch_main.cpp) when a check fails, for skip_for_environment.
+void note_failed_check();
 
 // Directory of the running test program (the build tree), for finding helper programs beside it.
 std::string program_directory();
