@@ -18,6 +18,9 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
+
+#include "process_table.hpp"
 
 namespace daqx::test {
 
@@ -129,6 +132,25 @@ std::atomic<bool> a_check_failed{false};
 
 void note_failed_check() { a_check_failed = true; }
 
+void end_descendants(std::chrono::milliseconds grace) {
+  std::set<pid_t> below = process_trees(process_table(), {getpid()});
+  below.erase(getpid());
+  if (below.empty()) return;
+  for (pid_t pid : below) kill(pid, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  for (;;) {
+    while (waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+    bool left = false;
+    for (pid_t pid : below) left = left || kill(pid, 0) == 0;
+    if (!left || std::chrono::steady_clock::now() > deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (pid_t pid : below) kill(pid, SIGKILL);
+  while (waitpid(-1, nullptr, WNOHANG) > 0) {
+  }
+}
+
 void skip_for_environment(const char* require, int skip_code, const std::string& reason) {
   const char* required = std::getenv(require);
   const bool required_here = required != nullptr && std::string(required) == "1";
@@ -139,6 +161,7 @@ void skip_for_environment(const char* require, int skip_code, const std::string&
     std::printf("FAILED: a check failed before the test found it cannot run all of it here: %s\n", reason.c_str());
   else
     std::printf("SKIPPED: %s\n", reason.c_str());
+  end_descendants(std::chrono::seconds(5));
   std::fflush(stdout);
   std::fflush(stderr);
   // _Exit, not exit: a test was cut short, and the leak checker of the sanitizer build would report what the

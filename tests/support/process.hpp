@@ -35,8 +35,13 @@ ProcessResult run_in_terminal(const std::vector<std::string>& argv, std::chrono:
 // Ends a test that cannot run here (no namespaces, a helper not built): exit code skip_code, which ctest reports
 // as skipped, with the reason on stdout; or, when the environment variable `require` is 1 (CI sets it: there a
 // test that should have run and did not is a failure), exit code 1 with the same reason.
-// A check of this process that failed before the call is never hidden: the exit code is then 1 too.
+// A check of this process that failed before the call is never hidden: the exit code is then 1 too. What the test
+// started and left running (executives, launchers) is ended first (end_descendants).
 [[noreturn]] void skip_for_environment(const char* require, int skip_code, const std::string& reason);
+
+// Ends every process below this one, children and theirs, for a test cut short: SIGTERM for an orderly stop, then
+// SIGKILL for what is left after `grace`; reaps the children.
+void end_descendants(std::chrono::milliseconds grace);
 
 // Called by the Catch main (catch_main.cpp) when a check fails, for skip_for_environment.
 void note_failed_check();

@@ -90,6 +90,7 @@ std::string TransportProfile::module_path() const {
 
 void skip_test(const std::string& reason) {
   std::printf("SKIPPED over %s: %s\n", transport_profile().name.c_str(), reason.c_str());
+  end_descendants(std::chrono::seconds(5));
   std::fflush(stdout);
   std::fflush(stderr);
   // _Exit, not exit: the test framework is mid-test, and the sanitizer build's leak checker would report
