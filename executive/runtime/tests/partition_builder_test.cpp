@@ -5,7 +5,7 @@
 
 #include <stdexcept>
 
-#include "../../support/partition_builder.hpp"
+#include "../../../tests/support/partition_builder.hpp"
 #include "daqx/executive/partition.hpp"
 
 using daqx::test::PartitionBuilder;

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "../../support/partition_builder.hpp"
+#include "../../../tests/support/partition_builder.hpp"
 #include "daqx/executive/executive.hpp"
 #include "daqx/executive/partition.hpp"
 #include "daqx/executive/resource_plan.hpp"

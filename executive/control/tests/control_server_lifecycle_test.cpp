@@ -8,9 +8,9 @@
 #include <thread>
 
 #include "daqx/control/control_server.hpp"
-#include "../../support/fake_control_model.hpp"
-#include "../../support/http_exchange.hpp"
-#include "../../support/raw_client.hpp"
+#include "../../../tests/support/fake_control_model.hpp"
+#include "../../../tests/support/http_exchange.hpp"
+#include "../../../tests/support/raw_client.hpp"
 
 using namespace daqx::test;
 

@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "../../support/fake_control_model.hpp"
-#include "../../support/http_exchange.hpp"
+#include "../../../tests/support/fake_control_model.hpp"
+#include "../../../tests/support/http_exchange.hpp"
 
 using namespace daqx::test;
 

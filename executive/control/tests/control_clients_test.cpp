@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "daqx/control/control_client.hpp"
-#include "../../support/fake_control_model.hpp"
-#include "../../support/http_exchange.hpp"
-#include "../../support/json_reader.hpp"
+#include "../../../tests/support/fake_control_model.hpp"
+#include "../../../tests/support/http_exchange.hpp"
+#include "../../../tests/support/json_reader.hpp"
 
 using daqx::State;
 using namespace daqx::test;

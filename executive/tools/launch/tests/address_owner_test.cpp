@@ -3,7 +3,7 @@
 // starts, a port a process listens on is in use whatever that process says, a closed one is free.
 #include <catch2/catch.hpp>
 
-#include "../../support/loopback_listener.hpp"
+#include "../../../../tests/support/loopback_listener.hpp"
 #include "address_owner.hpp"
 
 using daqx::HttpReply;

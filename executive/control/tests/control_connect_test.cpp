@@ -9,10 +9,10 @@
 #include <thread>
 #include <vector>
 
-#include "../../support/fake_control_model.hpp"
-#include "../../support/http_exchange.hpp"
-#include "../../support/json_reader.hpp"
-#include "../../support/raw_client.hpp"
+#include "../../../tests/support/fake_control_model.hpp"
+#include "../../../tests/support/http_exchange.hpp"
+#include "../../../tests/support/json_reader.hpp"
+#include "../../../tests/support/raw_client.hpp"
 
 using namespace daqx::test;
 

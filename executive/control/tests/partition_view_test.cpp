@@ -13,7 +13,7 @@
 
 #include "daqx/control/control_client.hpp"
 #include "daqx/control/control_server.hpp"
-#include "../../support/partition_builder.hpp"
+#include "../../../tests/support/partition_builder.hpp"
 #include "daqx/executive/partition.hpp"
 #include "daqx/control/partition_view.hpp"
 

@@ -4,9 +4,9 @@
 #include <cstddef>
 #include <string>
 
-#include "../../support/fake_control_model.hpp"
-#include "../../support/http_exchange.hpp"
-#include "../../support/json_reader.hpp"
+#include "../../../tests/support/fake_control_model.hpp"
+#include "../../../tests/support/http_exchange.hpp"
+#include "../../../tests/support/json_reader.hpp"
 
 using namespace daqx::test;
 

@@ -13,7 +13,7 @@
 #include <mutex>
 #include <set>
 
-#include "../../support/process.hpp"
+#include "../../../tests/support/process.hpp"
 #include "daqx/control/context_poller.hpp"
 #include "daqx/control/context_summary.hpp"
 #include "daqx/control/control_server.hpp"

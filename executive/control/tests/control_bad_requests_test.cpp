@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "daqx/services/text.hpp"
-#include "../../support/fake_control_model.hpp"
-#include "../../support/http_exchange.hpp"
-#include "../../support/json_reader.hpp"
-#include "../../support/raw_client.hpp"
+#include "../../../tests/support/fake_control_model.hpp"
+#include "../../../tests/support/http_exchange.hpp"
+#include "../../../tests/support/json_reader.hpp"
+#include "../../../tests/support/raw_client.hpp"
 
 using namespace daqx::test;
 

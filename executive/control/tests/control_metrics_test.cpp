@@ -5,9 +5,9 @@
 #include <map>
 #include <string>
 
-#include "../../support/exposition_check.hpp"
-#include "../../support/fake_control_model.hpp"
-#include "../../support/http_exchange.hpp"
+#include "../../../tests/support/exposition_check.hpp"
+#include "../../../tests/support/fake_control_model.hpp"
+#include "../../../tests/support/http_exchange.hpp"
 
 using namespace daqx::test;
 

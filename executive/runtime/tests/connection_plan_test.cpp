@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "../../support/partition_builder.hpp"
+#include "../../../tests/support/partition_builder.hpp"
 #include "connection_plan.hpp"  // the executive's own (executive/runtime/src), to compare its two ways of planning
 #include "module_loader.hpp"
 #include "daqx/executive/executive.hpp"

@@ -17,8 +17,8 @@
 #include <stdexcept>
 #include <thread>
 
-#include "../../support/partition_builder.hpp"
-#include "../../support/process.hpp"
+#include "../../../tests/support/partition_builder.hpp"
+#include "../../../tests/support/process.hpp"
 #include "daqx/executive/control.hpp"
 #include "daqx/control/control_request_pool.hpp"
 #include "daqx/control/control_server.hpp"

@@ -6,9 +6,9 @@
 #include <utility>
 #include <vector>
 
-#include "../../support/fake_control_model.hpp"
-#include "../../support/http_exchange.hpp"
-#include "../../support/json_reader.hpp"
+#include "../../../tests/support/fake_control_model.hpp"
+#include "../../../tests/support/http_exchange.hpp"
+#include "../../../tests/support/json_reader.hpp"
 
 using daqx::Command;
 using daqx::State;

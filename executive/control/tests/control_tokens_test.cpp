@@ -6,9 +6,9 @@
 #include <string>
 
 #include "daqx/control/control_client.hpp"
-#include "../../support/exposition_check.hpp"
-#include "../../support/fake_control_model.hpp"
-#include "../../support/http_exchange.hpp"
+#include "../../../tests/support/exposition_check.hpp"
+#include "../../../tests/support/fake_control_model.hpp"
+#include "../../../tests/support/http_exchange.hpp"
 
 using daqx::State;
 using namespace daqx::test;
