@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,9 +15,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <ctime>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -33,6 +36,34 @@ std::string executive_program() { return DAQX_TEST_EXECUTIVE; }
 std::string tool_program(const std::string& name) { return std::string(DAQX_TEST_TOOLS_DIR) + "/" + name; }
 std::string module_directory() { return DAQX_TEST_MODULE_DIR; }
 std::string config_directory() { return DAQX_TEST_CONFIG_DIR; }
+
+namespace {
+
+// Whether a port is free for every kind of endpoint a test may give it: a TCP socket on loopback, and ptshm's
+// abstract socket for 127.0.0.1 (named as pt/ptshm/src/wire.cpp names it), which a TCP bind does not see: two
+// test programs at once could otherwise give the same number to a TCP endpoint and a shared-memory one, or two
+// shared-memory ones.
+bool port_free(std::uint16_t port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(port);
+  const bool tcp_free = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+  close(fd);
+  if (!tcp_free) return false;
+  const std::string name = "daqx-shm/127.0.0.1:" + std::to_string(port);
+  sockaddr_un shm{};
+  shm.sun_family = AF_UNIX;
+  std::memcpy(shm.sun_path + 1, name.data(), name.size());  // abstract: sun_path starts with a 0 byte
+  fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);  // as ptshm listens: a name is taken per socket type
+  const auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  const bool shm_free = bind(fd, reinterpret_cast<sockaddr*>(&shm), length) == 0;
+  close(fd);
+  return shm_free;
+}
+
+}  // namespace
 
 std::uint16_t free_port() {
   // Below the kernel's ephemeral range: a port it may give an outgoing connection as its source (a partition of a
@@ -53,14 +84,7 @@ std::uint16_t free_port() {
   for (;;) {
     const auto port = static_cast<std::uint16_t>(low + random() % (high - low + 1));
     if (given.count(port) != 0) continue;
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    address.sin_port = htons(port);
-    const bool free = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
-    close(fd);
-    if (free && given.insert(port).second) return port;
+    if (port_free(port) && given.insert(port).second) return port;
   }
 }
 
