@@ -18,7 +18,6 @@ namespace {
 
 using strings::concatenate;
 using strings::equals_ignoring_case;
-using strings::lower;
 using strings::quoted;
 using strings::trim;
 

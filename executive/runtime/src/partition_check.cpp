@@ -13,10 +13,7 @@ namespace daqx::config {
 namespace {
 
 using strings::concatenate;
-using strings::equals_ignoring_case;
-using strings::lower;
 using strings::quoted;
-using strings::trim;
 
 
 std::string joined(const std::vector<std::string>& names) {
