@@ -26,3 +26,17 @@ std::string describe_capabilities(const TransportCapabilities& c) {
 }
 
 }  // namespace daqx
+
+namespace daqx {
+
+std::size_t Transport::post_batch(PeerId peer, std::span<mem::Ref> frames, SendStatus& stopped) noexcept {
+  std::size_t taken = 0;
+  for (mem::Ref& frame : frames) {
+    stopped = post(peer, frame);
+    if (stopped != SendStatus::ok) break;
+    ++taken;
+  }
+  return taken;
+}
+
+}  // namespace daqx

@@ -35,6 +35,8 @@ std::vector<ParamSpec> Receiver::parameters() {
             "acknowledge every this many frames when a frame does not say (senders say)", 1),
       param("verify", ParamType::boolean, to_text(d.verify), "",
             "verify the pattern of every frame that carries one (sequences are always checked)"),
+      param("batch", ParamType::boolean, to_text(d.batch), "",
+            "take data frames in batches (one handler call for the frames that arrive together) instead of one by one"),
       param("holdFor", ParamType::real, to_text(d.hold_for), "s",
             "a receiver that stops releasing: keeps every frame for this long after the first arrives, then "
             "takes them in order (tests back-pressure; 0: never)", 0.0, 3600.0),
@@ -46,9 +48,19 @@ std::vector<ParamSpec> Receiver::parameters() {
 }
 
 Receiver::Receiver(ApplicationContext& context) : Application(context) {
-  context.bind(function::data, [this](Frame&& frame) { on_data(std::move(frame)); });
+  bind_data(context.params().boolean("batch"));
   context.on_send_ready([this] { send_pending_acks(); });
   context.on_pool_available([this] { send_pending_acks(); });
+}
+
+void Receiver::bind_data(bool batches) {
+  if (batches) {
+    context().bind_batch(function::data, [this](std::span<Frame> frames) {
+      for (Frame& frame : frames) on_data(std::move(frame));
+    });
+  } else {
+    context().bind(function::data, [this](Frame&& frame) { on_data(std::move(frame)); });
+  }
 }
 
 void Receiver::on_dispatch_thread(std::function<void()> fn) {
@@ -60,9 +72,11 @@ void Receiver::configure() {
   c.ack_every = context().params().unsigned_integer("ackEvery");
   c.verify = context().params().boolean("verify");
   c.hold_for = context().params().real("holdFor");
+  c.batch = context().params().boolean("batch");
   c.configure_delay = context().params().real("configureDelay");
   if (c.ack_every == 0) throw std::runtime_error("ackEvery must be at least 1");
   if (c.configure_delay > 0) std::this_thread::sleep_for(std::chrono::duration<double>(c.configure_delay));
+  bind_data(c.batch);  // batch may have been changed while Halted
   // Every application of the partition could send to us: room for all, so no sender allocates on arrival.
   const std::size_t capacity = context().applications().size();
   on_dispatch_thread([this, c, capacity] {

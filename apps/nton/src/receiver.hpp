@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -22,6 +23,7 @@ using namespace daqx::apps;  // parameter helpers, rate meters, latency summarie
 struct ReceiverConfiguration {
   std::uint64_t ack_every = 16;  // acknowledge every this many frames when a frame does not say (senders do)
   bool verify = true;            // check the pattern of every frame that carries one
+  bool batch = false;            // take data frames in batches (bind_batch)
   double hold_for = 0;           // seconds from the first frame during which frames are kept, not released
   double configure_delay = 0;    // seconds configure takes before it does anything (a slow configure, emulated)
 };
@@ -59,6 +61,8 @@ class Receiver final : public Application {
  private:
   using Clock = std::chrono::steady_clock;
 
+  // Binds the data handler: batches or single frames.
+  void bind_data(bool batches);
   // Dispatch thread.
   void on_data(Frame&& frame);
   // holdFor: keeps frames (and so the blocks they hold) until the hold ends, then takes them in order.

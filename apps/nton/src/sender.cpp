@@ -31,6 +31,7 @@ constexpr auto kPoll = std::chrono::milliseconds(50);      // longest sleep with
 constexpr auto kStopDrain = std::chrono::seconds(1);       // after stop(): how long to wait for the last acknowledgements
 constexpr auto kDrainPatience = std::chrono::seconds(5);   // at the natural end: give up after this long without one
 constexpr std::uint64_t kMaxPayload = kDefaultMaxFrameSize - kFrameHeaderSize;
+constexpr std::uint64_t kMaxBatch = 1024;
 
 
 }  // namespace
@@ -117,6 +118,9 @@ std::vector<ParamSpec> Sender::parameters() {
             "frames outstanding per receiver without acknowledgement", 1),
       param("ackEvery", ParamType::unsigned_integer, to_text(d.ack_every), "frames",
             "receivers acknowledge every this many frames (told in each frame; at most window)", 1),
+      param("batch", ParamType::unsigned_integer, to_text(d.batch), "frames",
+            "frames allocated and sent in one call, to one receiver at a time (1: one by one); frameSizes is not "
+            "used with batches", 1, static_cast<double>(kMaxBatch)),
       param("pattern", ParamType::boolean, to_text(d.pattern), "",
             "fill payloads with a pattern of (sender, sequence) that receivers verify"),
   };
@@ -142,6 +146,7 @@ void Sender::configure() {
   c.duration = params.real("duration");
   c.window = params.unsigned_integer("window");
   c.ack_every = params.unsigned_integer("ackEvery");
+  c.batch = params.unsigned_integer("batch");
   c.pattern = params.boolean("pattern");
 
   if (c.receivers.empty())
@@ -221,6 +226,7 @@ void Sender::send_loop(SenderRun& run, std::stop_token stop) {
   std::size_t next = 0;            // round-robin position
   std::uint64_t data_frames = 0;
   mem::Ref frame;  // prepared for run.receivers[next]; kept across would_block
+  PreparedBatch batch(config_.batch);  // the same with batch > 1
   bool asks = false;
   bool give_up_run = false;
   Clock::time_point now = Clock::now();
@@ -245,6 +251,21 @@ void Sender::send_loop(SenderRun& run, std::stop_token stop) {
       continue;
     }
     const Clock::time_point wake_by = std::min(deadline, now + kPoll);
+    if (config_.batch > 1) {
+      switch (send_batch_to(run, receiver, batch, data_frames)) {
+        case BatchStep::sent: next = (next + 1) % receivers; break;
+        case BatchStep::wait:
+          wakeup_.wait_until(seen, wake_by);
+          passes_since_clock = 64;  // read the clock again after a wait
+          break;
+        case BatchStep::lost:
+          --active;
+          next = (next + 1) % receivers;
+          break;
+        case BatchStep::give_up: give_up_run = true; break;
+      }
+      continue;
+    }
     // Strict round-robin, as the CMS test: a full window holds everyone up, so the slowest receiver sets the
     // pace and each receiver gets its exact share of frameCount.
     const std::uint64_t outstanding = receiver.outstanding();
@@ -267,7 +288,8 @@ void Sender::send_loop(SenderRun& run, std::stop_token stop) {
       // for more before it acknowledges) or is the last this receiver gets (nothing more will come).
       const bool last = config_.frame_count != 0 && data_frames + active >= config_.frame_count;
       asks = last || outstanding + 1 >= config_.window;
-      prepare_data(frame, run, receiver, payload, asks ? data_flags::ack_request : std::uint8_t{0});
+      prepare_data(frame, run, receiver.sent.load(std::memory_order_relaxed) + 1, payload,
+                   asks ? data_flags::ack_request : std::uint8_t{0});
     }
     const std::uint64_t sequence = receiver.sent.load(std::memory_order_relaxed) + 1;
     // A frame that asks for an ack is the last before we wait: send it (and what is queued before it) at
@@ -296,6 +318,7 @@ void Sender::send_loop(SenderRun& run, std::stop_token stop) {
     }
   }
   frame.reset();  // prepared but not sent: its sequence number was not used
+  batch.clear();
   finished_at_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
   if (!give_up_run) drain(run, stop);
   done_.store(true, std::memory_order_release);
@@ -355,7 +378,8 @@ bool Sender::send_end_of_run(SenderRun& run, ReceiverProxy& receiver, std::stop_
         wakeup_.wait_until(seen, wake_by);
         continue;
       }
-      prepare_data(frame, run, receiver, kDataHeaderSize, data_flags::ack_request | data_flags::end_of_run);
+      prepare_data(frame, run, receiver.sent.load(std::memory_order_relaxed) + 1, kDataHeaderSize,
+                   data_flags::ack_request | data_flags::end_of_run);
     }
     const std::uint64_t sequence = receiver.sent.load(std::memory_order_relaxed) + 1;
     // The end-of-run frame asks for the last ack: it goes out at once.
@@ -378,10 +402,73 @@ bool Sender::send_end_of_run(SenderRun& run, ReceiverProxy& receiver, std::stop_
   }
 }
 
-void Sender::prepare_data(mem::Ref& frame, const SenderRun& run, const ReceiverProxy& receiver,
-                          std::size_t payload, std::uint8_t flags) noexcept {
+// One batch to one receiver (batch > 1): as many frames as the batch, the window and frameCount allow, allocated
+// and sent in one call each. Frames not taken (would_block) stay prepared, with their sequence numbers, and go
+// first when the loop comes back to this receiver.
+Sender::BatchStep Sender::send_batch_to(SenderRun& run, ReceiverProxy& receiver, PreparedBatch& batch,
+                                        std::uint64_t& data_frames) noexcept {
+  const std::size_t payload = payload_size();
+  if (batch.empty()) {
+    const std::uint64_t outstanding = receiver.outstanding();
+    if (outstanding >= config_.window) return BatchStep::wait;
+    std::uint64_t count = std::min<std::uint64_t>(config_.batch, config_.window - outstanding);
+    if (config_.frame_count != 0) count = std::min(count, config_.frame_count - data_frames);
+    const std::size_t made = context().allocate_frames(payload, std::span(batch.blocks).first(count));
+    if (made == 0) {
+      run_counters_.pool_exhausted.add_single_writer();
+      return BatchStep::wait;
+    }
+    // The last frame asks for an acknowledgement at once when it fills the window or ends the run's frames
+    // (drain() asks any receiver whose last frame did not).
+    const bool asks = outstanding + made >= config_.window ||
+                      (config_.frame_count != 0 && data_frames + made >= config_.frame_count);
+    const std::uint64_t first = receiver.sent.load(std::memory_order_relaxed) + 1;
+    for (std::size_t i = 0; i < made; ++i) {
+      const bool last_asks = asks && i + 1 == made;
+      prepare_data(batch.blocks[i], run, first + i, payload, last_asks ? data_flags::ack_request : std::uint8_t{0});
+      batch.frames[i] = OutgoingFrame{receiver.tid, function::data, first + i, std::move(batch.blocks[i]),
+                                      last_asks ? frame_flags::send_now : std::uint8_t{0}};
+    }
+    batch.size = made;
+    batch.at = 0;
+    batch.asks = asks;
+  }
+  const BatchSendResult result = context().send_batch(std::span(batch.frames).subspan(batch.at, batch.size - batch.at));
+  if (result.sent > 0) {
+    const std::uint64_t last = batch.frames[batch.at + result.sent - 1].transaction;
+    batch.at += result.sent;
+    receiver.sent.store(last, std::memory_order_release);
+    receiver.asked_for_ack = batch.at == batch.size && batch.asks;
+    run_counters_.frames_sent.add_single_writer(result.sent);
+    run_counters_.bytes_sent.add_single_writer(result.sent * payload);
+    data_frames += result.sent;
+  }
+  if (batch.at == batch.size) {
+    batch.clear();
+    return BatchStep::sent;
+  }
+  switch (result.status) {
+    case SendStatus::ok:
+    case SendStatus::would_block:
+      run_counters_.sends_deferred.add_single_writer();
+      return BatchStep::wait;
+    case SendStatus::no_route:
+      batch.clear();
+      give_up(concatenate({"no route to receiver ", to_text(std::uint64_t{receiver.tid})}));
+      receiver.failed = true;
+      return BatchStep::give_up;
+    case SendStatus::error:
+      batch.clear();
+      lose_receiver(run, receiver);
+      return BatchStep::lost;
+  }
+  return BatchStep::wait;
+}
+
+void Sender::prepare_data(mem::Ref& frame, const SenderRun& run, std::uint64_t sequence, std::size_t payload,
+                          std::uint8_t flags) noexcept {
   DataHeader header;
-  header.sequence = receiver.sent.load(std::memory_order_relaxed) + 1;
+  header.sequence = sequence;
   header.sender = context().tid();
   header.run = run.id;
   header.payload_length = static_cast<std::uint32_t>(payload);

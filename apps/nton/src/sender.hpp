@@ -27,6 +27,7 @@ struct SenderConfiguration {
   double duration = 0;              // seconds to send for, then stop by itself; 0: no limit
   std::uint64_t window = 64;        // frames outstanding per receiver without acknowledgement
   std::uint64_t ack_every = 16;     // receivers acknowledge every this many frames (carried in each frame)
+  std::uint64_t batch = 1;          // frames allocated and sent in one call (to one receiver); 1: one by one
   bool pattern = true;              // fill payloads with a pattern of (sender, sequence) that receivers verify
 };
 
@@ -70,8 +71,25 @@ class Sender final : public Application {
   void drain(SenderRun& run, std::stop_token stop);
   bool send_end_of_run(SenderRun& run, ReceiverProxy& receiver, std::stop_token stop,
                        Clock::time_point& stop_deadline, Clock::time_point patience);
-  void prepare_data(mem::Ref& frame, const SenderRun& run, const ReceiverProxy& receiver, std::size_t payload,
+  void prepare_data(mem::Ref& frame, const SenderRun& run, std::uint64_t sequence, std::size_t payload,
                     std::uint8_t flags) noexcept;
+  // batch > 1: the frames of one batch, prepared for one receiver and sent from `at` on.
+  struct PreparedBatch {
+    explicit PreparedBatch(std::size_t capacity) : blocks(capacity), frames(capacity) {}
+    std::vector<mem::Ref> blocks;       // allocate_frames fills these
+    std::vector<OutgoingFrame> frames;  // ... moved here with their headers' fields
+    std::size_t size = 0;
+    std::size_t at = 0;
+    bool asks = false;  // its last frame asks for an acknowledgement
+    bool empty() const noexcept { return at == size; }
+    void clear() noexcept {
+      for (std::size_t i = at; i < size; ++i) frames[i].data.reset();
+      size = at = 0;
+    }
+  };
+  enum class BatchStep { sent, wait, lost, give_up };
+  BatchStep send_batch_to(SenderRun& run, ReceiverProxy& receiver, PreparedBatch& batch,
+                          std::uint64_t& data_frames) noexcept;
   void record_sent(ReceiverProxy& receiver, std::uint64_t sequence, std::size_t payload, bool asked) noexcept;
   void lose_receiver(const SenderRun& run, ReceiverProxy& receiver);
   void give_up(const std::string& reason);

@@ -26,7 +26,7 @@ void futex_wake(std::atomic<std::uint32_t>& word) noexcept {
 
 // How long the dispatch thread polls before it sleeps: short, because the machine has few cores.
 constexpr int kIdleSpins = 64;
-constexpr std::size_t kFramesPerRound = 64;
+constexpr std::size_t kFramesPerRound = kMaxBatchFrames;  // from each queue: one batch
 constexpr std::size_t kTaskCheckFrames = 8;        // frames between looks at waiting tasks
 constexpr std::chrono::milliseconds kTaskWait{2};  // batches of tasks at most this far apart within a round
 
@@ -111,6 +111,16 @@ void ApplicationHost::finish() {
 // ---- ApplicationContext -------------------------------------------------------------------------------
 
 void ApplicationHost::bind(std::uint16_t function, FrameHandler handler) {
+  bind_handler(function, Handler{std::move(handler), {}});
+}
+
+void ApplicationHost::bind_batch(std::uint16_t function, BatchHandler handler) {
+  bind_handler(function, Handler{{}, std::move(handler)});
+}
+
+void ApplicationHost::bind_handler(std::uint16_t function, Handler handler) {
+  if (function < batch_functions_.size())
+    batch_functions_[function].store(static_cast<bool>(handler.batch), std::memory_order_relaxed);
   std::lock_guard lock(pending_mutex_);
   pending_handlers_.emplace_back(function, std::move(handler));
   handlers_changed_.store(true, std::memory_order_release);
@@ -118,6 +128,31 @@ void ApplicationHost::bind(std::uint16_t function, FrameHandler handler) {
 
 mem::Ref ApplicationHost::allocate_frame(std::size_t payload_bytes) noexcept {
   return pool_->allocate_chain(kFrameHeaderSize + payload_bytes);
+}
+
+std::size_t ApplicationHost::allocate_frames(std::size_t payload_bytes, std::span<mem::Ref> frames) noexcept {
+  const std::size_t bytes = kFrameHeaderSize + payload_bytes;
+  const bool one_block = bytes <= pool_->max_block_size();
+  std::size_t made = 0;
+  for (mem::Ref& frame : frames) {
+    frame = one_block ? pool_->allocate(bytes) : pool_->allocate_chain(bytes);
+    if (!frame) break;
+    ++made;
+  }
+  return made;
+}
+
+FrameHeader ApplicationHost::write_header(Tid target, std::uint16_t function, std::uint64_t transaction, mem::Ref& frame,
+                                          std::uint8_t flags) const noexcept {
+  FrameHeader header;
+  header.flags = flags | mode_flags_.load(std::memory_order_relaxed);
+  header.total_length = static_cast<std::uint32_t>(frame.total_size());
+  header.target = target;
+  header.initiator = config_.id;
+  header.function = function;
+  header.transaction = transaction;
+  encode_header(header, frame.data());
+  return header;
 }
 
 SendStatus ApplicationHost::send(Tid target, std::uint16_t function, std::uint64_t transaction, mem::Ref& frame,
@@ -128,28 +163,76 @@ SendStatus ApplicationHost::send(Tid target, std::uint16_t function, std::uint64
   }
   const Route* route = services_.routes.find(target);
   if (route == nullptr) return SendStatus::no_route;
-  std::size_t total = frame.total_size();
-  FrameHeader header;
-  header.flags = flags | mode_flags_.load(std::memory_order_relaxed);
-  header.total_length = static_cast<std::uint32_t>(total);
-  header.target = target;
-  header.initiator = config_.id;
-  header.function = function;
-  header.transaction = transaction;
-  encode_header(header, frame.data());
-  if (route->local != nullptr) return route->local->enqueue(header, frame, this);
-  if (route->network != config_.network) return SendStatus::no_route;
-  PeerId peer = route->remote->peer.load(std::memory_order_acquire);
-  if (peer == kNoPeer && (peer = services_.routes.connection_to(*route->remote)) == kNoPeer) return SendStatus::no_route;
-  Transport& transport = *route->remote->transport;
-  SendStatus status = transport.post(peer, frame);
-  if (status == SendStatus::would_block) {
+  const FrameHeader header = write_header(target, function, transaction, frame, flags);
+  SendStatus status = SendStatus::ok;
+  deliver_run(*route, std::span<const FrameHeader>(&header, 1), std::span<mem::Ref>(&frame, 1), status);
+  return status;
+}
+
+BatchSendResult ApplicationHost::send_batch(std::span<OutgoingFrame> frames) noexcept {
+  BatchSendResult result;
+  std::array<FrameHeader, kMaxBatchFrames> headers;
+  std::array<mem::Ref, kMaxBatchFrames> run;
+  while (result.sent < frames.size()) {
+    // A run: consecutive frames to one target (at most kMaxBatchFrames), routed once and handed over at once.
+    const std::size_t first = result.sent;
+    const Tid target = frames[first].target;
+    const Route* route = services_.routes.find(target);
+    if (route == nullptr) {
+      result.status = SendStatus::no_route;
+      return result;
+    }
+    std::size_t n = 0;
+    while (first + n < frames.size() && n < kMaxBatchFrames && frames[first + n].target == target) {
+      OutgoingFrame& f = frames[first + n];
+      if (!f.data || f.data.size() < kFrameHeaderSize) break;
+      headers[n] = write_header(target, f.function, f.transaction, f.data, f.flags);
+      run[n] = std::move(f.data);
+      ++n;
+    }
+    if (n == 0) {  // a frame without room for its header, as send() says it
+      frames[first].data.reset();
+      result.status = SendStatus::error;
+      return result;
+    }
+    SendStatus status = SendStatus::ok;
+    const std::size_t taken = deliver_run(*route, std::span(headers).first(n), std::span(run).first(n), status);
+    for (std::size_t i = taken; i < n; ++i) frames[first + i].data = std::move(run[i]);  // the caller's again
+    result.sent += taken;
+    if (taken < n) {
+      result.status = status;
+      return result;
+    }
+  }
+  return result;
+}
+
+std::size_t ApplicationHost::deliver_run(const Route& route, std::span<const FrameHeader> headers,
+                                         std::span<mem::Ref> frames, SendStatus& status) noexcept {
+  if (route.local != nullptr) {
+    const std::size_t taken = route.local->enqueue(headers, frames, this);
+    if (taken < frames.size()) status = SendStatus::would_block;
+    return taken;
+  }
+  PeerId peer = kNoPeer;
+  if (route.network == config_.network) {
+    peer = route.remote->peer.load(std::memory_order_acquire);
+    if (peer == kNoPeer) peer = services_.routes.connection_to(*route.remote);
+  }
+  if (peer == kNoPeer) {
+    status = SendStatus::no_route;
+    return 0;
+  }
+  Transport& transport = *route.remote->transport;
+  std::size_t taken = transport.post_batch(peer, frames, status);
+  if (taken < frames.size() && status == SendStatus::would_block) {
     counters_.sends_would_block.add();
     wait_for_peer(&transport, peer);
     // Once more after registering: the queue may have drained (and said send_ready) before we registered.
-    status = transport.post(peer, frame);
+    status = SendStatus::ok;
+    taken += transport.post_batch(peer, frames.subspan(taken), status);
   }
-  return status;
+  return taken;
 }
 
 void ApplicationHost::on_send_ready(std::function<void()> callback) { send_ready_callback_ = std::move(callback); }
@@ -203,27 +286,37 @@ void ApplicationHost::log(LogLevel level, const std::string& message) { daqx::lo
 // ---- Executive side -----------------------------------------------------------------------------------
 
 SendStatus ApplicationHost::enqueue(const FrameHeader& header, mem::Ref& data, ApplicationHost* waiting_sender) noexcept {
-  Frame frame{header, std::move(data)};
-  if (!inbox_.try_push(frame)) {
-    if (waiting_sender != nullptr) {
-      waiting_sender->counters_.sends_would_block.add();
-      {
-        std::lock_guard lock(waiters_mutex_);
-        if (std::find(waiting_senders_.begin(), waiting_senders_.end(), waiting_sender) == waiting_senders_.end())
-          waiting_senders_.push_back(waiting_sender);
-        has_waiters_.store(true, std::memory_order_seq_cst);
-      }
-      // Once more after registering: if the queue drained meanwhile, nobody would wake us.
-      if (inbox_.try_push(frame)) {
-        wake();
-        return SendStatus::ok;
+  return enqueue(std::span<const FrameHeader>(&header, 1), std::span<mem::Ref>(&data, 1), waiting_sender) == 1
+             ? SendStatus::ok
+             : SendStatus::would_block;
+}
+
+std::size_t ApplicationHost::enqueue(std::span<const FrameHeader> headers, std::span<mem::Ref> data,
+                                     ApplicationHost* waiting_sender) noexcept {
+  auto push_from = [&](std::size_t i) {
+    for (; i < data.size(); ++i) {
+      Frame frame{headers[i], std::move(data[i])};
+      if (!inbox_.try_push(frame)) {
+        data[i] = std::move(frame.data);
+        break;
       }
     }
-    data = std::move(frame.data);
-    return SendStatus::would_block;
+    return i;
+  };
+  std::size_t taken = push_from(0);
+  if (taken < data.size() && waiting_sender != nullptr) {
+    waiting_sender->counters_.sends_would_block.add();
+    {
+      std::lock_guard lock(waiters_mutex_);
+      if (std::find(waiting_senders_.begin(), waiting_senders_.end(), waiting_sender) == waiting_senders_.end())
+        waiting_senders_.push_back(waiting_sender);
+      has_waiters_.store(true, std::memory_order_seq_cst);
+    }
+    // Once more after registering: if the queue drained meanwhile, nobody would wake us.
+    taken = push_from(taken);
   }
-  wake();
-  return SendStatus::ok;
+  if (taken > 0) wake();  // once for the whole run
+  return taken;
 }
 
 void ApplicationHost::add_deliver_waiter(std::function<void()>* resume) {
@@ -304,28 +397,51 @@ bool ApplicationHost::run_tasks() {
 // while the round goes on (a timer's tick, the rest of a handler's work) waits for the frames behind it, and
 // when each of those takes a while (a block's CRC on a slow machine) a round of them held an application's
 // heartbeats back for seconds: so every few frames, waiting tasks run if the last batch ran kTaskWait ago.
-void ApplicationHost::run_overdue_tasks(std::size_t frames_this_round) {
-  if (frames_this_round % kTaskCheckFrames != 0 || !has_tasks_.load(std::memory_order_relaxed)) return;
+void ApplicationHost::run_overdue_tasks() {
+  if (!has_tasks_.load(std::memory_order_relaxed)) return;
   const auto now = std::chrono::steady_clock::now();
   if (now - tasks_ran_ < kTaskWait) return;
   run_tasks();
 }
 
-void ApplicationHost::dispatch(Frame& frame) {
-  std::uint16_t function = frame.header.function;
-  if (function >= handlers_.size() || !handlers_[function]) {
-    counters_.frames_unhandled.add();
-    frame.data.reset();
-    return;
+void ApplicationHost::dispatch(Frame& frame) { dispatch(std::span<Frame>(&frame, 1), false); }
+
+void ApplicationHost::dispatch(std::span<Frame> frames, bool dispatch_thread) {
+  std::size_t i = 0;
+  std::size_t since_task_check = 0;
+  while (i < frames.size()) {
+    const std::uint16_t function = frames[i].header.function;
+    const Handler* handler = function < handlers_.size() && handlers_[function] ? &handlers_[function] : nullptr;
+    // A batch handler takes the run of frames for its function; any other frame goes alone.
+    std::size_t n = 1;
+    if (handler != nullptr && handler->batch)
+      while (i + n < frames.size() && frames[i + n].header.function == function) ++n;
+    std::span<Frame> run = frames.subspan(i, n);
+    i += n;
+    if (handler == nullptr) {
+      counters_.frames_unhandled.add();
+      run.front().data.reset();
+      continue;
+    }
+    counters_.frames_dispatched.add(n);
+    try {
+      if (handler->batch) {
+        counters_.batches_dispatched.add();
+        handler->batch(run);
+      } else {
+        handler->single(std::move(run.front()));
+      }
+    } catch (const std::exception& e) {
+      counters_.handler_exceptions.add();
+      fail("handler for function " + std::to_string(function) + " threw: " + e.what());
+    }
+    for (Frame& frame : run) frame.data.reset();  // what the handler neither kept nor released
+    since_task_check += n;
+    if (dispatch_thread && since_task_check >= kTaskCheckFrames) {
+      since_task_check = 0;
+      run_overdue_tasks();
+    }
   }
-  counters_.frames_dispatched.add();
-  try {
-    handlers_[function](std::move(frame));
-  } catch (const std::exception& e) {
-    counters_.handler_exceptions.add();
-    fail("handler for function " + std::to_string(function) + " threw: " + e.what());
-  }
-  frame.data.reset();  // in case the handler neither kept nor released it
 }
 
 void ApplicationHost::apply_new_handlers() {
@@ -354,6 +470,30 @@ bool ApplicationHost::try_dispatch_inline(Frame& frame) noexcept {
   return true;
 }
 
+bool ApplicationHost::dispatch_lane_inline(std::size_t binding) noexcept {
+  if (!try_enter()) return false;
+  if (has_tasks_.load(std::memory_order_acquire)) {
+    leave();
+    return false;
+  }
+  apply_new_handlers();
+  DeliveryLane& lane = *lanes_[binding];
+  lane.publish();  // staged by this same thread: the consumer side (ours now) sees it once published
+  std::size_t frames = 0;
+  for (std::size_t taken; (taken = dispatch_from_lane(lane, false)) > 0;) frames += taken;
+  counters_.frames_dispatched_inline.add(frames);
+  leave();
+  if (has_waiters_.load(std::memory_order_seq_cst) && queues_half_empty()) release_waiters();
+  return true;
+}
+
+std::size_t ApplicationHost::dispatch_from_lane(DeliveryLane& lane, bool dispatch_thread) {
+  std::array<Frame, kMaxBatchFrames> batch;
+  const std::size_t taken = lane.take(std::span(batch));
+  if (taken > 0) dispatch(std::span(batch).first(taken), dispatch_thread);
+  return taken;
+}
+
 bool ApplicationHost::queues_empty() const noexcept {
   if (inbox_.size_approx() != 0) return false;
   for (const auto& lane : lanes_)
@@ -370,7 +510,7 @@ bool ApplicationHost::queues_half_empty() const noexcept {
 
 void ApplicationHost::dispatch_loop(std::stop_token stop) {
   int idle = 0;
-  Frame frame;
+  std::array<Frame, kFramesPerRound> batch;
   while (!stop.stop_requested()) {
     // A receive thread may be running a handler inline: never long (the inline contract), so wait by yielding.
     if (!try_enter()) {
@@ -380,21 +520,15 @@ void ApplicationHost::dispatch_loop(std::stop_token stop) {
     apply_new_handlers();
     bool worked = run_tasks();
     std::size_t taken = 0;
-    // The inbox (local applications) and each transport's lane in turn, a share of the round each.
-    while (taken < kFramesPerRound && inbox_.try_pop(frame)) {
-      dispatch(frame);
-      ++taken;
-      run_overdue_tasks(taken);
+    // The inbox (local applications) and each transport's lane in turn, a share of the round each, taken in
+    // batches (a batch handler gets each run of its frames in one call).
+    {
+      std::size_t from_inbox = 0;
+      while (from_inbox < kFramesPerRound && inbox_.try_pop(batch[from_inbox])) ++from_inbox;
+      if (from_inbox > 0) dispatch(std::span(batch).first(from_inbox), true);
+      taken += from_inbox;
     }
-    for (auto& lane : lanes_) {
-      std::size_t from_lane = 0;
-      while (from_lane < kFramesPerRound && lane->take(frame)) {
-        dispatch(frame);
-        ++from_lane;
-        run_overdue_tasks(taken + from_lane);
-      }
-      taken += from_lane;
-    }
+    for (auto& lane : lanes_) taken += dispatch_from_lane(*lane, true);
     leave();
     worked = worked || taken > 0;
     if (has_waiters_.load(std::memory_order_seq_cst) && queues_half_empty()) release_waiters();

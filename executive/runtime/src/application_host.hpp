@@ -1,12 +1,14 @@
 // One hosted application: its context (sending, pool, handlers), its inbox and dispatch thread, its state.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -33,6 +35,8 @@ struct HostCounters : CounterSet {
   Counter frames_dispatched{*this, "frames_dispatched", "frames handed to a handler of this application"};
   Counter frames_dispatched_inline{*this, "frames_dispatched_inline",
                                    "of those, frames handled on a transport's receive thread (inline dispatch)"};
+  Counter batches_dispatched{*this, "batches_dispatched",
+                             "calls of batch handlers (bind_batch): frames_dispatched / this is the mean batch"};
   Counter frames_unhandled{*this, "frames_unhandled", "frames for a function code with no handler (dropped)"};
   Counter sends_would_block{*this, "sends_would_block", "sends refused for lack of room at the target (retried)"};
   Counter handler_exceptions{*this, "handler_exceptions", "handlers or tasks that threw"};
@@ -57,10 +61,13 @@ class ApplicationHost final : public ApplicationContext {
   const std::string& name() const noexcept override { return name_; }
   const ParamSet& params() const noexcept override { return params_; }
   void bind(std::uint16_t function, FrameHandler handler) override;
+  void bind_batch(std::uint16_t function, BatchHandler handler) override;
   mem::Pool& pool() override { return *pool_; }
   mem::Ref allocate_frame(std::size_t payload_bytes) noexcept override;
+  std::size_t allocate_frames(std::size_t payload_bytes, std::span<mem::Ref> frames) noexcept override;
   SendStatus send(Tid target, std::uint16_t function, std::uint64_t transaction, mem::Ref& frame,
                   std::uint8_t flags) noexcept override;
+  BatchSendResult send_batch(std::span<OutgoingFrame> frames) noexcept override;
   void on_send_ready(std::function<void()> callback) override;
   void on_pool_available(std::function<void()> callback) override;
   bool post_task(std::function<void()> fn) override;
@@ -75,6 +82,9 @@ class ApplicationHost final : public ApplicationContext {
   // Executive side.
   // Queues a frame for this application: ok, or would_block with the frame given back in `data`.
   SendStatus enqueue(const FrameHeader& header, mem::Ref& data, ApplicationHost* waiting_sender) noexcept;
+  // Queues a run of frames whose headers are written (their header fields in headers[i]): how many it took, in
+  // order; the caller keeps the rest (would_block, the sender registered to be told when there is room).
+  std::size_t enqueue(std::span<const FrameHeader> headers, std::span<mem::Ref> data, ApplicationHost* waiting_sender) noexcept;
   // A transport or another application can take frames again: run our on_send_ready callback.
   void notify_send_ready() noexcept;
   // Runs a state machine command; the hook runs on the calling (control) thread. `run` is the run an enable
@@ -93,13 +103,36 @@ class ApplicationHost final : public ApplicationContext {
   // itself, when the application is not busy (false: it is; queue the frame instead).
   bool dispatches_inline() const noexcept { return inline_; }
   bool try_dispatch_inline(Frame& frame) noexcept;
+  // Whether frames for this function go to a batch handler (a transport then stages them in the lane and hands
+  // them over at the end of its round: dispatch_lane_inline). Read by receive threads; bind only before enable.
+  bool takes_batches(std::uint16_t function) const noexcept {
+    return function < batch_functions_.size() && batch_functions_[function].load(std::memory_order_relaxed);
+  }
+  // Function codes below this are looked up by receive threads in a table; a batch handler of a higher code is
+  // handed inline frames one at a time (as a batch of one), and batches on the dispatch thread as any other.
+  static constexpr std::size_t kBatchFunctionTable = 256;
+  // Inline dispatch of what a lane holds, in batches, when the application is not busy; false: it is (or tasks
+  // wait): the caller publishes the lane for the dispatch thread instead.
+  bool dispatch_lane_inline(std::size_t binding) noexcept;
   void wake() noexcept;
 
  private:
+  // Fills in the header of a frame to send (the host's flags added) and writes it into the frame's first bytes.
+  FrameHeader write_header(Tid target, std::uint16_t function, std::uint64_t transaction, mem::Ref& frame,
+                           std::uint8_t flags) const noexcept;
+  // Hands frames with headers written to one route (a local application's inbox or a transport's peer): how many
+  // were taken, in order; status says why the next was not.
+  std::size_t deliver_run(const Route& route, std::span<const FrameHeader> headers, std::span<mem::Ref> frames,
+                          SendStatus& status) noexcept;
   void dispatch_loop(std::stop_token stop);
   bool run_tasks();
-  void run_overdue_tasks(std::size_t frames_this_round);  // dispatch thread, between frames
+  void run_overdue_tasks();  // dispatch thread, between frames
   void dispatch(Frame& frame);
+  // Frames taken from one queue, in order: runs of one function with a batch handler go to it in one call. On the
+  // dispatch thread, overdue tasks run between them (never on a receive thread dispatching inline).
+  void dispatch(std::span<Frame> frames, bool dispatch_thread);
+  // Takes up to kMaxBatchFrames frames from a lane and dispatches them; how many.
+  std::size_t dispatch_from_lane(DeliveryLane& lane, bool dispatch_thread);
   void release_waiters();
   bool queues_half_empty() const noexcept;  // the inbox and every lane at most half full
   bool queues_empty() const noexcept;
@@ -118,10 +151,18 @@ class ApplicationHost final : public ApplicationContext {
   std::unique_ptr<Application> application_;
 
   // Handlers: owned by the dispatch thread; bind() from other threads goes through pending_handlers_.
-  std::vector<FrameHandler> handlers_;
+  struct Handler {
+    FrameHandler single;
+    BatchHandler batch;  // set instead of single by bind_batch
+    explicit operator bool() const noexcept { return single || batch; }
+  };
+  void bind_handler(std::uint16_t function, Handler handler);
+  std::vector<Handler> handlers_;
   std::mutex pending_mutex_;
-  std::vector<std::pair<std::uint16_t, FrameHandler>> pending_handlers_;
+  std::vector<std::pair<std::uint16_t, Handler>> pending_handlers_;
   std::atomic<bool> handlers_changed_{false};
+  // Which function codes have a batch handler, for receive threads (takes_batches).
+  std::array<std::atomic<bool>, kBatchFunctionTable> batch_functions_{};
 
   BoundedQueue<Frame> inbox_;
   std::vector<std::unique_ptr<DeliveryLane>> lanes_;  // one per transport binding

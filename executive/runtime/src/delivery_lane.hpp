@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <stdexcept>
 
 #include "daqx/api/frame.hpp"
@@ -43,6 +44,15 @@ class DeliveryLane {
     out = std::move(slots_[head & mask_]);
     head_.store(head + 1, std::memory_order_release);
     return true;
+  }
+  // Consumer: up to out.size() published frames in order, with one store of the head; how many.
+  std::size_t take(std::span<Frame> out) noexcept {
+    const std::size_t head = head_.load(std::memory_order_relaxed);
+    const std::size_t ready = tail_.load(std::memory_order_acquire) - head;
+    const std::size_t n = ready < out.size() ? ready : out.size();
+    for (std::size_t i = 0; i < n; ++i) out[i] = std::move(slots_[(head + i) & mask_]);
+    if (n > 0) head_.store(head + n, std::memory_order_release);
+    return n;
   }
   // Either side: frames published and not taken (approximate from the producer's side).
   std::size_t waiting() const noexcept {

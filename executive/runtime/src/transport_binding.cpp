@@ -14,6 +14,7 @@ TransportBinding::TransportBinding(ContextServices& services, const TransportCla
     : services_(services), class_(cls), params_(std::move(params)), local_(std::move(local)), index_(index),
       planned_incoming_(planned_incoming) {
   staged_to_.reserve(64);  // no allocation on the receive path for up to 64 local applications
+  inline_batches_to_.reserve(64);
 }
 
 TransportBinding::~TransportBinding() {
@@ -36,11 +37,18 @@ DeliverStatus TransportBinding::deliver(Frame&& frame, PeerId) noexcept {
     return DeliverStatus::rejected;
   }
   DeliveryLane& lane = target->lane(index_);
-  // Inline dispatch: the handler runs here and now, unless the application is busy or a frame of this lane is
-  // still waiting (it must not be overtaken).
-  if (target->dispatches_inline() && lane.drained() && target->try_dispatch_inline(frame)) {
-    services_.delivery.counters.frames_from_transports.add();
-    return DeliverStatus::accepted;
+  if (target->dispatches_inline()) {
+    if (target->takes_batches(frame.header.function)) {
+      // For a batch handler: staged now and handed over with the rest of the round (deliveries_done), or here
+      // when the lane is full.
+      if (!lane.has_room()) target->dispatch_lane_inline(index_);
+      note_inline_batch(target);
+    } else if (lane.drained() && target->try_dispatch_inline(frame)) {
+      // Inline dispatch: the handler runs here and now, unless the application is busy or a frame of this lane
+      // is still waiting (it must not be overtaken).
+      services_.delivery.counters.frames_from_transports.add();
+      return DeliverStatus::accepted;
+    }
   }
   if (!lane.has_room()) {
     publish(target);  // what this round staged there must be seen, or the room never comes back
@@ -64,9 +72,18 @@ bool TransportBinding::handlers_inline() const noexcept {
 }
 
 void TransportBinding::deliveries_done() noexcept {
+  // Batches for inline handlers: handed over here, on this thread, unless the application is busy (then its
+  // dispatch thread takes them, published below).
+  for (ApplicationHost* target : inline_batches_to_) target->dispatch_lane_inline(index_);
+  inline_batches_to_.clear();
   // One release store per lane and at most one wake-up per application, for the whole batch.
   for (ApplicationHost* target : staged_to_) publish(target);
   staged_to_.clear();
+}
+
+void TransportBinding::note_inline_batch(ApplicationHost* target) {
+  if (std::find(inline_batches_to_.begin(), inline_batches_to_.end(), target) == inline_batches_to_.end())
+    inline_batches_to_.push_back(target);
 }
 
 void TransportBinding::on_deliver_ready(std::function<void()> callback) { deliver_ready_ = std::move(callback); }

@@ -48,6 +48,8 @@ class TransportBinding final : public TransportHost {
 
  private:
   void publish(ApplicationHost* target) noexcept;
+  // Receive thread: remembers an application whose batch handler gets this round's frames at its end.
+  void note_inline_batch(ApplicationHost* target);
   // Wakes the applications waiting for `peer` of this transport to take frames again.
   void notify_peer_ready(PeerId peer) noexcept;
 
@@ -61,6 +63,7 @@ class TransportBinding final : public TransportHost {
   std::size_t index_;                        // its lane in every application (ApplicationHost::lane)
   std::size_t planned_incoming_;             // the connection plan's incoming connections to this endpoint
   std::vector<ApplicationHost*> staged_to_;  // receive thread: applications with frames staged, not published
+  std::vector<ApplicationHost*> inline_batches_to_;  // receive thread: ... of which these take them inline, in batches
 };
 
 }  // namespace daqx::detail

@@ -73,38 +73,56 @@ PeerId ConnectionTransport::connect(const EndpointAddress& remote) {
 }
 
 SendStatus ConnectionTransport::post(PeerId peer, mem::Ref& frame) noexcept {
-  if (stopped() || peer >= outgoing_count()) return SendStatus::no_route;
+  SendStatus status = SendStatus::ok;
+  post_batch(peer, std::span<mem::Ref>(&frame, 1), status);
+  return status;
+}
+
+std::size_t ConnectionTransport::post_batch(PeerId peer, std::span<mem::Ref> frames, SendStatus& status) noexcept {
+  if (frames.empty()) return 0;
+  if (stopped() || peer >= outgoing_count()) {
+    status = SendStatus::no_route;
+    return 0;
+  }
   OutgoingConnection& c = *outgoing_[peer];
   bool attention = false;
-  SendStatus status = SendStatus::ok;
+  std::size_t taken = 0;
   {
     std::lock_guard lock(c.mutex);
     if (c.state == State::down && c.ever_up) {  // lost: the poster learns it now, the send thread reconnects
       c.counters.send_errors.add();
-      frame.reset();
-      return SendStatus::error;
+      frames.front().reset();
+      status = SendStatus::error;
+      return 0;
     }
     const bool never_up = c.state == State::idle || (c.state == State::down && !c.ever_up);
     if (never_up && !c.connect_requested && !settings_.connect_at_start) {  // first use, or after a failed first try
       c.connect_requested = true;
       attention = true;
     }
-    if (c.queue.full()) {
-      c.want_ready.store(true, std::memory_order_relaxed);
-      c.counters.sends_would_block.add();
-      status = SendStatus::would_block;
-    } else {
+    for (mem::Ref& frame : frames) {
+      if (c.queue.full()) {
+        // What is queued goes on the wire first: the room this frame waits for comes from it.
+        if (taken > 0 && c.state == State::up) pump(c);
+        if (c.queue.full()) break;
+      }
       // The application's transportMode (header flags) overrides the endpoint's mode, frame by frame.
       auto flags = static_cast<std::uint8_t>(frame.data()[frame_offset::flags]);
       const bool coalesce = (flags & frame_flags::coalesce) != 0 ||
                             (settings_.throughput_mode && (flags & frame_flags::send_now) == 0);
       if (!coalesce) c.flush_now = true;
       c.push(std::move(frame));
-      if (c.state == State::up) pump(c);
+      ++taken;
     }
+    if (taken < frames.size()) {
+      c.want_ready.store(true, std::memory_order_relaxed);
+      c.counters.sends_would_block.add();
+      status = SendStatus::would_block;
+    }
+    if (taken > 0 && c.state == State::up) pump(c);
   }
   if (attention) request_attention();
-  return status;
+  return taken;
 }
 
 void ConnectionTransport::open_connections() {

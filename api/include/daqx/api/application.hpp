@@ -6,10 +6,12 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "daqx/api/batch.hpp"
 #include "daqx/api/counters.hpp"
 #include "daqx/api/frame.hpp"
 #include "daqx/api/parameters.hpp"
@@ -62,18 +64,33 @@ class ApplicationContext {
 
   // Binds a handler to a function code; call from the constructor or configure().
   virtual void bind(std::uint16_t function, FrameHandler handler) = 0;
+  // Binds a handler of batches (batch.hpp) to a function code instead: consecutive frames for it that arrive
+  // together are handed over in one call, at most kMaxBatchFrames at a time. The same rules as for bind() (one at
+  // a time, inline or on the dispatch thread). Not pure, so that a test double need not batch: by default every
+  // frame comes alone, as a batch of one.
+  virtual void bind_batch(std::uint16_t function, BatchHandler handler);
 
   // The application's frame pool (named "<name>/pool", allocator chosen by the policy). allocate_frame
   // gives a block with room for the header and payload_bytes (chained if larger than the largest block);
   // empty when the pool is exhausted: back off until on_pool_available().
   virtual mem::Pool& pool() = 0;
   virtual mem::Ref allocate_frame(std::size_t payload_bytes) noexcept = 0;
+  // Up to frames.size() frames of payload_bytes each, into the empty Refs of frames, in one call (one visit to
+  // the pool): returns how many it made, fewer when the pool ran dry (back off until on_pool_available(), as for
+  // allocate_frame). Not pure, as bind_batch: by default one allocate_frame() per frame.
+  virtual std::size_t allocate_frames(std::size_t payload_bytes, std::span<mem::Ref> frames) noexcept;
 
   // Writes the header into frame's first kFrameHeaderSize bytes and hands it to the target: directly to a
   // local application's queue, else to the transport of the shared network. On ok the frame is gone;
   // on would_block or no_route the caller still holds it (see SendStatus).
   virtual SendStatus send(Tid target, std::uint16_t function, std::uint64_t transaction, mem::Ref& frame,
                           std::uint8_t flags = 0) noexcept = 0;
+
+  // Sends a batch in order, to one target or several, as one send() per frame would (same statuses, same order per
+  // target) but paying the route, the connection's lock and the wake-up of the receiver once per run of frames to
+  // one target. Stops at the first frame not taken: see BatchSendResult. Not pure, as bind_batch: by default one
+  // send() per frame.
+  virtual BatchSendResult send_batch(std::span<OutgoingFrame> frames) noexcept;
 
   // Called on the dispatch thread when a send that said would_block may succeed, and when the pool has
   // blocks again after an allocation failed.

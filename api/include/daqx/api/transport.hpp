@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -133,6 +134,11 @@ class Transport {
   // Sends a frame (header already written). ok: the transport owns it and returns it to its pool when
   // sent; would_block: the caller keeps it and waits for TransportHost::send_ready; error: released.
   virtual SendStatus post(PeerId peer, mem::Ref& frame) noexcept = 0;
+  // Sends frames in order to one peer, as post() would each, in one call: returns how many it took (they are
+  // gone from the span); when that is fewer than frames.size(), `stopped` says why the next one was not taken
+  // (would_block: the caller keeps it and the rest; error: it was released, the caller keeps the rest). Not pure:
+  // by default one post() per frame; a transport that can do better (one lock, one push to the wire) overrides it.
+  virtual std::size_t post_batch(PeerId peer, std::span<mem::Ref> frames, SendStatus& stopped) noexcept;
   // The connect command: starts opening every connection named by connect() that is neither up nor
   // opening (with connect-on-first-use, those that have not carried a frame yet). Does not wait: the
   // caller watches connections(). Transports that open every connection at once have nothing to do.

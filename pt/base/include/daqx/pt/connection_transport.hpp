@@ -50,6 +50,8 @@ class ConnectionTransport : public Transport {
   TransportCapabilities capabilities() const final;
   PeerId connect(const EndpointAddress& remote) final;
   SendStatus post(PeerId peer, mem::Ref& frame) noexcept final;
+  // A batch under one hold of the connection's lock, and one push to the wire for all of it.
+  std::size_t post_batch(PeerId peer, std::span<mem::Ref> frames, SendStatus& stopped) noexcept final;
   void open_connections() final;
   void stop() final;
   void report(MetricSink& sink) const final;
