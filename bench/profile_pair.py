@@ -4,7 +4,7 @@ profiled with `perf record -g` on both executives while it runs, with each threa
 frame read from /proc and the transports' counters. The profiles behind the "where the time goes" paragraphs of
 docs/benchmarks-tcp.md, docs/benchmarks-evb.md and docs/benchmarks-rdma.md. A benchmark tool, never a test.
 
-Usage: python3 bench/profile_pair.py --out DIR --transport tcp|ofi|ibv --size BYTES
+Usage: python3 bench/profile_pair.py --out DIR --transport tcp|shm|ofi|ibv --size BYTES [--batch N]
           [--properties '<mode>throughput</mode>'] [--cores 0/1|none] [--seconds 4] [--host 127.0.0.1]
           [--build build/release]
 Writes DIR/rates.txt (rate while recording; per thread: cores, us per frame, voluntary and involuntary context
@@ -26,17 +26,21 @@ from daqx.partition import (  # noqa: E402
     Application, Context, Endpoint, Partition, PartitionError, ThreadRule, properties_from_xml)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MODULES = {"tcp": "libdaqx_pttcp.so", "ofi": "libdaqx_ptofi.so", "ibv": "libdaqx_ptibv.so"}
+MODULES = {"tcp": "libdaqx_pttcp.so", "shm": "libdaqx_ptshm.so", "ofi": "libdaqx_ptofi.so", "ibv": "libdaqx_ptibv.so"}
 
 
-def partition(transport, host, ports, size, properties, cores, executive=None):
-    """properties: the endpoints' parameters as XML text."""
+def partition(transport, host, ports, size, properties, cores, executive=None, batch=0):
+    """properties: the endpoints' parameters as XML text; batch > 1: the pair sends and handles batches of that
+    many frames (nton's batch parameters)."""
     sender, sender_data, receiver, receiver_data = ports
     urls = [f"http://127.0.0.1:{sender}", f"http://127.0.0.1:{receiver}"]
-    applications = [
-        Application("nton::Sender", 11, 0, "data", {"frameSize": size, "duration": 0, "window": 4096,
-                                                    "pattern": "false", "receivers": 21}),
-        Application("nton::Receiver", 21, 1, "data")]
+    sending = {"frameSize": size, "duration": 0, "window": 4096, "pattern": "false", "receivers": 21}
+    receiving = {}
+    if batch > 1:
+        sending["batch"] = batch
+        receiving["batch"] = "true"
+    applications = [Application("nton::Sender", 11, 0, "data", sending),
+                    Application("nton::Receiver", 21, 1, "data", receiving)]
     model = Partition("profile")
     if cores:
         model.policy = [ThreadRule("*", c, u) for c, u in zip(cores, urls)]
@@ -68,6 +72,7 @@ def main():
     parser.add_argument("--out", required=True, help="folder for the profile and its tables")
     parser.add_argument("--transport", choices=sorted(MODULES), default="tcp")
     parser.add_argument("--size", type=int, default=64, help="frameSize in bytes (its nton header included)")
+    parser.add_argument("--batch", type=int, default=0, help="frames per batch (nton's batch parameters); 0: none")
     parser.add_argument("--properties", default="", help="the endpoints' properties as XML, e.g. <mode>throughput</mode>")
     parser.add_argument("--cores", default="none", help="SENDER/RECEIVER CPUs, e.g. 0/1; none: not pinned")
     parser.add_argument("--seconds", type=float, default=4.0, help="how long perf records")
@@ -79,7 +84,8 @@ def main():
     cores = None if args.cores == "none" else args.cores.split("/")
     binary = os.path.join(args.build, "executive", "daqx-executive")
     try:
-        urls, xml = partition(args.transport, args.host, free_ports(4), args.size, args.properties, cores, binary)
+        urls, xml = partition(args.transport, args.host, free_ports(4), args.size, args.properties, cores, binary,
+                              args.batch)
     except (PartitionError, BenchError) as error:
         parser.error(str(error))
     config = os.path.join(args.out, "partition.xml")

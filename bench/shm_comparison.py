@@ -120,26 +120,34 @@ class Systems:
         self.duration = duration
 
         shm = [f"shm-{m}" for m in self.shm_modes] or ["shm"]
-        self.throughput = (shm + ["tcp-latency", "tcp-throughput", "zmq-ipc"] + [f"ucx-{v}" for v in UCX_VARIANTS]
-                           + ["local"])
+        # Batched rows (nton's batch parameters): the same pair, sending and handling batches of args.batch frames.
+        self.batch = args.batch
+        shm_batch = [f"{x}-batch" for x in shm] if self.batch > 1 else []
+        local = ["local"] + (["local-batch"] if self.batch > 1 else [])
+        self.throughput = (shm + shm_batch + ["tcp-latency", "tcp-throughput", "zmq-ipc"]
+                           + [f"ucx-{v}" for v in UCX_VARIANTS] + local)
         self.rtt = ["shm", "tcp", "zmq-ipc"] + [f"ucx-{v}" for v in UCX_VARIANTS]
         self.label = {"shm": "daqx-shm", "shm-latency": "shm-lat", "shm-throughput": "shm-thr",
                       "tcp-latency": "pttcp-lat", "tcp-throughput": "pttcp-thr", "tcp": "daqx-pttcp",
-                      "zmq-ipc": "zmq-ipc", "local": "no-transport"}
+                      "zmq-ipc": "zmq-ipc", "local": "no-transport", "local-batch": "no-tr+batch",
+                      "shm-batch": "daqx-shm+batch"}
         for m in self.shm_modes:
             self.label.setdefault(f"shm-{m}", f"shm-{m[:3]}")
+            self.label[f"shm-{m}-batch"] = f"shm-{m[:3]}+b"
         self.label.update({f"ucx-{v}": f"ucx-{v}" for v in UCX_VARIANTS})
-        self.shm_rows = shm
+        self.shm_rows = shm + shm_batch
         self.tcp_rows = ["tcp-latency", "tcp-throughput"]
         self.peer_rows = ["zmq-ipc"] + [f"ucx-{v}" for v in UCX_VARIANTS]
 
     def throughput_point(self, system, size):
+        batch = self.batch if system.endswith("-batch") else 0
+        system = system.removesuffix("-batch")
         if system == "local":
-            return self.shm.local_stream(size)
+            return self.shm.local_stream(size, batch)
         if system == "shm":
-            return self.shm.throughput(None, size)
+            return self.shm.throughput(None, size, batch=batch)
         if system.startswith("shm-"):
-            return self.shm.throughput(system[4:], size)
+            return self.shm.throughput(system[4:], size, batch=batch)
         if system.startswith("tcp-"):
             return self.tcp.throughput(system[4:], size)
         if system == "zmq-ipc":
@@ -341,6 +349,8 @@ def main():
                              "spread (max-min)/median (1)")
     parser.add_argument("--window", type=int, default=4096, help="nton::Sender window, frames (4096)")
     parser.add_argument("--ack-every", type=int, default=0, help="nton::Sender ackEvery (0: its default, 16)")
+    parser.add_argument("--batch", type=int, default=64,
+                        help="frames per batch of the batched rows (nton batch parameters); 0 or 1: no batched rows (64)")
     parser.add_argument("--shm-modes", default="latency,throughput",
                         help="ptshm's mode values, one throughput row each (latency,throughput); none: one row "
                              "without a mode property")

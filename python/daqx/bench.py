@@ -554,20 +554,31 @@ class Daqx:
         for e in executives:
             self.processes.stop(e.process, grace=15)
 
-    def throughput(self, mode, size, pattern=False):
+    def stream_parameters(self, size, pattern, batch):
+        """The Sender's and the Receiver's parameters of a stream; batch > 1: the Sender sends batches of that many
+        frames (send_batch) and the Receiver takes them in batches (bind_batch)."""
+        sender = {"frameSize": size, "duration": self.duration + self.WARM_SECONDS + self.TAIL_SECONDS,
+                  "window": self.window, "pattern": "true" if pattern else "false", "receivers": self.RECEIVER}
+        receiver = {}
+        if self.ack_every:
+            sender["ackEvery"] = self.ack_every
+        if batch > 1:
+            sender["batch"] = batch
+            receiver["batch"] = "true"
+        return sender, receiver
+
+    def throughput(self, mode, size, pattern=False, batch=0):
         if self.missing:
             return unavailable(self.missing)
         ports = free_ports(4)
-        sender = {"frameSize": size, "duration": self.duration + self.WARM_SECONDS + self.TAIL_SECONDS,
-                  "window": self.window, "pattern": "true" if pattern else "false", "receivers": self.RECEIVER}
-        if self.ack_every:
-            sender["ackEvery"] = self.ack_every
+        sender, receiver = self.stream_parameters(size, pattern, batch)
         text = two_context_partition(f"bench-{self.protocol}", ports, self.endpoint_properties(mode),
-                                     ("nton::Sender", self.SENDER, sender), ("nton::Receiver", self.RECEIVER, {}),
+                                     ("nton::Sender", self.SENDER, sender), ("nton::Receiver", self.RECEIVER, receiver),
                                      [self.transport, NTON], self.protocol, self.transport, self.policy,
                                      self.binary)
         urls = [f"http://127.0.0.1:{p}" for p in ports[:2]]
-        executives = self.start(f"{self.prefix}throughput-{mode}{'-pattern' if pattern else ''}-{size}", text, urls)
+        name = f"{self.prefix}throughput-{mode}{'-pattern' if pattern else ''}{f'-batch{batch}' if batch > 1 else ''}"
+        executives = self.start(f"{name}-{size}", text, urls)
         try:
             return self.measure_stream(executives[0], executives[1], size)
         finally:
@@ -661,20 +672,18 @@ class Daqx:
         return {"median_us": m["rtt_median_us"], "p99_us": m["rtt_p99_us"], "min_us": m["rtt_min_us"],
                 "max_us": m["rtt_max_us"], "samples": m["samples"], "other_cores": other}
 
-    def local_stream(self, size):
+    def local_stream(self, size, batch=0):
         """nton::Sender -> nton::Receiver in ONE executive, frames handed over without a transport: the
         application side's own rate on this machine, beside which a transport's rate can be read."""
         for needed in (self.binary, os.path.join(self.modules, NTON)):
             if not os.path.exists(needed):
                 return unavailable(f"{os.path.basename(needed)} not built")
         (port,) = free_ports(1)
-        sender = {"frameSize": size, "duration": self.duration + self.WARM_SECONDS + self.TAIL_SECONDS,
-                  "window": self.window, "pattern": "false", "receivers": self.RECEIVER}
-        if self.ack_every:
-            sender["ackEvery"] = self.ack_every
-        text = one_context_partition("bench-local", port, [("nton::Receiver", self.RECEIVER, {}),
+        sender, receiver = self.stream_parameters(size, False, batch)
+        text = one_context_partition("bench-local", port, [("nton::Receiver", self.RECEIVER, receiver),
                                                           ("nton::Sender", self.SENDER, sender)], self.binary)
-        (executive,) = self.start(f"{self.prefix}local-{size}", text, [f"http://127.0.0.1:{port}"])
+        name = f"{self.prefix}local{f'-batch{batch}' if batch > 1 else ''}-{size}"
+        (executive,) = self.start(name, text, [f"http://127.0.0.1:{port}"])
         try:
             return self.measure_stream(executive, executive, size)
         finally:

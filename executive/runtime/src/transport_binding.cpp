@@ -3,6 +3,7 @@
 #include "transport_binding.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "application_host.hpp"
 #include "daqx/services/log.hpp"
@@ -30,7 +31,12 @@ void TransportBinding::create() {
 std::uint32_t TransportBinding::max_frame_size() const noexcept { return kDefaultMaxFrameSize; }
 
 DeliverStatus TransportBinding::deliver(Frame&& frame, PeerId) noexcept {
-  ApplicationHost* target = services_.routes.local_application(frame.header.target);
+  // Frames of a stream have one target: its host is looked up once (the routes do not change once built).
+  if (frame.header.target != last_target_ || last_host_ == nullptr) {
+    last_host_ = services_.routes.local_application(frame.header.target);
+    last_target_ = frame.header.target;
+  }
+  ApplicationHost* target = last_host_;
   if (target == nullptr) {
     services_.delivery.counters.bad_frames.add();
     frame.data.reset();
@@ -46,7 +52,7 @@ DeliverStatus TransportBinding::deliver(Frame&& frame, PeerId) noexcept {
     } else if (lane.drained() && target->try_dispatch_inline(frame)) {
       // Inline dispatch: the handler runs here and now, unless the application is busy or a frame of this lane
       // is still waiting (it must not be overtaken).
-      services_.delivery.counters.frames_from_transports.add();
+      ++delivered_this_round_;
       return DeliverStatus::accepted;
     }
   }
@@ -59,7 +65,7 @@ DeliverStatus TransportBinding::deliver(Frame&& frame, PeerId) noexcept {
   }
   lane.stage(std::move(frame));
   if (std::find(staged_to_.begin(), staged_to_.end(), target) == staged_to_.end()) staged_to_.push_back(target);
-  services_.delivery.counters.frames_from_transports.add();
+  ++delivered_this_round_;
   return DeliverStatus::accepted;
 }
 
@@ -79,6 +85,8 @@ void TransportBinding::deliveries_done() noexcept {
   // One release store per lane and at most one wake-up per application, for the whole batch.
   for (ApplicationHost* target : staged_to_) publish(target);
   staged_to_.clear();
+  // Counted once a round: receive threads of several transports write the executive's count.
+  if (delivered_this_round_ > 0) services_.delivery.counters.frames_from_transports.add(std::exchange(delivered_this_round_, 0));
 }
 
 void TransportBinding::note_inline_batch(ApplicationHost* target) {

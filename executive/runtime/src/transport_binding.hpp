@@ -63,6 +63,9 @@ class TransportBinding final : public TransportHost {
   std::size_t index_;                        // its lane in every application (ApplicationHost::lane)
   std::size_t planned_incoming_;             // the connection plan's incoming connections to this endpoint
   std::vector<ApplicationHost*> staged_to_;  // receive thread: applications with frames staged, not published
+  Tid last_target_ = kNoTid;             // receive thread: the last frame's target and its host
+  ApplicationHost* last_host_ = nullptr;
+  std::uint64_t delivered_this_round_ = 0;  // receive thread: frames accepted since the last deliveries_done
   std::vector<ApplicationHost*> inline_batches_to_;  // receive thread: ... of which these take them inline, in batches
 };
 

@@ -337,8 +337,9 @@ bool ConnectionTransport::deliver(IncomingConnection& c, Frame& frame) {
   const Tid target = frame.header.target;
   switch (host_.deliver(std::move(frame), c.id)) {
     case DeliverStatus::accepted:
-      c.traffic.frames_received.add();
-      c.traffic.bytes_received.add(bytes);
+      // The receive thread is the only writer of a connection's receive counts.
+      c.traffic.frames_received.add_single_writer();
+      c.traffic.bytes_received.add_single_writer(bytes);
       return true;
     case DeliverStatus::busy:
       // The target's queue is full: hold the frame and stop taking more from this connection until the
@@ -425,6 +426,7 @@ void ConnectionTransport::receive_loop(std::stop_token stop) {
     // What this round delivered (and what the last wait's descriptors delivered) becomes visible to the
     // applications now, each woken at most once for the lot.
     host_.deliveries_done();
+    receive_round_done();
     const auto now = Clock::now();
     if (worked) {
       idle_since = now;

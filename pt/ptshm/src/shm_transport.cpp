@@ -27,6 +27,9 @@ constexpr std::uint64_t kEntriesPerRound = 256;  // then let other connections h
 constexpr std::size_t kReturnsEvery = 64;         // posts between two looks at the returns ring (pump),
 constexpr std::size_t kReturnBytesEvery = 4u << 20;  // or bytes posted, whichever comes first
 
+// The transport whose receive thread is in a round on this thread (see ShmTransport::released), else null.
+thread_local const void* returns_deferred_by = nullptr;
+
 void close_fd(int& fd) noexcept {
   if (fd >= 0) close(fd);
   fd = -1;
@@ -76,7 +79,7 @@ Mapping::~Mapping() {
 }
 
 void ShmTransport::ReturnPath::unmap_if_done() noexcept {
-  if (open || outstanding != 0) return;
+  if (open || outstanding.load(std::memory_order_acquire) != 0) return;
   chunks.clear();
   segment = Mapping{};
 }
@@ -100,6 +103,7 @@ ShmTransport::ShmTransport(TransportHost& host)
   mem::PoolConfig descriptors = mem::PoolConfig::geometric("recv", 64, 64, 64, 64);
   descriptors.views = settings_.receive_descriptors;
   receive_pool_ = &this->host().make_pool("recv", descriptors);
+  unpublished_paths_.reserve(256);  // no allocation in released() for up to 256 incoming connections
   receive_pool_->set_foreign_release(this);
   receive_pool_->on_available([this] { request_resume(); });
   // Frames from pools that are not shared are copied here (counted), so that they can go all the same.
@@ -118,7 +122,7 @@ ShmTransport::~ShmTransport() {
   for (std::size_t i = 0; i < path_count_; ++i) {
     ReturnPath& path = *paths_[i];
     std::lock_guard lock(path.mutex);
-    if (path.outstanding == 0) continue;
+    if (path.outstanding.load() == 0) continue;
     for (Mapping& chunk : path.chunks) chunk.base = nullptr;
     path.segment.base = nullptr;
   }
@@ -339,7 +343,8 @@ void ShmTransport::pump(pt::OutgoingConnection& base) noexcept {
     }
   }
   const std::size_t slot_index = registration_slot();
-  bool published = false;
+  std::uint64_t frames_put = 0;  // counted once for the lot
+  std::uint64_t bytes_put = 0;
   while (!c.queue.empty()) {
     mem::Ref& front = c.queue.front();
     // One walk of the chain per frame tells all the send path needs of it.
@@ -395,12 +400,13 @@ void ShmTransport::pump(pt::OutgoingConnection& base) noexcept {
     c.bytes_since_returns += bytes;
     c.slots[slot].outstanding = static_cast<std::uint32_t>(blocks);
     c.slots[slot].frame = c.take_front();
-    c.counters.frames_sent.add(1);
-    c.counters.bytes_sent.add(bytes);
-    published = true;
+    ++frames_put;
+    bytes_put += bytes;
   }
   c.flush_now = false;
-  if (!published) return;
+  if (frames_put == 0) return;
+  c.counters.frames_sent.add(frames_put);
+  c.counters.bytes_sent.add(bytes_put);
   c.counters.messages_sent.add(1);
   // One system call only when the receiver said it sleeps.
   if (c.frames.publish()) {
@@ -710,10 +716,7 @@ bool ShmTransport::serve(Incoming& c) {
       c.waiting_for_pool = true;
       break;
     }
-    {
-      std::lock_guard lock(path.mutex);
-      ++path.outstanding;
-    }
+    path.outstanding.fetch_add(1, std::memory_order_relaxed);
     c.frames.consume(1);
     took = true;
     c.partial.append(std::move(block));
@@ -740,6 +743,7 @@ bool ShmTransport::serve(Incoming& c) {
 }
 
 bool ShmTransport::reap_receive() {
+  returns_deferred_by = this;  // until receive_round_done: this thread's releases are published at the round's end
   bool any = false;
   for_each_incoming([&](pt::IncomingConnection& c) { any = serve(static_cast<Incoming&>(c)) || any; });
   return any;
@@ -810,8 +814,8 @@ void ShmTransport::released(std::uint64_t token) noexcept {
   ReturnPath* path = paths_[index].get();
   if (path == nullptr) return;
   std::lock_guard lock(path->mutex);
-  if (path->generation != generation || path->outstanding == 0) return;
-  --path->outstanding;
+  if (path->generation != generation || path->outstanding.load(std::memory_order_relaxed) == 0) return;
+  path->outstanding.fetch_sub(1, std::memory_order_acq_rel);
   if (!path->open) {
     path->unmap_if_done();
     return;
@@ -825,10 +829,34 @@ void ShmTransport::released(std::uint64_t token) noexcept {
   ReturnEntry entry;
   entry.token = static_cast<std::uint32_t>(token);
   path->returns.write(entry);
-  if (path->returns.publish()) {
-    wake(path->returns_wake);
+  // Released by a handler this transport's receive thread runs inline: the round's returns are published together
+  // at its end (receive_round_done), one store and one look at the sender's sleep flag for all of them. Any
+  // other thread publishes at once: nobody would do it for it later.
+  if (returns_deferred_by == this) {
+    if (!path->unpublished) {
+      path->unpublished = true;
+      unpublished_paths_.push_back(path);
+    }
+    return;
+  }
+  publish_returns(*path);
+}
+
+void ShmTransport::publish_returns(ReturnPath& path) noexcept {
+  path.unpublished = false;
+  if (path.returns && path.returns.publish()) {
+    wake(path.returns_wake);
     shm_counters_.wakeups_sent.add();
   }
+}
+
+void ShmTransport::receive_round_done() noexcept {
+  returns_deferred_by = nullptr;
+  for (ReturnPath* path : unpublished_paths_) {
+    std::lock_guard lock(path->mutex);
+    if (path->unpublished) publish_returns(*path);
+  }
+  unpublished_paths_.clear();
 }
 
 void ShmTransport::report_wire(MetricSink& sink) const {

@@ -106,7 +106,10 @@ class ShmTransport final : public pt::ConnectionTransport, private mem::ForeignR
     std::mutex mutex;
     std::uint16_t generation = 0;
     bool open = false;
-    std::size_t outstanding = 0;  // blocks out with applications
+    // Blocks out with applications: raised by the receive thread for each block it hands out (no lock: the path
+    // is open then), lowered under the mutex by whoever releases one.
+    std::atomic<std::size_t> outstanding{0};
+    bool unpublished = false;  // returns written by the receive thread and not yet made visible (see released)
     RingProducer<ReturnEntry> returns;
     int returns_wake = -1;
     std::vector<Mapping> chunks;  // the peer's chunks by id (receive thread adds, under the mutex)
@@ -174,12 +177,15 @@ class ShmTransport final : public pt::ConnectionTransport, private mem::ForeignR
   void delivery_paused(pt::IncomingConnection& c) override;
   void resume_wire(pt::IncomingConnection& c) override;
   void receive_housekeeping(Clock::time_point now) override;
+  void receive_round_done() noexcept override;
   void stop_endpoints() noexcept override;
   void report_wire(MetricSink& sink) const override;
   ReturnPath* open_path(std::uint32_t& index);
 
   // mem::ForeignRelease: an application released a block of a peer (any thread).
   void released(std::uint64_t token) noexcept override;
+  // Under the path's mutex: makes the returns written so far visible to the sender, waking it if it sleeps.
+  void publish_returns(ReturnPath& path) noexcept;
 
   Settings settings_;
   mem::Pool* receive_pool_ = nullptr;  // descriptors of peers' blocks
@@ -193,6 +199,8 @@ class ShmTransport final : public pt::ConnectionTransport, private mem::ForeignR
 
   std::unique_ptr<std::unique_ptr<ReturnPath>[]> paths_;
   std::size_t path_count_ = 0;  // receive thread
+  // Receive thread: paths with returns written during this round (by handlers run inline) and published at its end.
+  std::vector<ReturnPath*> unpublished_paths_;
 
   std::atomic<bool> copy_pool_waiting_{false};
   ShmCounters shm_counters_;

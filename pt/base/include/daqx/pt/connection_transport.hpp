@@ -172,6 +172,9 @@ class ConnectionTransport : public Transport {
   virtual SleepCheck ready_to_sleep_receive() { return SleepCheck::sleep; }
   // Receive thread, once per round (device events, forgetting closed connections).
   virtual void receive_housekeeping(Clock::time_point /*now*/) {}
+  // The end of a receive round, after the host was told deliveries_done (handlers run inline have run): what the
+  // wire batches per round (ptshm's block returns) goes out here. Receive thread.
+  virtual void receive_round_done() noexcept {}
 
   // ---- Stopping ----------------------------------------------------------------------------------------
   // After every connection is closed: listeners, shared receive queues and what is posted to them.
