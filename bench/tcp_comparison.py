@@ -24,9 +24,10 @@ DEFAULT_SIZES = [64, 1024, 4096, 16384, 65536, 262144, 1048576]
 QUICK_SIZES = [64, 4096, 65536, 1048576]
 
 # The throughput systems, in table order, and the round-trip systems.
-THROUGHPUT = ["daqx-latency", "daqx-throughput", "iperf3", "zmq", "ucx"]
+THROUGHPUT = ["daqx-latency", "daqx-throughput", "daqx-throughput-batch", "iperf3", "zmq", "ucx"]
 THROUGHPUT_LABEL = {"daqx-latency": "daqx-lat", "daqx-throughput": "daqx-thr", "iperf3": "iperf3",
                     "zmq": "zmq", "ucx": "ucx", "daqx-throughput-pattern": "daqx-thr+pat",
+                    "daqx-throughput-batch": "daqx-thr+b",
                     "base-latency": "base-lat", "base-throughput": "base-thr"}
 RTT = ["daqx", "tcp", "zmq", "ucx"]
 
@@ -40,6 +41,9 @@ def throughput_table(results, systems, sizes):
               if "daqx-throughput" in systems else [])
     if ratios:
         groups.append(("daqx-thr /", [THROUGHPUT_LABEL[s] for s in ratios]))
+    batch_ratios = ["zmq", "daqx-throughput"] if {"daqx-throughput-batch", "zmq", "daqx-throughput"} <= set(systems) else []
+    if batch_ratios:
+        groups.append(("daqx-thr+b / (msg/s)", [THROUGHPUT_LABEL[s] for s in batch_ratios]))
     groups.append(("CPU s/GB, sender/receiver", labels))
     groups.append(("other", ["cores"]))
     rows = []
@@ -49,6 +53,8 @@ def throughput_table(results, systems, sizes):
         row += [cell(get(results, s, size, "msgs_per_s"), 0) for s in systems]
         row += [cell(ratio(get(results, "daqx-throughput", size, "gbps"), get(results, s, size, "gbps")))
                 for s in ratios]
+        row += [cell(ratio(get(results, "daqx-throughput-batch", size, "msgs_per_s"), get(results, s, size, "msgs_per_s")))
+                for s in batch_ratios]
         for s in systems:
             snd, rcv = get(results, s, size, "cpu_sender_s_per_gb"), get(results, s, size, "cpu_receiver_s_per_gb")
             row.append("n/a" if snd is None else f"{snd:.2f}/{rcv:.2f}")
@@ -123,6 +129,8 @@ def main():
     parser.add_argument("--window", type=int, default=4096,
                         help="nton::Sender window, frames (4096: the best of 64..16384 here, see docs/benchmarks-tcp.md)")
     parser.add_argument("--ack-every", type=int, default=0, help="nton::Sender ackEvery (0: its default, 16)")
+    parser.add_argument("--batch", type=int, default=64,
+                        help="frames per batch of the daqx-throughput-batch row (nton's batch parameters; 64)")
     parser.add_argument("--pack-size", type=int, default=0, help="pttcp packSize in throughput mode (0: its default)")
     parser.add_argument("--rtt-mode", choices=["latency", "throughput"], default="latency",
                         help="pttcp mode for the daqx ping-pong (latency)")
@@ -133,7 +141,7 @@ def main():
     parser.add_argument("--pin", metavar="SENDER/RECEIVER",
                         help="CPU lists for the sending and receiving side's processes, e.g. 0/1 or 0/0 "
                              "(default: not pinned)")
-    parser.add_argument("--systems", help="comma-separated subset of daqx-latency,daqx-throughput,daqx-throughput-pattern,iperf3,zmq,"
+    parser.add_argument("--systems", help="comma-separated subset of daqx-latency,daqx-throughput,daqx-throughput-batch,daqx-throughput-pattern,iperf3,zmq,"
                                           "ucx,base-latency,base-throughput (throughput) and daqx,base,tcp,zmq,ucx (rtt, written "
                                           "rtt-daqx etc.)")
     parser.add_argument("--base-build", metavar="BUILD",
@@ -215,6 +223,7 @@ def main():
             "daqx-latency": lambda size: daqx.throughput("latency", size),
             "daqx-throughput": lambda size: daqx.throughput("throughput", size),
             "daqx-throughput-pattern": lambda size: daqx.throughput("throughput", size, pattern=True),
+            "daqx-throughput-batch": lambda size: daqx.throughput("throughput", size, batch=args.batch),
             "base-latency": lambda size: base.throughput("latency", size),
             "base-throughput": lambda size: base.throughput("throughput", size),
             "iperf3": baselines.iperf3,
