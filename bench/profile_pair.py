@@ -39,9 +39,13 @@ def partition(transport, host, ports, size, properties, cores, executive=None, b
     if batch > 1:
         sending["batch"] = batch
         receiving["batch"] = "true"
+    model = Partition("profile")
+    if transport == "none":  # both in one executive: frames handed over without a transport
+        model.contexts.append(Context(urls[0], modules=[NTON], applications=[
+            Application("nton::Receiver", 21, 0, None, receiving), Application("nton::Sender", 11, 0, None, sending)]))
+        return urls[:1], checked_xml(model, executive)
     applications = [Application("nton::Sender", 11, 0, "data", sending),
                     Application("nton::Receiver", 21, 1, "data", receiving)]
-    model = Partition("profile")
     if cores:
         model.policy = [ThreadRule("*", c, u) for c, u in zip(cores, urls)]
     for url, port, application in zip(urls, (sender_data, receiver_data), applications):
@@ -70,7 +74,8 @@ def threads(pid):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, help="folder for the profile and its tables")
-    parser.add_argument("--transport", choices=sorted(MODULES), default="tcp")
+    parser.add_argument("--transport", choices=sorted(MODULES) + ["none"], default="tcp",
+                        help="the pair's transport; none: both in one executive, no transport")
     parser.add_argument("--size", type=int, default=64, help="frameSize in bytes (its nton header included)")
     parser.add_argument("--batch", type=int, default=0, help="frames per batch (nton's batch parameters); 0: none")
     parser.add_argument("--properties", default="", help="the endpoints' properties as XML, e.g. <mode>throughput</mode>")
@@ -97,6 +102,7 @@ def main():
     try:
         executives = [Executive(processes, binary, env, config, url, f"executive-{i}", side)
                       for i, (url, side) in enumerate(zip(urls, ("sender", "receiver")))]
+        receiving_executive = executives[-1]
         for e in executives:
             e.wait_ready()
         for command in ("configure", "enable"):
@@ -105,7 +111,7 @@ def main():
         time.sleep(1)
 
         def received():
-            metrics = executives[1].metrics(21)
+            metrics = receiving_executive.metrics(21)
             return metrics["bytes_received"], metrics["frames_received"]
 
         pids = [e.process.pid for e in executives]

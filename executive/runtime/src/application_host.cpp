@@ -293,13 +293,17 @@ SendStatus ApplicationHost::enqueue(const FrameHeader& header, mem::Ref& data, A
 
 std::size_t ApplicationHost::enqueue(std::span<const FrameHeader> headers, std::span<mem::Ref> data,
                                      ApplicationHost* waiting_sender) noexcept {
+  // Frames go into the inbox a batch at a time (one exchange of its index for the lot); what does not fit goes
+  // back to the caller's Refs.
   auto push_from = [&](std::size_t i) {
-    for (; i < data.size(); ++i) {
-      Frame frame{headers[i], std::move(data[i])};
-      if (!inbox_.try_push(frame)) {
-        data[i] = std::move(frame.data);
-        break;
-      }
+    std::array<Frame, kMaxBatchFrames> frames;
+    while (i < data.size()) {
+      const std::size_t n = std::min(data.size() - i, frames.size());
+      for (std::size_t j = 0; j < n; ++j) frames[j] = Frame{headers[i + j], std::move(data[i + j])};
+      const std::size_t pushed = inbox_.try_push(std::span(frames).first(n));
+      for (std::size_t j = pushed; j < n; ++j) data[i + j] = std::move(frames[j].data);
+      i += pushed;
+      if (pushed < n) break;
     }
     return i;
   };
@@ -523,8 +527,7 @@ void ApplicationHost::dispatch_loop(std::stop_token stop) {
     // The inbox (local applications) and each transport's lane in turn, a share of the round each, taken in
     // batches (a batch handler gets each run of its frames in one call).
     {
-      std::size_t from_inbox = 0;
-      while (from_inbox < kFramesPerRound && inbox_.try_pop(batch[from_inbox])) ++from_inbox;
+      const std::size_t from_inbox = inbox_.try_pop(std::span(batch));
       if (from_inbox > 0) dispatch(std::span(batch).first(from_inbox), true);
       taken += from_inbox;
     }

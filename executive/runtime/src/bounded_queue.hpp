@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <utility>
 
@@ -58,6 +59,58 @@ class BoundedQueue {
         return false;  // empty
       } else {
         position = dequeue_.load(std::memory_order_relaxed);
+      }
+    }
+  }
+
+  // Up to values.size() values in order, taking the cells they need with one exchange of the enqueue index:
+  // how many (moved from values[0..n); the rest stay). Stops at the first cell not free yet.
+  std::size_t try_push(std::span<T> values) noexcept {
+    std::size_t position = enqueue_.load(std::memory_order_relaxed);
+    for (;;) {
+      std::size_t n = 0;
+      while (n < values.size() &&
+             cells_[(position + n) & mask_].sequence.load(std::memory_order_acquire) == position + n)
+        ++n;
+      if (n == 0) {
+        // Full, or another producer moved the index: look again only in the second case.
+        const std::size_t now = enqueue_.load(std::memory_order_relaxed);
+        if (now == position) return 0;
+        position = now;
+        continue;
+      }
+      if (enqueue_.compare_exchange_weak(position, position + n, std::memory_order_relaxed)) {
+        for (std::size_t i = 0; i < n; ++i) {
+          Cell& cell = cells_[(position + i) & mask_];
+          cell.value = std::move(values[i]);
+          cell.sequence.store(position + i + 1, std::memory_order_release);
+        }
+        return n;
+      }
+    }
+  }
+
+  // Up to out.size() values in order with one exchange of the dequeue index: how many.
+  std::size_t try_pop(std::span<T> out) noexcept {
+    std::size_t position = dequeue_.load(std::memory_order_relaxed);
+    for (;;) {
+      std::size_t n = 0;
+      while (n < out.size() &&
+             cells_[(position + n) & mask_].sequence.load(std::memory_order_acquire) == position + n + 1)
+        ++n;
+      if (n == 0) {
+        const std::size_t now = dequeue_.load(std::memory_order_relaxed);
+        if (now == position) return 0;
+        position = now;
+        continue;
+      }
+      if (dequeue_.compare_exchange_weak(position, position + n, std::memory_order_relaxed)) {
+        for (std::size_t i = 0; i < n; ++i) {
+          Cell& cell = cells_[(position + i) & mask_];
+          out[i] = std::move(cell.value);
+          cell.sequence.store(position + i + mask_ + 1, std::memory_order_release);
+        }
+        return n;
       }
     }
   }

@@ -27,6 +27,8 @@ struct FrameEntry {
   std::uint32_t token = 0;   // the sender's in-flight slot: given back in a ReturnEntry, once per block
 };
 inline constexpr std::uint32_t kLastBlock = 1;
+// On a frame's only entry: the block holds several whole frames back to back (a pack), each with its header.
+inline constexpr std::uint32_t kPacked = 2;
 
 // One block the receiver is done with.
 struct ReturnEntry {

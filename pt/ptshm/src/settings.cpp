@@ -42,9 +42,10 @@ mem::PoolConfig copy_pool_config(const Settings& settings) {
 }
 
 TransportCapabilities describe(const ParamSet& params) {
-  // Frames by reference, no packing (there is nothing to save), connections made over a Unix socket.
+  // Frames by reference, small ones packed in throughput mode, connections made over a Unix socket.
   // A Unix socket per connection; the copy pool (received frames are views of the peers' memory).
   return {.memory_registration = true,
+          .coalescing = true,
           .shared_memory_pools = true,
           .connection_manager = "unix",
           .descriptors_per_connection = 1,

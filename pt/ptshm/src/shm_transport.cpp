@@ -89,6 +89,7 @@ void ShmTransport::ReturnPath::unmap_if_done() noexcept {
 ShmTransport::ShmTransport(TransportHost& host)
     : ConnectionTransport(host, &ptshm::describe),
       settings_(Settings::from(host.params())),
+      pack_bytes_(connection_settings().pack_bytes),
       chunks_(new SharedChunk[kMaxSharedChunks]),
       paths_(new std::unique_ptr<ReturnPath>[kMaxPaths]) {
   // Every shared chunk of the executive gets an id and keeps its memfd here, now and when pools grow.
@@ -209,6 +210,32 @@ mem::Ref ShmTransport::shared_copy(const mem::Ref& frame) noexcept {
     }
   }
   return copy;
+}
+
+bool ShmTransport::packable(const mem::Ref& frame) const noexcept {
+  if (frame.size() > kPackFrameMax || frame.head()->next() != nullptr) return false;
+  // The application's transportMode (header flags) overrides the endpoint's mode, as for every coalescing transport.
+  const auto flags = static_cast<std::uint8_t>(frame.data()[frame_offset::flags]);
+  return (flags & frame_flags::coalesce) != 0 ||
+         (connection_settings().throughput_mode && (flags & frame_flags::send_now) == 0);
+}
+
+mem::Ref ShmTransport::make_pack(Outgoing& c, std::uint64_t& frames) noexcept {
+  // At least one frame's room, whatever packSize says.
+  const std::size_t capacity = std::max(std::min(pack_bytes_, kPackBlockMax), kPackFrameMax);
+  mem::Ref pack = copy_pool_->allocate(capacity);
+  if (!pack) return pack;
+  std::size_t used = 0;
+  frames = 0;
+  while (!c.queue.empty() && packable(c.queue.front()) && used + c.queue.front().size() <= capacity) {
+    const mem::Ref& frame = c.queue.front();
+    std::memcpy(pack.data() + used, frame.data(), frame.size());
+    used += frame.size();
+    ++frames;
+    c.pop_front();  // copied: its block goes back to its pool now
+  }
+  pack.resize(used);
+  return pack;
 }
 
 // ---- send side --------------------------------------------------------------------------------------------
@@ -345,7 +372,56 @@ void ShmTransport::pump(pt::OutgoingConnection& base) noexcept {
   const std::size_t slot_index = registration_slot();
   std::uint64_t frames_put = 0;  // counted once for the lot
   std::uint64_t bytes_put = 0;
+  // Puts a frame of `facts` on the ring under a free slot (the caller checked the room); the slot keeps it.
+  auto put_on_ring = [&](mem::Ref&& frame, const ChainFacts& facts, std::uint32_t flags) {
+    const std::uint32_t slot = c.free_slots.back();
+    c.free_slots.pop_back();
+    for (const mem::Block* block = frame.head(); block != nullptr; block = block->next()) {
+      const mem::RegistrationKey& key = block->key(slot_index);
+      const auto* chunk = static_cast<const SharedChunk*>(key.handle);
+      FrameEntry entry;
+      entry.chunk = static_cast<std::uint32_t>(key.key);
+      entry.flags = block->next() == nullptr ? kLastBlock | flags : 0;
+      entry.offset = static_cast<std::uint64_t>(block->data() - chunk->base);
+      entry.length = static_cast<std::uint32_t>(block->size());
+      entry.token = slot;
+      c.frames.write(entry);
+    }
+    *room -= facts.blocks;
+    c.blocks_in_flight += facts.blocks;
+    c.slots[slot].outstanding = static_cast<std::uint32_t>(facts.blocks);
+    c.slots[slot].frame = std::move(frame);
+  };
+  auto announced = [&](const ChainFacts& facts) {
+    if (facts.highest_chunk < c.announced) return true;
+    std::string error = announce_chunks(c, chunk_count_.load(std::memory_order_acquire));
+    if (error.empty()) return true;
+    c.failure = error;
+    request_attention();
+    return false;
+  };
   while (!c.queue.empty()) {
+    const bool ring_has_room = *room > 0 && !c.free_slots.empty() && c.blocks_in_flight < settings_.ring_entries;
+    if (packable(c.queue.front())) {
+      // Throughput: small frames are copied together into one block of the copy pool and go as one reference
+      // (one ring entry, one return for the lot); their own blocks go back to their pools at once. Held first,
+      // as on any coalescing transport, until a pack's worth is queued or the pack timeout has passed.
+      if (hold_for_packing(c, c.queued_bytes, pack_bytes_) || !ring_has_room) break;
+      std::uint64_t frames = 0;
+      mem::Ref pack = make_pack(c, frames);
+      if (pack) {
+        const ChainFacts facts = chain_facts(pack);
+        if (!announced(facts)) break;  // the frames are lost with the connection, as any queued ones
+        const std::size_t bytes = pack.total_size();
+        put_on_ring(std::move(pack), facts, kPacked);
+        c.bytes_since_returns += bytes;
+        frames_put += frames;
+        bytes_put += bytes;
+        shm_counters_.frames_packed.add(frames);
+        continue;
+      }
+      shm_counters_.copy_pool_waits.add();  // no block for a pack now: this frame goes by reference
+    }
     mem::Ref& front = c.queue.front();
     // One walk of the chain per frame tells all the send path needs of it.
     ChainFacts facts = chain_facts(front);
@@ -373,33 +449,10 @@ void ShmTransport::pump(pt::OutgoingConnection& base) noexcept {
       continue;
     }
     if (blocks > *room || c.free_slots.empty() || c.blocks_in_flight + blocks > settings_.ring_entries) break;
-    if (facts.highest_chunk >= c.announced) {
-      std::string error = announce_chunks(c, chunk_count_.load(std::memory_order_acquire));
-      if (!error.empty()) {
-        c.failure = error;
-        request_attention();
-        break;
-      }
-    }
-    const std::uint32_t slot = c.free_slots.back();
-    c.free_slots.pop_back();
-    for (const mem::Block* block = front.head(); block != nullptr; block = block->next()) {
-      const mem::RegistrationKey& key = block->key(slot_index);
-      const auto* chunk = static_cast<const SharedChunk*>(key.handle);
-      FrameEntry entry;
-      entry.chunk = static_cast<std::uint32_t>(key.key);
-      entry.flags = block->next() == nullptr ? kLastBlock : 0;
-      entry.offset = static_cast<std::uint64_t>(block->data() - chunk->base);
-      entry.length = static_cast<std::uint32_t>(block->size());
-      entry.token = slot;
-      c.frames.write(entry);
-    }
-    *room -= blocks;
-    c.blocks_in_flight += blocks;
+    if (!announced(facts)) break;
     const std::size_t bytes = front.total_size();
     c.bytes_since_returns += bytes;
-    c.slots[slot].outstanding = static_cast<std::uint32_t>(blocks);
-    c.slots[slot].frame = c.take_front();
+    put_on_ring(c.take_front(), facts, 0);
     ++frames_put;
     bytes_put += bytes;
   }
@@ -531,6 +584,7 @@ void ShmTransport::accept_connections() {
       continue;
     }
     auto connection = std::make_unique<Incoming>();
+    connection->packs = pt::FrameAssembler(connection_settings().max_frame_size);
     connection->socket = fd;
     connection->remote = "local peer";
     auto& c = static_cast<Incoming&>(adopt(std::move(connection)));
@@ -660,8 +714,35 @@ ShmTransport::ReturnPath* ShmTransport::open_path(std::uint32_t& index) {
   return paths_[index].get();
 }
 
+bool ShmTransport::deliver_packed(Incoming& c) {
+  while (c.packs.messages_waiting() > 0) {
+    Frame frame;
+    switch (c.packs.next(frame)) {
+      case pt::FrameAssembler::Result::frame:
+        if (!deliver(c, frame)) return false;  // busy (kept as pending, resumed later) or closed
+        break;
+      case pt::FrameAssembler::Result::need_more:
+        // A pack holds whole frames only.
+        if (c.packs.mid_frame()) {
+          close_incoming(c, "bad stream: a pack that ends within a frame", pt::Ending::bad);
+          return false;
+        }
+        return true;
+      case pt::FrameAssembler::Result::no_views:
+        events().receive_pool_waits.add();  // back-pressure, as for a block: go on when a descriptor is back
+        c.waiting_for_pool = true;
+        return false;
+      case pt::FrameAssembler::Result::bad:
+        close_incoming(c, "bad stream: in a pack, " + c.packs.error(), pt::Ending::bad);
+        return false;
+    }
+  }
+  return true;
+}
+
 bool ShmTransport::serve(Incoming& c) {
   if (c.closed || c.paused || c.waiting_for_pool || !c.hello) return false;
+  if (!deliver_packed(c)) return false;  // the rest of a pack first
   const std::optional<std::uint64_t> ready = c.frames.available();
   if (!ready) {
     close_incoming(c, "bad stream: the frames ring has an impossible tail", pt::Ending::bad);
@@ -694,8 +775,10 @@ bool ShmTransport::serve(Incoming& c) {
     }
     const Mapping& chunk = path.chunks[entry.chunk];
     std::string problem;
-    if ((entry.flags & ~kLastBlock) != 0) {
+    if ((entry.flags & ~(kLastBlock | kPacked)) != 0) {
       problem = "unknown flags " + std::to_string(entry.flags);
+    } else if ((entry.flags & kPacked) != 0 && ((entry.flags & kLastBlock) == 0 || c.partial_blocks > 0)) {
+      problem = "a pack that is not a frame's only block";
     } else if (entry.offset > chunk.bytes || entry.length > chunk.bytes - entry.offset) {
       problem = "a block (offset " + std::to_string(entry.offset) + ", length " + std::to_string(entry.length) +
                 ") outside its chunk of " + std::to_string(chunk.bytes) + " B";
@@ -719,6 +802,14 @@ bool ShmTransport::serve(Incoming& c) {
     path.outstanding.fetch_add(1, std::memory_order_relaxed);
     c.frames.consume(1);
     took = true;
+    if ((entry.flags & kPacked) != 0) {
+      c.packs.push(std::move(block), entry.length);
+      if (!deliver_packed(c)) {
+        if (!c.closed) c.frames.release();
+        return took;
+      }
+      continue;
+    }
     c.partial.append(std::move(block));
     ++c.partial_blocks;
     c.partial_bytes += entry.length;
@@ -790,8 +881,9 @@ void ShmTransport::close_wire(pt::IncomingConnection& base) noexcept {
     close_fd(c.return_path->returns_wake);
     c.return_path->unmap_if_done();
   }
-  // A frame half assembled: its blocks are released (their returns go nowhere now).
+  // A frame half assembled, a pack half delivered: their blocks are released (their returns go nowhere now).
   c.partial.reset();
+  c.packs.reset();
   c.partial_blocks = 0;
   c.partial_bytes = 0;
 }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "daqx/pt/connection_transport.hpp"
+#include "daqx/pt/frame_assembler.hpp"
 #include "ring.hpp"
 #include "settings.hpp"
 #include "wire.hpp"
@@ -47,6 +48,8 @@ struct ShmCounters : CounterSet {
   Counter chunks_mapped{*this, "chunks_mapped", "peers' chunks mapped (once per chunk and connection)"};
   Counter returns_dropped{*this, "returns_dropped", "block returns that found no room (a peer that broke the ring protocol)"};
   Counter wakeups_sent{*this, "wakeups_sent", "eventfd writes to a peer that had said it sleeps"};
+  Counter frames_packed{*this, "frames_packed",
+                        "small frames copied into packs in throughput mode (one reference and one return per pack)"};
 };
 
 class ShmTransport final : public pt::ConnectionTransport, private mem::ForeignRelease {
@@ -127,6 +130,7 @@ class ShmTransport final : public pt::ConnectionTransport, private mem::ForeignR
     ReturnPath* return_path = nullptr;
     RingConsumer<FrameEntry> frames;
     mem::Ref partial;  // blocks of the frame being assembled
+    pt::FrameAssembler packs;  // packs (kPacked) cut into their frames, views of the pack's block
     std::size_t partial_blocks = 0;
     std::size_t partial_bytes = 0;
     bool waiting_for_pool = false;
@@ -145,6 +149,13 @@ class ShmTransport final : public pt::ConnectionTransport, private mem::ForeignR
   void pump(pt::OutgoingConnection& c) noexcept override;
   // Frames whose blocks are not all in shared memory are copied into the copy pool; empty when it is dry.
   mem::Ref shared_copy(const mem::Ref& frame) noexcept;
+  // Throughput mode: a frame of one block of at most kPackFrameMax bytes goes in a pack (unless it says send_now).
+  bool packable(const mem::Ref& frame) const noexcept;
+  // A block of the copy pool holding the packable frames at the front of the queue, back to back (they are
+  // popped: their blocks go back); empty when the copy pool has none now. `frames` says how many it holds.
+  mem::Ref make_pack(Outgoing& c, std::uint64_t& frames) noexcept;
+  static constexpr std::size_t kPackFrameMax = 1024;      // larger frames go by reference: copying them costs more
+  static constexpr std::size_t kPackBlockMax = 64 * 1024;  // a pack's block (packSize if smaller)
   // What the send path needs of a frame's chain, from one walk: all blocks in shared memory, how many, and the
   // highest chunk id among them (announced to the peer before the frame).
   struct ChainFacts {
@@ -171,6 +182,8 @@ class ShmTransport final : public pt::ConnectionTransport, private mem::ForeignR
   bool take_chunk(Incoming& c, const ChunkMessage& chunk, int fd);
   // Reads the ring and delivers; true when it took any entry.
   bool serve(Incoming& c);
+  // Delivers the frames of the packs taken so far; false when it must stop (busy, no view, closed).
+  bool deliver_packed(Incoming& c);
   bool reap_receive() override;
   SleepCheck ready_to_sleep_receive() override;
   void close_wire(pt::IncomingConnection& c) noexcept override;
@@ -188,6 +201,7 @@ class ShmTransport final : public pt::ConnectionTransport, private mem::ForeignR
   void publish_returns(ReturnPath& path) noexcept;
 
   Settings settings_;
+  std::size_t pack_bytes_ = 0;  // packSize: a pack's most bytes
   mem::Pool* receive_pool_ = nullptr;  // descriptors of peers' blocks
   mem::Pool* copy_pool_ = nullptr;     // shared memory, for frames that are not
   EndpointAddress local_;

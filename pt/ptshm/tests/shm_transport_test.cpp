@@ -190,6 +190,34 @@ TEST_CASE(
          p.write({0, kLastBlock, 0, 64, 0});
        },
        "bad frame"},
+      {"a pack after a frame's first block",
+       [](HostilePeer& p) {
+         p.write({0, 0, 0, 64, 0});
+         p.write({0, kLastBlock | kPacked, 64, 64, 1});
+       },
+       "a pack that is not a frame's only block"},
+      {"a pack that is not a last block",
+       [](HostilePeer& p) {
+         p.write({0, kPacked, 0, 64, 0});
+       },
+       "a pack that is not a frame's only block"},
+      {"a pack of garbage",
+       [](HostilePeer& p) {
+         p.write({0, kLastBlock | kPacked, 0, 64, 0});
+       },
+       "in a pack"},
+      {"a pack that ends within a frame",
+       [](HostilePeer& p) {
+         // One good 64-byte frame, then the header of a 4096-byte one of which the pack holds only 96 bytes.
+         FrameHeader header;
+         header.total_length = 64;
+         header.target = 1;
+         encode_header(header, p.chunk() + 8192);
+         header.total_length = 4096;
+         encode_header(header, p.chunk() + 8192 + 64);
+         p.write({0, kLastBlock | kPacked, 8192, 160, 0});
+       },
+       "a pack that ends within a frame"},
   };
   double bad = 0;
   for (const Case& c : cases) {
