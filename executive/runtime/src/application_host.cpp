@@ -296,7 +296,13 @@ std::size_t ApplicationHost::enqueue(std::span<const FrameHeader> headers, std::
   // Frames go into the inbox a batch at a time (one exchange of its index for the lot); what does not fit goes
   // back to the caller's Refs.
   auto push_from = [&](std::size_t i) {
-    std::array<Frame, kMaxBatchFrames> frames;
+    if (data.size() - i == 1) {  // a single frame: no batch to build
+      Frame frame{headers[i], std::move(data[i])};
+      if (inbox_.try_push(frame)) return i + 1;
+      data[i] = std::move(frame.data);
+      return i;
+    }
+    std::array<Frame, 16> frames;  // built a piece at a time: a large array would cost its construction each call
     while (i < data.size()) {
       const std::size_t n = std::min(data.size() - i, frames.size());
       for (std::size_t j = 0; j < n; ++j) frames[j] = Frame{headers[i + j], std::move(data[i + j])};
@@ -492,9 +498,8 @@ bool ApplicationHost::dispatch_lane_inline(std::size_t binding) noexcept {
 }
 
 std::size_t ApplicationHost::dispatch_from_lane(DeliveryLane& lane, bool dispatch_thread) {
-  std::array<Frame, kMaxBatchFrames> batch;
-  const std::size_t taken = lane.take(std::span(batch));
-  if (taken > 0) dispatch(std::span(batch).first(taken), dispatch_thread);
+  const std::size_t taken = lane.take(std::span(taken_));
+  if (taken > 0) dispatch(std::span(taken_).first(taken), dispatch_thread);
   return taken;
 }
 
@@ -514,7 +519,6 @@ bool ApplicationHost::queues_half_empty() const noexcept {
 
 void ApplicationHost::dispatch_loop(std::stop_token stop) {
   int idle = 0;
-  std::array<Frame, kFramesPerRound> batch;
   while (!stop.stop_requested()) {
     // A receive thread may be running a handler inline: never long (the inline contract), so wait by yielding.
     if (!try_enter()) {
@@ -527,8 +531,8 @@ void ApplicationHost::dispatch_loop(std::stop_token stop) {
     // The inbox (local applications) and each transport's lane in turn, a share of the round each, taken in
     // batches (a batch handler gets each run of its frames in one call).
     {
-      const std::size_t from_inbox = inbox_.try_pop(std::span(batch));
-      if (from_inbox > 0) dispatch(std::span(batch).first(from_inbox), true);
+      const std::size_t from_inbox = inbox_.try_pop(std::span(taken_));
+      if (from_inbox > 0) dispatch(std::span(taken_).first(from_inbox), true);
       taken += from_inbox;
     }
     for (auto& lane : lanes_) taken += dispatch_from_lane(*lane, true);

@@ -165,6 +165,8 @@ class ApplicationHost final : public ApplicationContext {
   std::array<std::atomic<bool>, kBatchFunctionTable> batch_functions_{};
 
   BoundedQueue<Frame> inbox_;
+  // Frames taken from the inbox or a lane for one dispatch: used by whoever holds the right to run handlers.
+  std::array<Frame, kMaxBatchFrames> taken_;
   std::vector<std::unique_ptr<DeliveryLane>> lanes_;  // one per transport binding
   bool inline_ = false;                               // the dispatch parameter, read at construction
   std::atomic<bool> in_handlers_{false};
