@@ -4,8 +4,11 @@
 #include <catch2/catch.hpp>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -275,6 +278,40 @@ bool no_thread_left(Peer& peer) {
   return wait_until([&] { return peer.host.threads_running() == 0; });
 }
 
+// Posts frames in order with post_batch, going on through would_block for a bounded time, with `meanwhile` run
+// between tries (a receiver that holds frames releases them there, or nothing more gets through); the final
+// status: ok when every frame was taken.
+SendStatus post_batch_waiting(Transport& sender, PeerId peer, std::span<mem::Ref> frames,
+                              const std::function<void()>& meanwhile = [] {}) {
+  std::size_t taken = 0;
+  SendStatus status = SendStatus::would_block;
+  wait_until([&] {
+    status = SendStatus::ok;
+    taken += sender.post_batch(peer, frames.subspan(taken), status);
+    if (taken == frames.size()) {
+      status = SendStatus::ok;
+      return true;
+    }
+    meanwhile();
+    return status != SendStatus::would_block;
+  });
+  return status;
+}
+
+// Frames 0.. of the sizes given, from pool, to post as one batch.
+std::vector<mem::Ref> pattern_batch(mem::Pool& pool, const std::vector<std::uint32_t>& sizes) {
+  std::vector<mem::Ref> batch;
+  batch.reserve(sizes.size());
+  for (std::uint64_t sequence = 0; sequence < sizes.size(); ++sequence)
+    batch.push_back(pattern_frame(pool, sizes[sequence], sequence));
+  return batch;
+}
+
+// How many frames of the batch still hold a block: those post_batch did not take.
+std::size_t frames_held(const std::vector<mem::Ref>& batch) {
+  return static_cast<std::size_t>(std::count_if(batch.begin(), batch.end(), [](const mem::Ref& f) { return bool(f); }));
+}
+
 // ---- The cases -------------------------------------------------------------------------------------------------
 
 TEST_CASE("frames of 64 B, 4 KiB, 64 KiB and one larger than a receive block arrive intact, in order, with their "
@@ -538,6 +575,198 @@ TEST_CASE("transports stopped with frames posted give every block of every pool 
   CHECK(wait_until([&] { return pair.receiver.host.blocks_in_use() == 0; }));
   CHECK(no_thread_left(pair.sender));
   CHECK(no_thread_left(pair.receiver));
+}
+
+
+// ---- Batches: post_batch, as the executive uses it for an application's send_batch ---------------------------
+
+// Once every frame arrived and was released: both transports stopped, every block of every pool (the
+// transports' own, the application's) is back. Counted after the stop, because what a receiver keeps posted
+// at rest is posted while its connection comes up, after the sender sees it up.
+void every_block_back(Pair& pair) {
+  pair.sender.stop();
+  pair.receiver.stop();
+  INFO("sender in use: " << pair.sender.host.pools_in_use() << "; receiver in use: " << pair.receiver.host.pools_in_use());
+  CHECK(wait_until([&] { return pair.sender.host.blocks_in_use() == 0; }));
+  CHECK(wait_until([&] { return pair.receiver.host.blocks_in_use() == 0; }));
+}
+
+TEST_CASE("a batch of frames of 64 B, 4 KiB and chains larger than a receive block, posted in one call, arrives in "
+          "order and intact, and every block comes back on both sides",
+          "[conformance][batch]") {
+  transport_under_test();
+  Pair pair;
+  const auto largest =
+      static_cast<std::uint32_t>(std::max<std::size_t>(pair.receiver.receive_pool().max_block_size(), 64 * 1024) * 3 / 2);
+  Arrivals arrivals{pair.receiver.host, {}};
+  for (std::uint32_t i = 0; i < 24; ++i) arrivals.sizes.push_back(i % 3 == 0 ? 64u : i % 3 == 1 ? 4096u : largest);
+  std::vector<mem::Ref> batch = pattern_batch(pair.pool, arrivals.sizes);
+  REQUIRE(post_batch_waiting(*pair.sender.transport, pair.peer, batch) == SendStatus::ok);
+  CHECK(frames_held(batch) == 0);  // every frame taken is gone from the caller's span
+  REQUIRE(arrivals.all_arrive());
+  for (std::size_t i = 2; i < arrivals.sizes.size(); i += 3) {
+    INFO("frame " << i << " of " << largest << " bytes arrived in " << arrivals.chain_lengths[i] << " block(s)");
+    CHECK(arrivals.chain_lengths[i] > 1);
+  }
+  CHECK(metric(*pair.sender.transport, "send_errors") == 0);
+  CHECK(metric(*pair.sender.transport, "frames_sent") == static_cast<double>(arrivals.sizes.size()));
+  CHECK(wait_until([&] { return pair.pool.blocks_in_use() == 0; }));
+  every_block_back(pair);
+}
+
+TEST_CASE("a batch larger than the send queue, posted before its connection is up, is taken in part with "
+          "would_block, and the rest, posted once the sender is told it may go on, arrives once and in order",
+          "[conformance][batch]") {
+  transport_under_test();
+  constexpr std::size_t kSendQueue = 16;
+  Peers peers;
+  // Connected at first use: the batch's first frame asks for the connection, and until it is up nothing leaves
+  // the queue, so the call takes what the queue holds and no more.
+  Peer& sender = peers.add({{"connectAt", "first-use"}, {"sendQueue", std::to_string(kSendQueue)}});
+  Peer& receiver = peers.add();
+  const PeerId peer = sender.transport->connect(receiver.address);
+  mem::Pool& pool = sender.application_pool(4096);
+  Arrivals arrivals{receiver.host, {}};
+  for (std::uint32_t i = 0; i < 6 * kSendQueue; ++i) arrivals.sizes.push_back(i % 2 == 0 ? 64u : 4096u);
+  std::vector<mem::Ref> batch = pattern_batch(pool, arrivals.sizes);
+
+  SendStatus stopped = SendStatus::ok;
+  const std::size_t taken = sender.transport->post_batch(peer, batch, stopped);
+  INFO(taken << " of " << batch.size() << " frames taken");
+  REQUIRE(stopped == SendStatus::would_block);
+  CHECK(taken > 0);
+  CHECK(taken < batch.size());
+  // The ones taken are gone from the span, the rest are still the caller's, untouched.
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    INFO("frame " << i);
+    CHECK(static_cast<bool>(batch[i]) == (i >= taken));
+  }
+  CHECK(metric(*sender.transport, "sends_would_block") >= 1);
+
+  // The connection opens, the queue drains, and the sender is told it may post again.
+  CHECK(wait_until([&] {
+    arrivals.take_new();
+    return sender.host.send_ready_count(peer) > 0;
+  }));
+  REQUIRE(post_batch_waiting(*sender.transport, peer, std::span(batch).subspan(taken), [&] { arrivals.take_new(); }) ==
+          SendStatus::ok);
+  REQUIRE(arrivals.all_arrive());
+  // Once: nothing more arrives after both stopped.
+  sender.stop();
+  receiver.stop();
+  CHECK(receiver.host.delivered() == batch.size());
+  CHECK(metric(*sender.transport, "send_errors") == 0);
+  CHECK(wait_until([&] { return sender.host.blocks_in_use() == 0; }));
+  CHECK(wait_until([&] { return receiver.host.blocks_in_use() == 0; }));
+}
+
+TEST_CASE("a batch larger than the receiver's credits is taken in part with would_block while the receiver holds "
+          "its frames, and once it releases them the rest goes and every frame arrives once, in order",
+          "[conformance][batch]") {
+  const TransportUnderTest& t = transport_under_test();
+  if (!t.capabilities().credit_flow) skip_test("it does not send on credits (no credit_flow)");
+  // A small receive side: 128 buffers of 8 KiB. Frames larger than the transports copy out of their buffers
+  // (kSmallFrameLimit, 4 KiB) pin one each while the receiver holds them, and no credit comes back meanwhile.
+  constexpr std::uint64_t kSendQueue = 512, kReceiveDepth = 4, kFrames = 2000;
+  Pair pair({{"sendQueue", std::to_string(kSendQueue)}},
+            {{"recvBufferSize", "8192"}, {"recvDepth", std::to_string(kReceiveDepth)}, {"recvPoolSize", "1048576"}},
+            8192);
+  Arrivals arrivals{pair.receiver.host, std::vector<std::uint32_t>(kFrames, 6000)};
+  std::vector<mem::Ref> batch = pattern_batch(pair.pool, arrivals.sizes);
+
+  SendStatus stopped = SendStatus::ok;
+  const std::size_t taken = pair.sender.transport->post_batch(pair.peer, batch, stopped);
+  INFO(taken << " of " << batch.size() << " frames taken");
+  REQUIRE(stopped == SendStatus::would_block);
+  CHECK(taken > 0);
+  CHECK(taken < batch.size());
+  CHECK(frames_held(batch) == batch.size() - taken);
+  // The rest of the batch offered again and again, nothing released, until the sender is stalled on credits:
+  // it waits for them, the receiver for buffers its held frames pin, and part of the batch is still refused.
+  std::size_t posted = taken;
+  const bool stalled = wait_until([&] {
+    stopped = SendStatus::ok;
+    posted += pair.sender.transport->post_batch(pair.peer, std::span(batch).subspan(posted), stopped);
+    return posted == batch.size() || (metric(*pair.sender.transport, "credit_waits") > 0 &&
+                                      metric(*pair.receiver.transport, "receive_pool_waits") > 0);
+  });
+  INFO(posted << " frames posted when the sender stalled");
+  REQUIRE(stalled);
+  REQUIRE(posted < batch.size());
+  CHECK(stopped == SendStatus::would_block);
+  CHECK(pair.receiver.host.delivered() < posted);
+  CHECK(metric(*pair.sender.transport, "send_errors") == 0);
+
+  // Released frame by frame as they are checked: credits flow again and the rest of the batch goes.
+  REQUIRE(post_batch_waiting(*pair.sender.transport, pair.peer, std::span(batch).subspan(posted),
+                             [&] { arrivals.take_new(); }) == SendStatus::ok);
+  REQUIRE(arrivals.all_arrive());
+  CHECK(metric(*pair.sender.transport, "send_errors") == 0);
+  every_block_back(pair);
+  CHECK(pair.receiver.host.delivered() == kFrames);  // once: nothing more after both stopped
+}
+
+TEST_CASE("a batch in throughput mode larger than a pack is taken in one call, split across packs, and arrives one "
+          "frame at a time, in order, intact, every block back",
+          "[conformance][batch]") {
+  const TransportUnderTest& t = transport_under_test();
+  // Packs of at least 4 KiB (the smallest packSize): the batch is many times that.
+  const Settings throughput{{"mode", "throughput"}, {"packSize", "4096"}};
+  if (!t.capabilities(throughput).coalescing) skip_test("it does not pack frames together (no coalescing)");
+  Pair pair(throughput, throughput, 4096);
+  Arrivals arrivals{pair.receiver.host, {}};
+  for (std::uint32_t i = 0; i < 2000; ++i) arrivals.sizes.push_back(64 + (i * 37) % 600);
+  std::size_t batch_bytes = 0;
+  for (std::uint32_t bytes : arrivals.sizes) batch_bytes += bytes;
+  std::vector<mem::Ref> batch = pattern_batch(pair.pool, arrivals.sizes);
+
+  // The send queue (4096 frames by default) holds the whole batch: one call takes it.
+  SendStatus stopped = SendStatus::ok;
+  const std::size_t taken = pair.sender.transport->post_batch(pair.peer, batch, stopped);
+  REQUIRE(taken == batch.size());
+  REQUIRE(stopped == SendStatus::ok);
+  REQUIRE(arrivals.all_arrive());
+  const double frames = metric(*pair.sender.transport, "frames_sent");
+  const double messages = metric(*pair.sender.transport, "messages_sent");
+  INFO(batch_bytes << " bytes in " << frames << " frames went in " << messages << " messages");
+  CHECK(frames == static_cast<double>(batch.size()));
+  CHECK(messages < frames);  // packed
+  // A transport of messages holds at most a receive buffer per message: the batch, larger than that, took several.
+  if (pair.sender.transport->capabilities().gather_limit != 0) CHECK(messages > 1);
+  CHECK(wait_until([&] { return pair.pool.blocks_in_use() == 0; }));
+  every_block_back(pair);
+}
+
+TEST_CASE("a batch posted to a connection that failed has its first frame released with error and the rest left "
+          "with the caller",
+          "[conformance][batch]") {
+  transport_under_test();
+  // No reconnection within the case: the connection stays down.
+  Pair pair(Settings{{"reconnectMin", "60000"}, {"reconnectMax", "60000"}});
+  std::vector<mem::Ref> first = pattern_batch(pair.pool, std::vector<std::uint32_t>(4, 4096));
+  REQUIRE(post_batch_waiting(*pair.sender.transport, pair.peer, first) == SendStatus::ok);
+  REQUIRE(wait_until([&] { return pair.receiver.host.delivered() == first.size(); }));
+  pair.receiver.stop();
+  INFO("sender's logs:\n" << pair.sender.host.logs());
+  REQUIRE(wait_until([&] {
+    for (const auto& change : pair.sender.host.connection_changes())
+      if (change.peer == pair.peer && !change.up) return true;
+    return false;
+  }));
+
+  std::vector<mem::Ref> late = pattern_batch(pair.pool, std::vector<std::uint32_t>(5, 4096));
+  SendStatus stopped = SendStatus::ok;
+  const std::size_t taken = pair.sender.transport->post_batch(pair.peer, late, stopped);
+  CHECK(taken == 0);
+  CHECK(stopped == SendStatus::error);
+  CHECK_FALSE(late.front());  // released
+  for (std::size_t i = 1; i < late.size(); ++i) {
+    INFO("frame " << i);
+    CHECK(late[i]);  // still the caller's
+  }
+  late.clear();
+  pair.receiver.host.release_delivered();
+  every_block_back(pair);
 }
 
 }  // namespace
