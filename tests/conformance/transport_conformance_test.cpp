@@ -175,6 +175,12 @@ struct Pair {
   mem::Pool& pool;
 };
 
+// The size of a frame larger than the receiver's largest receive block (and than a sender's 64 KiB blocks): no
+// transport can hand it over in one block.
+std::uint32_t beyond_any_block(Peer& receiver) {
+  return static_cast<std::uint32_t>(std::max<std::size_t>(receiver.receive_pool().max_block_size(), 64 * 1024) * 3 / 2);
+}
+
 // ---- Frames with a pattern: every byte says which frame it belongs to and where it stands --------------------
 
 constexpr Tid target_of(std::uint64_t sequence) { return static_cast<Tid>(100 + sequence % 7); }
@@ -319,10 +325,7 @@ TEST_CASE("frames of 64 B, 4 KiB, 64 KiB and one larger than a receive block arr
           "[conformance]") {
   transport_under_test();
   Pair pair;
-  // Larger than the receiver's largest receive block (and than the sender's 64 KiB blocks): no transport can
-  // hand it over in one block.
-  const auto largest =
-      static_cast<std::uint32_t>(std::max<std::size_t>(pair.receiver.receive_pool().max_block_size(), 64 * 1024) * 3 / 2);
+  const std::uint32_t largest = beyond_any_block(pair.receiver);
   Arrivals arrivals{pair.receiver.host, {64, 4096, 65536, largest, 64}};
   for (std::uint64_t sequence = 0; sequence < arrivals.sizes.size(); ++sequence) {
     mem::Ref frame = pattern_frame(pair.pool, arrivals.sizes[sequence], sequence);
@@ -596,8 +599,7 @@ TEST_CASE("a batch of frames of 64 B, 4 KiB and chains larger than a receive blo
           "[conformance][batch]") {
   transport_under_test();
   Pair pair;
-  const auto largest =
-      static_cast<std::uint32_t>(std::max<std::size_t>(pair.receiver.receive_pool().max_block_size(), 64 * 1024) * 3 / 2);
+  const std::uint32_t largest = beyond_any_block(pair.receiver);
   Arrivals arrivals{pair.receiver.host, {}};
   for (std::uint32_t i = 0; i < 24; ++i) arrivals.sizes.push_back(i % 3 == 0 ? 64u : i % 3 == 1 ? 4096u : largest);
   std::vector<mem::Ref> batch = pattern_batch(pair.pool, arrivals.sizes);
