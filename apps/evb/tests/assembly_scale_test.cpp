@@ -1,14 +1,18 @@
 // The BU's assembly at 512 RUs as a specification: the real BU, in one process, fed by the real fragment
 // senders of the EvM and 512 RUs (synthetic data, checked by the BU), answering its requests as the EvM would.
 // Every event is built exactly once and given back, none is lost, duplicated or corrupt; an RU that goes down
-// mid-way makes the events after it incomplete, not lost; every block is let go at the end.
+// mid-way makes the events after it incomplete, not lost; every block is let go at the end. The BU takes its
+// blocks in batches: from batch sends of the senders, from many senders arriving together, or one at a time (a
+// sender that does not batch), and builds the same events from each.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bu/bu.hpp"
@@ -32,19 +36,27 @@ std::vector<Tid> with_evm(const std::vector<Tid>& rus) {
   return all;
 }
 
+// How the blocks reach the BU: one frame at a time; as each sender's batch sends grouped them (a batch from one
+// contributor); or every block of a batch of events from every contributor together, in batches of the most the
+// executive hands over at once (runs of many contributors in one batch).
+enum class Delivery { single_frames, sender_batches, all_together };
+
 // The BU under test and its peers: the EvM and the RUs (test::ContributorPeers), whose blocks the test hands to
 // the BU as coming from each.
 struct BuilderWithPeers {
   test::ContributorPeers peers;
   test::RecordingContext bu_side;
   BU bu;
+  Delivery delivery;
   std::vector<bool> down;
   std::uint64_t next_event = 1;
+  std::size_t largest_delivery = 0;  // frames in one call of the BU's handler, the most
 
-  explicit BuilderWithPeers(std::size_t rus)
-      : peers(with_evm(test::tids(1000, rus)), kRun),
+  explicit BuilderWithPeers(std::size_t rus, Delivery how = Delivery::single_frames,
+                            const FragmentShape& shape = test::small_shape())
+      : peers(with_evm(test::tids(1000, rus)), kRun, shape),
         bu_side(kBu, "evb::BU", test::bu_params(kEvm, {peers.contributors().begin() + 1, peers.contributors().end()}, 16)),
-        bu(bu_side), down(peers.contributors().size(), false) {}
+        bu(bu_side), delivery(how), down(peers.contributors().size(), false) {}
 
   // Enable, the EvM's first heartbeat of the run and its reset: the BU then offers slots.
   void start() {
@@ -56,10 +68,36 @@ struct BuilderWithPeers {
 
   // Every contributor that is not down (and not `holding_back`) sends its super-fragments of the batch.
   void send_batch(const Assignment& a, std::optional<std::size_t> holding_back = std::nullopt) {
+    std::vector<std::pair<Tid, mem::Ref>> together;
     for (std::size_t c = 0; c < peers.contributors().size(); ++c) {
       if (down[c] || c == holding_back) continue;
-      for (mem::Ref& block : peers.blocks(c, a)) bu_side.deliver(function::fragments, peers.tid(c), std::move(block));
+      switch (delivery) {
+        case Delivery::single_frames:
+          for (mem::Ref& block : peers.blocks(c, a)) {
+            bu_side.deliver(function::fragments, peers.tid(c), std::move(block));
+            largest_delivery = std::max<std::size_t>(largest_delivery, 1);
+          }
+          break;
+        case Delivery::sender_batches:
+          for (std::vector<mem::Ref>& sent : peers.batches(c, a)) {
+            std::vector<std::pair<Tid, mem::Ref>> batch;
+            for (mem::Ref& block : sent) batch.emplace_back(peers.tid(c), std::move(block));
+            deliver(std::move(batch));
+          }
+          break;
+        case Delivery::all_together:
+          for (mem::Ref& block : peers.blocks(c, a)) {
+            together.emplace_back(peers.tid(c), std::move(block));
+            if (together.size() == kMaxBatchFrames) deliver(std::exchange(together, {}));
+          }
+          break;
+      }
     }
+    if (!together.empty()) deliver(std::move(together));
+  }
+  void deliver(std::vector<std::pair<Tid, mem::Ref>>&& batch) {
+    largest_delivery = std::max(largest_delivery, batch.size());
+    bu_side.deliver_batch(function::fragments, std::move(batch));
   }
 
   void ru_down(std::size_t c) {
@@ -158,4 +196,64 @@ TEST_CASE("a BU with 512 RUs, one of which goes down mid-way, builds the events 
   CHECK(rig.bu_side.failures().empty());
   rig.bu.halt();
   CHECK(rig.peers.side().pool().stats().blocks_used() == 0);
+}
+
+namespace {
+
+// What the BU built and received, as its report says.
+struct Built {
+  Outcome outcome;
+  double events = 0, bytes = 0, fragments = 0, blocks = 0, errors = 0;
+  bool operator==(const Built& o) const {
+    return outcome.assigned == o.outcome.assigned && outcome.given_back == o.outcome.given_back &&
+           outcome.incomplete == o.outcome.incomplete && outcome.corrupt == o.outcome.corrupt &&
+           outcome.duplicates == o.outcome.duplicates && events == o.events && bytes == o.bytes &&
+           fragments == o.fragments && blocks == o.blocks && errors == o.errors;
+  }
+};
+
+// 4 RUs with super-fragments of about 80 KB (two blocks each, ten-odd per RU and batch of 8 events), the blocks
+// delivered `how`; one RU goes down mid-way.
+Built build_with(Delivery how, std::size_t& largest_delivery) {
+  FragmentShape shape = test::small_shape();
+  shape.mean_size = 40000;
+  BuilderWithPeers rig(4, how, shape);
+  rig.start();
+  Built b;
+  b.outcome = build(rig, 160, 3, 80);
+  b.events = test::metric(rig.bu, "events_built");
+  b.bytes = test::metric(rig.bu, "bytes_built");
+  b.fragments = test::metric(rig.bu, "fragments_received");
+  b.blocks = test::metric(rig.bu, "blocks_received");
+  b.errors = test::metric(rig.bu, "protocol_errors") + test::metric(rig.bu, "malformed_frames") +
+             test::metric(rig.bu, "duplicate_pieces") + test::metric(rig.bu, "stale_blocks");
+  CHECK(rig.bu_side.failures().empty());
+  rig.bu.halt();
+  CHECK(rig.peers.side().pool().stats().blocks_used() == 0);
+  largest_delivery = rig.largest_delivery;
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("a BU that takes batches builds from frames that came singly (a sender that does not batch), from each "
+          "sender's batch sends, and from many senders' blocks arriving together, the same events",
+          "[evb][bu][batch]") {
+  std::size_t largest = 0;
+  const Built single = build_with(Delivery::single_frames, largest);
+  CHECK(largest == 1);
+  CHECK(single.outcome.assigned == 160);
+  CHECK(single.outcome.given_back == 160);
+  CHECK(single.outcome.incomplete == 80);  // the RU down from the batch it went down in
+  CHECK(single.outcome.corrupt == 0);
+  CHECK(single.events == 160);
+  CHECK(single.blocks > single.fragments);  // super-fragments span blocks
+  CHECK(single.errors == 0);
+  const Built sender_batches = build_with(Delivery::sender_batches, largest);
+  CHECK(largest > 1);
+  CHECK(sender_batches == single);
+  const std::size_t largest_sent = largest;
+  const Built together = build_with(Delivery::all_together, largest);
+  CHECK(largest > largest_sent);  // runs of several contributors in one batch
+  CHECK(together == single);
 }

@@ -13,6 +13,7 @@
 #include "daqx/api/application.hpp"
 #include "daqx/evb/protocol.hpp"
 #include "format/fragment_format.hpp"
+#include "readout/fragment_pump.hpp"
 #include "readout/fragment_sender.hpp"
 #include "readout/synthetic_source.hpp"
 #include "recording_context.hpp"
@@ -38,7 +39,7 @@ class ContributorPeers {
     for (Tid t : contributors_) sources_.emplace_back(shape, t);
     for (std::size_t c = 0; c < contributors_.size(); ++c) {
       senders_.push_back(std::make_unique<readout::FragmentSender>(side_, outbox_));
-      senders_.back()->configure(sources_[c], 65536);
+      senders_.back()->configure(sources_[c], 65536, readout::kDefaultBlocksPerSend);
       senders_.back()->start_run(run);
     }
   }
@@ -50,12 +51,25 @@ class ContributorPeers {
 
   // The blocks contributor `c` sends for the batch, in order (frames with their headers).
   std::vector<mem::Ref> blocks(std::size_t c, const Assignment& batch) {
+    side_.batch_calls().clear();
     senders_.at(c)->add(batch);
     while (senders_[c]->pump() == readout::FragmentSender::Progress::more) {
     }
     std::vector<mem::Ref> out;
     for (RecordingContext::Sent& s : side_.sent()) out.push_back(std::move(s.frame));
     side_.sent().clear();
+    return out;
+  }
+  // The same blocks as the sender's batch sends grouped them: one list per send_batch call.
+  std::vector<std::vector<mem::Ref>> batches(std::size_t c, const Assignment& batch) {
+    std::vector<mem::Ref> all = blocks(c, batch);
+    std::vector<std::vector<mem::Ref>> out;
+    std::size_t next = 0;
+    for (const RecordingContext::BatchCall& call : side_.batch_calls()) {
+      out.emplace_back();
+      for (std::size_t i = 0; i < call.sent; ++i) out.back().push_back(std::move(all.at(next++)));
+    }
+    side_.batch_calls().clear();
     return out;
   }
 

@@ -26,7 +26,7 @@ BU::BU(ApplicationContext& context) : Application(context), outbox_(context),
             this->context().fail(reason);
           }),
       assembly_(config_, context, slots_, contributors_, evm_, [this](std::uint32_t index) { slot_built(index); }) {
-  context.bind(function::fragments, [this](Frame&& f) { on_fragments(std::move(f)); });
+  context.bind_batch(function::fragments, [this](std::span<Frame> frames) { on_fragments(frames); });
   context.bind(function::control, [this](Frame&& f) { on_control(std::move(f)); });
   context.on_send_ready([this] { outbox_.flush(); });
   context.on_pool_available([this] { evm_.request(false); });
@@ -221,16 +221,25 @@ void BU::finish_slot(std::uint32_t index, std::uint32_t run, std::uint32_t gener
   if (slots_.running()) evm_.schedule_request();
 }
 
-void BU::on_fragments(Frame&& frame) {
+// A batch holds runs of blocks from one contributor (an RU's send of a super-fragment's blocks): the contributor
+// is looked up, and the EvM heard, once per run; the assembly publishes its counts once per run. Whether the BU
+// runs is looked at once: nothing in a handler stops it (a failed output posts its news).
+void BU::on_fragments(std::span<Frame> frames) {
   if (!slots_.running()) return;
-  const std::size_t contributor = contributor_index_.find(frame.header.initiator);
-  const std::size_t payload = frame.payload_size();
-  if (contributor == TidIndex::npos || payload != frame.payload_size_in_head() || payload < kBlockHeaderBytes) {
-    gauges_.malformed_frames.add_single_writer();
-    return;
+  std::uint64_t malformed = 0;
+  for (std::size_t first = 0, end = 0; first < frames.size(); first = end) {
+    const Tid from = frames[first].header.initiator;
+    for (end = first + 1; end < frames.size() && frames[end].header.initiator == from; ++end) {
+    }
+    const std::size_t contributor = contributor_index_.find(from);
+    if (contributor == TidIndex::npos) {
+      malformed += end - first;
+      continue;
+    }
+    if (contributor == 0) evm_.heard(Clock::now());
+    malformed += assembly_.take_blocks(contributor, frames.subspan(first, end - first));
   }
-  if (contributor == 0) evm_.heard(Clock::now());
-  assembly_.take_block(contributor, std::move(frame));
+  if (malformed != 0) gauges_.malformed_frames.add_single_writer(malformed);
 }
 
 // Batch sizes are learnt here, from every slot built, whatever the output.

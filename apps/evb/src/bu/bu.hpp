@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -51,7 +52,7 @@ class BU final : public Application {
   void finish_slot(std::uint32_t index, std::uint32_t run, std::uint32_t generation);
   void abandon_slots();
 
-  void on_fragments(Frame&& frame);  // who sent it, then handed to assembly_
+  void on_fragments(std::span<Frame> frames);  // a batch: who sent each run of it, then handed to assembly_
 
   void slot_built(std::uint32_t index);  // handed to output_ (discard, consumer, or files)
 

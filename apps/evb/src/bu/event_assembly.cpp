@@ -39,7 +39,23 @@ void EventAssembly::start_building(BuilderSlot& s, const BlockHeader& h) {
   }
 }
 
-void EventAssembly::take_block(std::size_t contributor, Frame&& frame) {
+std::size_t EventAssembly::take_blocks(std::size_t contributor, std::span<Frame> frames) {
+  Received received;
+  std::size_t malformed = 0;
+  for (Frame& frame : frames) {
+    const std::size_t payload = frame.payload_size();
+    if (payload != frame.payload_size_in_head() || payload < kBlockHeaderBytes) {
+      ++malformed;
+      continue;
+    }
+    take_one(contributor, frame, received);
+  }
+  if (received.blocks != 0) counts_.blocks_received.add_single_writer(received.blocks);
+  if (received.fragments != 0) counts_.fragments_received.add_single_writer(received.fragments);
+  return malformed;
+}
+
+void EventAssembly::take_one(std::size_t contributor, Frame& frame, Received& received) {
   const std::size_t payload = frame.payload_size();
   ByteReader in(frame.payload(), payload);
   const BlockHeader h = decode_block_header(in);
@@ -62,7 +78,7 @@ void EventAssembly::take_block(std::size_t contributor, Frame&& frame) {
     counts_.protocol_errors.add_single_writer();  // a batch for a slot we did not offer, or two batches in one slot
     return;
   }
-  counts_.blocks_received.add_single_writer();
+  ++received.blocks;
   const std::size_t c = contributor;
   const std::uint32_t slot_index = h.slot;
   s.blocks.push_back(std::move(frame.data));  // the pieces below point into it: held until the slot is done
@@ -92,7 +108,7 @@ void EventAssembly::take_block(std::size_t contributor, Frame&& frame) {
     if (part.received == part.size) {
       part.done = true;
       ++e.contributions_done;
-      counts_.fragments_received.add_single_writer();
+      ++received.fragments;
       // A down contributor's late super-fragment is taken but was not awaited.
       if (!contributor_down_[c]) --e.awaited;
       if (e.awaited == 0) {

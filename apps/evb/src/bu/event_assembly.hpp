@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "bu/bu_configuration.hpp"
@@ -50,8 +51,13 @@ class EventAssembly {
   void start();
   // A new run: down in the last run says nothing about this one.
   void new_run();
-  // A fragments frame from contributor `contributor` (0: the EvM), well formed.
-  void take_block(std::size_t contributor, Frame&& frame);
+  // Fragments frames from contributor `contributor` (0: the EvM) that arrived together (a batch, or one frame),
+  // taken in order; the counts of a batch are published once at its end. Returns how many
+  // frames were malformed (a payload not whole in the frame's head, or shorter than a block header), not taken.
+  std::size_t take_blocks(std::size_t contributor, std::span<Frame> frames);
+  std::size_t take_block(std::size_t contributor, Frame&& frame) {
+    return take_blocks(contributor, std::span<Frame>(&frame, 1));
+  }
   // The EvM says contributor `contributor` is down: events that waited only for it are built, flagged incomplete.
   void contributor_down(std::size_t contributor);
   // The latency median and 99th percentile, at most once a second, from the samples since.
@@ -63,6 +69,13 @@ class EventAssembly {
   double latency_p99_us() const noexcept { return latency_p99_us_.load(std::memory_order_relaxed); }
 
  private:
+  // What one batch received, published at its end.
+  struct Received {
+    std::uint64_t blocks = 0;
+    std::uint64_t fragments = 0;
+  };
+  // One well-formed block; O(1) in the number of contributors, O(pieces) in the block.
+  void take_one(std::size_t contributor, Frame& frame, Received& received);
   void start_building(BuilderSlot& slot, const BlockHeader& header);
   void build(BuilderSlot& slot, std::uint32_t index);
 

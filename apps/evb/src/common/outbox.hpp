@@ -1,10 +1,13 @@
 // Sending for the event-builder applications: frames that a target could not take yet wait in order, per
-// target, so one slow or dead peer never holds up the others (CMS's per-role proxies own this).
+// target, so one slow or dead peer never holds up the others (CMS's per-role proxies own this). Frames for one
+// target go to the context in batches where the caller has several (send_batch) and when the waiting ones are
+// retried (flush), so the route and the connection's lock are paid once per batch.
 // Dispatch thread only.
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <span>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -32,6 +35,11 @@ class Outbox {
   // queued; no_route or error when the frame was dropped (counted).
   SendStatus send(Tid target, std::uint16_t function, std::uint64_t transaction, mem::Ref&& frame,
                   std::uint8_t flags = 0);
+  // The same for several frames to target, in order, in one ApplicationContext::send_batch where nothing waits
+  // for it: what the target cannot take yet waits, in order, behind what does. A frame refused with an error or
+  // no_route is dropped and counted, as send() does, and the target is listed once for take_failed() per call
+  // (one batch is one send to one peer). Every frame's target and data are taken (the data left empty).
+  void send_batch(Tid target, std::span<OutgoingFrame> frames);
   // For heartbeats and the like: sends only if nothing waits for target (never queues); true when sent.
   bool send_if_idle(Tid target, std::uint16_t function, mem::Ref&& frame, std::uint8_t flags = 0);
   // Retries the waiting frames (call from on_send_ready); returns true when nothing waits any more.
@@ -52,14 +60,15 @@ class Outbox {
   std::uint64_t dropped() const noexcept { return dropped_; }
 
  private:
-  struct Pending {
-    std::uint16_t function = 0;
-    std::uint64_t transaction = 0;
-    std::uint8_t flags = 0;
-    mem::Ref frame;
-  };
+  using Queue = std::deque<OutgoingFrame>;
+  // Sends frames (all to target) until one is refused with would_block (true: it and the rest are left, the
+  // refusal counted) or all are gone; frames dropped with an error are counted, and target listed as failed.
+  // Returns how many of frames are done (sent or dropped).
+  std::size_t send_run(Tid target, std::span<OutgoingFrame> frames, bool& blocked);
+  void wait(Queue& queue, OutgoingFrame&& frame);
+
   ApplicationContext& context_;
-  std::unordered_map<Tid, std::deque<Pending>> waiting_;
+  std::unordered_map<Tid, Queue> waiting_;
   std::vector<Tid> failed_;
   std::size_t waiting_total_ = 0;
   std::uint64_t would_blocks_ = 0;

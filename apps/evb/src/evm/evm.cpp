@@ -41,7 +41,7 @@ void EvM::configure() {
     ru_allowance_ = ru_allowance;
     bu_drop_policy_ = BuDropPolicy(config_.bu_timeout);
     trigger_source_ = readout::SyntheticSource(config_.trigger, context().tid());
-    trigger_pump_.configure(trigger_source_, config_.block_size);
+    trigger_pump_.configure(trigger_source_, config_.block_size, config_.blocks_per_send);
     bus_.clear();
     for (Tid t : config_.bus) bus_.emplace_back(t, context(), outbox_);
     rus_.clear();

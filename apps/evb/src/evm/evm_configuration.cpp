@@ -55,6 +55,7 @@ std::vector<ParamSpec> evm_parameters() {
             "trailer only (as an RU's pattern)"),
       param("blockSize", ParamType::unsigned_integer, to_text(std::uint64_t{d.block_size}), "bytes",
             "bytes per fragment block sent to a BU", 4096, 1 << 20),
+      readout::blocks_per_send_parameter(),
       param("buTimeout", ParamType::real, to_text(d.bu_timeout), "s",
             "a BU silent this long is dropped and its events counted lost", 0.05, 3600),
       param("ruTimeout", ParamType::real, to_text(d.ru_timeout), "s",
@@ -86,6 +87,7 @@ EvmConfiguration read_evm_configuration(const ParamSet& p, Tid self) {
   c.trigger.pattern = p.boolean("pattern");
   c.trigger.seed = self;
   c.block_size = p.unsigned_integer("blockSize");
+  c.blocks_per_send = p.unsigned_integer("blocksPerSend");
   c.bu_timeout = p.real("buTimeout");
   c.ru_timeout = p.real("ruTimeout");
   c.heartbeat_interval = p.real("heartbeatInterval");

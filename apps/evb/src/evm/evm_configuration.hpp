@@ -8,6 +8,7 @@
 #include "daqx/api/application.hpp"
 #include "evm/ru_failure_policy.hpp"
 #include "format/fragment_format.hpp"
+#include "readout/fragment_pump.hpp"
 
 namespace daqx::evb::evm {
 
@@ -23,6 +24,7 @@ struct EvmConfiguration {
   std::uint64_t max_events = 0;         // events to assign in the run, then stop assigning; 0: no limit
   FragmentShape trigger{1, 1024, 0, 1u << 24, true, 0};  // the EvM's own fragment: one source, 1 KiB
   std::size_t block_size = 65536;       // bytes per fragment block
+  std::size_t blocks_per_send = readout::kDefaultBlocksPerSend;  // blocks for one BU per batch send
   double bu_timeout = 1.0;              // s without a request before a BU is dropped
   double ru_timeout = 5.0;              // s without a status before an RU is declared down (it fails the run: be patient)
   double heartbeat_interval = 0.1;      // s between the EvM's heartbeats

@@ -1,7 +1,15 @@
 // readout::FragmentPump (fragment_pump.hpp): the bounded rounds of sending and what they publish.
 #include "readout/fragment_pump.hpp"
 
+#include "daqx/apps/text.hpp"
+
 namespace daqx::evb::readout {
+
+ParamSpec blocks_per_send_parameter() {
+  return apps::param("blocksPerSend", ParamType::unsigned_integer, apps::to_text(std::uint64_t{kDefaultBlocksPerSend}),
+                     "blocks", "the most fragment blocks for one BU handed over in one batch send", 1,
+                     static_cast<double>(kMaxBatchFrames));
+}
 
 void FragmentPump::start() {
   running_ = true;

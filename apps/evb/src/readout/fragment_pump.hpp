@@ -3,6 +3,7 @@
 // work of a dropped BU forgotten, and what it sent published for report(). Dispatch thread only.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <utility>
@@ -16,6 +17,11 @@
 #include "readout/fragment_sender.hpp"
 
 namespace daqx::evb::readout {
+
+// The most blocks for one BU sent in one batch (ApplicationContext::send_batch), by default.
+inline constexpr std::size_t kDefaultBlocksPerSend = 16;
+// The parameter of a readout unit (RU, EvM) that sets it: blocksPerSend, 1..kMaxBatchFrames.
+ParamSpec blocks_per_send_parameter();
 
 class FragmentPump {
  public:
@@ -41,8 +47,11 @@ class FragmentPump {
   FragmentPump(ApplicationContext& context, Outbox& outbox, AfterRound after_round = {})
       : context_(context), outbox_(outbox), sender_(context, outbox), after_round_(std::move(after_round)) {}
 
-  // Reads super-fragments from source (the unit's, outliving the sending) in blocks of block_size bytes.
-  void configure(const DataSource& source, std::size_t block_size) { sender_.configure(source, block_size); }
+  // Reads super-fragments from source (the unit's, outliving the sending) in blocks of block_size bytes, sent
+  // to a BU blocks_per_send at a time at most.
+  void configure(const DataSource& source, std::size_t block_size, std::size_t blocks_per_send) {
+    sender_.configure(source, block_size, blocks_per_send);
+  }
   // Enable: sending allowed, nothing queued, counters zeroed.
   void start();
   // Nothing more is sent; whatever was queued is forgotten.

@@ -1,9 +1,12 @@
 // Block filling for FragmentSender: a block never mixes batches (the BU learns a slot's batch from any block
 // of it), is sized to what the batch still needs up to blockSize, and the last block of a batch asks the
-// transport to send at once, so a BU never waits for a pack timeout to complete its events.
+// transport to send at once, so a BU never waits for a pack timeout to complete its events. A send is a batch
+// of up to blocksPerSend blocks for one BU.
 #include "readout/fragment_sender.hpp"
 
 #include <algorithm>
+#include <array>
+#include <span>
 #include <chrono>
 
 namespace daqx::evb::readout {
@@ -65,7 +68,7 @@ std::uint64_t FragmentSender::drop_bu(Tid bu, std::uint32_t generation) {
   return dropped;
 }
 
-std::size_t FragmentSender::bytes_left_in_batch(const BuQueue& q) const noexcept {
+std::size_t FragmentSender::bytes_left_in_batch(const BuQueue& q, std::size_t enough) const noexcept {
   const Assignment& batch = q.batches.front();
   constexpr std::size_t piece_overhead = kPieceHeaderBytes + kPieceAlignment;
   std::size_t bytes = 0;
@@ -74,19 +77,26 @@ std::size_t FragmentSender::bytes_left_in_batch(const BuQueue& q) const noexcept
     bytes += q.cursor->remaining() + piece_overhead;
     ++i;
   }
-  // Enough to know the block will be full: stop counting there.
-  for (; i < batch.count && bytes < block_size_; ++i)
-    bytes += source_->size_of(batch.first_event + i) + piece_overhead;
+  // Enough to know the blocks will be full: stop counting there.
+  for (; i < batch.count && bytes < enough; ++i) bytes += source_->size_of(batch.first_event + i) + piece_overhead;
   return bytes;
 }
 
-bool FragmentSender::send_block(BuQueue& q) {
+std::size_t FragmentSender::next_block_bytes(const BuQueue& q) const noexcept {
+  return std::min(block_size_, kFrameHeaderSize + kBlockHeaderBytes + bytes_left_in_batch(q, block_size_));
+}
+
+// An estimate from the bytes the batch still needs: a block holds a little less than block_size_ of them, so the
+// last of these may come out shorter (then its frame is larger than it needs) or not be needed (let go).
+std::size_t FragmentSender::full_blocks_ahead(const BuQueue& q, std::size_t max_blocks) const noexcept {
+  const std::size_t bytes = bytes_left_in_batch(q, max_blocks * block_size_);
+  return std::clamp<std::size_t>(bytes / block_size_, 1, max_blocks);
+}
+
+OutgoingFrame FragmentSender::fill_block(BuQueue& q, mem::Ref&& frame, std::size_t bytes) {
   const Assignment batch = q.batches.front();
-  const std::size_t want = std::min(block_size_, kFrameHeaderSize + kBlockHeaderBytes + bytes_left_in_batch(q));
-  mem::Ref frame = context_.allocate_frame(want - kFrameHeaderSize);
-  if (!frame) return false;
   std::byte* base = frame.data() + kFrameHeaderSize;
-  ByteWriter out(base, want - kFrameHeaderSize);
+  ByteWriter out(base, bytes - kFrameHeaderSize);
   out.skip(kBlockHeaderBytes);
   std::uint32_t pieces = 0;
   std::uint32_t flags = 0;
@@ -131,10 +141,34 @@ bool FragmentSender::send_block(BuQueue& q) {
     q.next_event = 0;
   }
   ++blocks_sent_;
-  if (outbox_.send(batch.bu, function::fragments, batch.first_event, std::move(frame),
-                   last ? frame_flags::send_now : std::uint8_t{0}) != SendStatus::ok)
-    ++send_errors_;
-  return true;
+  return OutgoingFrame{batch.bu, function::fragments, batch.first_event, std::move(frame),
+                       last ? frame_flags::send_now : std::uint8_t{0}};
+}
+
+std::size_t FragmentSender::send_blocks(BuQueue& q, std::size_t max_blocks, std::uint64_t bytes_until) {
+  std::array<OutgoingFrame, kMaxBatchFrames> blocks;
+  std::array<mem::Ref, kMaxBatchFrames> full;  // full-sized blocks allocated together, used in turn
+  std::size_t full_made = 0, full_used = 0;
+  std::size_t n = 0;
+  max_blocks = std::min(max_blocks, blocks.size());
+  while (n < max_blocks && !q.batches.empty() && bytes_sent_ < bytes_until) {
+    const std::size_t bytes = next_block_bytes(q);
+    mem::Ref frame;
+    if (full_used < full_made) {
+      frame = std::move(full[full_used++]);
+    } else if (bytes == block_size_) {
+      full_made = context_.allocate_frames(block_size_ - kFrameHeaderSize,
+                                           std::span(full).first(full_blocks_ahead(q, max_blocks - n)));
+      full_used = 0;
+      if (full_made != 0) frame = std::move(full[full_used++]);
+    } else {
+      frame = context_.allocate_frame(bytes - kFrameHeaderSize);
+    }
+    if (!frame) break;  // the pool is empty: what is filled goes now
+    blocks[n++] = fill_block(q, std::move(frame), bytes);
+  }
+  if (n != 0) outbox_.send_batch(q.bu, std::span(blocks).first(n));
+  return n;
 }
 
 void FragmentSender::leave_round_when_dry() {
@@ -157,10 +191,10 @@ FragmentSender::Progress FragmentSender::pump() {
   // Bounded in blocks and bytes: the pattern and CRC of 64 blocks of 1 MiB kept the thread from its status
   // reports for long enough to look dead on a loaded machine (measured by the benchmark). And in time: on a
   // slow machine (an emulated guest under a sanitizer) 4 MiB of pattern took longer than a heartbeat.
-  constexpr int kBlocksPerPump = 64;
+  constexpr std::size_t kBlocksPerPump = 64;
   constexpr std::uint64_t kBytesPerPump = 4u << 20;
   constexpr auto kTimePerPump = std::chrono::milliseconds(5);
-  int blocks = 0;
+  std::size_t blocks = 0;
   const std::uint64_t bytes_at_start = bytes_sent_;
   const auto started = std::chrono::steady_clock::now();
   for (;;) {
@@ -173,12 +207,15 @@ FragmentSender::Progress FragmentSender::pump() {
       if (q.batches.empty()) continue;
       work = true;
       if (outbox_.waiting(q.bu) != 0) continue;
-      if (!send_block(q)) {
+      const std::size_t sent = send_blocks(q, std::min(blocks_per_send_, kBlocksPerPump - blocks),
+                                           bytes_at_start + kBytesPerPump);
+      if (sent == 0) {
         ++pool_waits_;
         return Progress::waiting_for_pool;
       }
       progress = true;
-      if (++blocks >= kBlocksPerPump || bytes_sent_ - bytes_at_start >= kBytesPerPump ||
+      blocks += sent;
+      if (blocks >= kBlocksPerPump || bytes_sent_ - bytes_at_start >= kBytesPerPump ||
           std::chrono::steady_clock::now() - started >= kTimePerPump) {
         next_queue_ = (next_queue_ + k + 1) % n;
         return Progress::more;

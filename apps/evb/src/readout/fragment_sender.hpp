@@ -1,12 +1,16 @@
 // The sending side of a readout unit (an RU, or the EvM for its trigger fragments): turns assignments into
 // blocks of super-fragment pieces, read from the unit's data source (readout/data_source.hpp), for their BUs. One
-// queue per BU (CMS's BUproxy), served round-robin one block at a time, so a BU that cannot take data does not
+// queue per BU (CMS's BUproxy), served round-robin one send at a time, so a BU that cannot take data does not
 // hold up the others (the round goes over the queues with work only: a partition of many BUs costs no more per
-// block than one of two); blocks are filled straight from the application's pool and handed to the transport (no
-// copy after the source writes them).
+// block than one of two). A send is a batch of up to blocksPerSend blocks for one BU (a super-fragment's blocks,
+// or several super-fragments'), handed over in one ApplicationContext::send_batch through the outbox; the blocks
+// that will be full are allocated together (allocate_frames), filled straight from the application's pool and
+// handed to the transport (no copy after the source writes them).
 // Dispatch thread only.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -24,15 +28,17 @@ class FragmentSender {
  public:
   FragmentSender(ApplicationContext& context, Outbox& outbox) : context_(context), outbox_(outbox) {}
 
-  // source must outlive the sender's queues (start_run and clear forget them).
-  void configure(const DataSource& source, std::size_t block_size) {
+  // source must outlive the sender's queues (start_run and clear forget them). blocks_per_send: the most blocks
+  // of one BU sent in one batch, 1..kMaxBatchFrames.
+  void configure(const DataSource& source, std::size_t block_size, std::size_t blocks_per_send) {
     clear();
     source_ = &source;
     block_size_ = block_size;
+    blocks_per_send_ = std::clamp<std::size_t>(blocks_per_send, 1, kMaxBatchFrames);
   }
   void start_run(std::uint32_t run);  // forgets every queue
   void reset_counters() noexcept {
-    fragments_sent_ = bytes_sent_ = blocks_sent_ = pool_waits_ = send_errors_ = 0;
+    fragments_sent_ = bytes_sent_ = blocks_sent_ = pool_waits_ = 0;
   }
 
   void add(const Assignment& assignment);
@@ -57,7 +63,6 @@ class FragmentSender {
   std::uint64_t bytes_sent() const noexcept { return bytes_sent_; }  // super-fragment bytes
   std::uint64_t blocks_sent() const noexcept { return blocks_sent_; }
   std::uint64_t pool_waits() const noexcept { return pool_waits_; }
-  std::uint64_t send_errors() const noexcept { return send_errors_; }
 
  private:
   struct BuQueue {
@@ -72,14 +77,23 @@ class FragmentSender {
     bool in_round = false;              // listed in round_
   };
   BuQueue& queue_for(Tid bu);
-  // Fills and sends one block for q; false when the pool is empty.
-  bool send_block(BuQueue& q);
-  std::size_t bytes_left_in_batch(const BuQueue& q) const noexcept;
+  // Fills blocks for q and sends them as one batch: at most max_blocks, and none more once bytes_sent() reaches
+  // bytes_until. Returns how many; 0 when the pool had no block.
+  std::size_t send_blocks(BuQueue& q, std::size_t max_blocks, std::uint64_t bytes_until);
+  // Writes the next block of q's front batch into frame (room for `bytes`, frame header included).
+  OutgoingFrame fill_block(BuQueue& q, mem::Ref&& frame, std::size_t bytes);
+  // The bytes the next block of q's front batch takes, frame header included (at most block_size_).
+  std::size_t next_block_bytes(const BuQueue& q) const noexcept;
+  // How many full blocks (block_size_) q's front batch needs from here, at least 1 and at most max_blocks.
+  std::size_t full_blocks_ahead(const BuQueue& q, std::size_t max_blocks) const noexcept;
+  // What q's front batch still needs, pieces' headers and padding included, counted up to `enough`.
+  std::size_t bytes_left_in_batch(const BuQueue& q, std::size_t enough) const noexcept;
 
   ApplicationContext& context_;
   Outbox& outbox_;
   const DataSource* source_ = nullptr;  // set by configure, before any add
   std::size_t block_size_ = 65536;
+  std::size_t blocks_per_send_ = 1;
   std::uint32_t run_ = 0;
   // Leaves round_ the queues that ran dry, keeping the order of the others and the turn.
   void leave_round_when_dry();
@@ -93,7 +107,6 @@ class FragmentSender {
   std::uint64_t bytes_sent_ = 0;
   std::uint64_t blocks_sent_ = 0;
   std::uint64_t pool_waits_ = 0;
-  std::uint64_t send_errors_ = 0;
 };
 
 }  // namespace daqx::evb::readout

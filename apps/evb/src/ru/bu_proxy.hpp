@@ -24,7 +24,7 @@ class BuProxy {
   BuProxy(ApplicationContext& context, const RuConfiguration& config, Outbox& outbox, LostBuilder lost_builder);
 
   // Reads super-fragments from source (the RU's, outliving this proxy's sending) in blocks of the configured size.
-  void configure(const readout::DataSource& source) { pump_.configure(source, config_.block_size); }
+  void configure(const readout::DataSource& source) { pump_.configure(source, config_.block_size, config_.blocks_per_send); }
   // A new run of this RU: nothing queued, counters zeroed, sending allowed.
   void start();
   // Nothing more is sent; whatever was queued is forgotten.

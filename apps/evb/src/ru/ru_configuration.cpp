@@ -47,6 +47,7 @@ std::vector<ParamSpec> ru_parameters() {
             "fill payloads with a pattern and a CRC-32C the BU verifies; false: headers and trailers only"),
       param("blockSize", ParamType::unsigned_integer, to_text(std::uint64_t{d.block_size}), "bytes",
             "bytes per block sent to a BU", 4096, 1 << 20),
+      readout::blocks_per_send_parameter(),
       param("heartbeatInterval", ParamType::real, to_text(d.heartbeat_interval), "s",
             "time between status reports to the EvM", 0.005, 60),
       param("evmTimeout", ParamType::real, to_text(d.evm_timeout), "s",
@@ -63,6 +64,7 @@ RuConfiguration read_ru_configuration(const ParamSet& p, Tid self) {
   c.shape.pattern = p.boolean("pattern");
   c.shape.seed = self;
   c.block_size = p.unsigned_integer("blockSize");
+  c.blocks_per_send = p.unsigned_integer("blocksPerSend");
   // The typical super-fragment is below 1 GiB (check_super_fragment_size); the log-normal tail is clamped so that
   // no super-fragment reaches the 32-bit sizes of piece headers.
   c.shape.max_size = std::min<std::uint32_t>(c.shape.max_size, 2147483647u / c.shape.sources - 64);

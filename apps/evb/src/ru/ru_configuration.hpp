@@ -6,6 +6,7 @@
 
 #include "daqx/api/application.hpp"
 #include "format/fragment_format.hpp"
+#include "readout/fragment_pump.hpp"
 
 namespace daqx::evb::ru {
 
@@ -13,6 +14,7 @@ struct RuConfiguration {
   Tid evm = kNoTid;                 // from the "evm" selector
   FragmentShape shape;              // sources, sizes, pattern
   std::size_t block_size = 65536;   // bytes per block sent to a BU
+  std::size_t blocks_per_send = readout::kDefaultBlocksPerSend;  // blocks for one BU per batch send
   double heartbeat_interval = 0.1;  // s between status reports to the EvM
   double evm_timeout = 5.0;         // s of EvM silence after which this unit fails
 };
