@@ -89,6 +89,8 @@ PARAMETERS = [
     Parameter("fragment-spread", "fragmentSpread", "unsigned", ("ru",), "RU", "spread of the fragment size, bytes"),
     Parameter("block-size", "blockSize", "unsigned", ("evm", "ru"), "RU",
               "bytes per fragment block sent to a BU (set on the RUs and the EvM)"),
+    Parameter("blocks-per-send", "blocksPerSend", "unsigned", ("evm", "ru"), "RU",
+              "the most fragment blocks for one BU in one batch send (set on the RUs and the EvM)"),
     Parameter("pattern", "pattern", "bool", ("evm", "ru"), "RU",
               "fill fragments with a checkable pattern (set on the RUs and the EvM's trigger fragment)",
               ("true", "false")),
