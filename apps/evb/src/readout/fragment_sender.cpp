@@ -82,17 +82,6 @@ std::size_t FragmentSender::bytes_left_in_batch(const BuQueue& q, std::size_t en
   return bytes;
 }
 
-std::size_t FragmentSender::next_block_bytes(const BuQueue& q) const noexcept {
-  return std::min(block_size_, kFrameHeaderSize + kBlockHeaderBytes + bytes_left_in_batch(q, block_size_));
-}
-
-// An estimate from the bytes the batch still needs: a block holds a little less than block_size_ of them, so the
-// last of these may come out shorter (then its frame is larger than it needs) or not be needed (let go).
-std::size_t FragmentSender::full_blocks_ahead(const BuQueue& q, std::size_t max_blocks) const noexcept {
-  const std::size_t bytes = bytes_left_in_batch(q, max_blocks * block_size_);
-  return std::clamp<std::size_t>(bytes / block_size_, 1, max_blocks);
-}
-
 OutgoingFrame FragmentSender::fill_block(BuQueue& q, mem::Ref&& frame, std::size_t bytes) {
   const Assignment batch = q.batches.front();
   std::byte* base = frame.data() + kFrameHeaderSize;
@@ -145,27 +134,38 @@ OutgoingFrame FragmentSender::fill_block(BuQueue& q, mem::Ref&& frame, std::size
                        last ? frame_flags::send_now : std::uint8_t{0}};
 }
 
+// The sizes of what the batch still needs are counted once for the blocks of a send, not once per block: the
+// blocks that will be full are allocated together, and one shorter than blockSize (the last of a batch) alone.
+// The count of full blocks is an estimate (a block holds a little less than blockSize of what was counted), so
+// the last of them may come out shorter or not be needed (let go): its frame is larger than it needs, its
+// content the same, since a block ends with its batch whatever its room.
 std::size_t FragmentSender::send_blocks(BuQueue& q, std::size_t max_blocks, std::uint64_t bytes_until) {
+  constexpr std::size_t kHeaders = kFrameHeaderSize + kBlockHeaderBytes;
   std::array<OutgoingFrame, kMaxBatchFrames> blocks;
-  std::array<mem::Ref, kMaxBatchFrames> full;  // full-sized blocks allocated together, used in turn
+  std::array<mem::Ref, kMaxBatchFrames> full;  // blocks of block_size_ allocated together, used in turn
   std::size_t full_made = 0, full_used = 0;
   std::size_t n = 0;
   max_blocks = std::min(max_blocks, blocks.size());
   while (n < max_blocks && !q.batches.empty() && bytes_sent_ < bytes_until) {
-    const std::size_t bytes = next_block_bytes(q);
     mem::Ref frame;
+    std::size_t room = block_size_;  // frame header included
     if (full_used < full_made) {
       frame = std::move(full[full_used++]);
-    } else if (bytes == block_size_) {
-      full_made = context_.allocate_frames(block_size_ - kFrameHeaderSize,
-                                           std::span(full).first(full_blocks_ahead(q, max_blocks - n)));
-      full_used = 0;
-      if (full_made != 0) frame = std::move(full[full_used++]);
     } else {
-      frame = context_.allocate_frame(bytes - kFrameHeaderSize);
+      const std::size_t left = max_blocks - n;
+      const std::size_t need = kHeaders + bytes_left_in_batch(q, left * block_size_);
+      if (need >= block_size_) {
+        const std::size_t count = std::min(left, need / block_size_);
+        full_made = context_.allocate_frames(block_size_ - kFrameHeaderSize, std::span(full).first(count));
+        full_used = 0;
+        if (full_made != 0) frame = std::move(full[full_used++]);
+      } else {
+        room = need;
+        frame = context_.allocate_frame(room - kFrameHeaderSize);
+      }
     }
     if (!frame) break;  // the pool is empty: what is filled goes now
-    blocks[n++] = fill_block(q, std::move(frame), bytes);
+    blocks[n++] = fill_block(q, std::move(frame), room);
   }
   if (n != 0) outbox_.send_batch(q.bu, std::span(blocks).first(n));
   return n;

@@ -82,10 +82,6 @@ class FragmentSender {
   std::size_t send_blocks(BuQueue& q, std::size_t max_blocks, std::uint64_t bytes_until);
   // Writes the next block of q's front batch into frame (room for `bytes`, frame header included).
   OutgoingFrame fill_block(BuQueue& q, mem::Ref&& frame, std::size_t bytes);
-  // The bytes the next block of q's front batch takes, frame header included (at most block_size_).
-  std::size_t next_block_bytes(const BuQueue& q) const noexcept;
-  // How many full blocks (block_size_) q's front batch needs from here, at least 1 and at most max_blocks.
-  std::size_t full_blocks_ahead(const BuQueue& q, std::size_t max_blocks) const noexcept;
   // What q's front batch still needs, pieces' headers and padding included, counted up to `enough`.
   std::size_t bytes_left_in_batch(const BuQueue& q, std::size_t enough) const noexcept;
 
