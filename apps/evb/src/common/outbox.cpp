@@ -76,7 +76,8 @@ void Outbox::wait(Queue& queue, OutgoingFrame&& frame) {
 }
 
 bool Outbox::flush() {
-  std::array<OutgoingFrame, kMaxBatchFrames> batch;
+  if (waiting_total_ == 0) return true;
+  std::array<OutgoingFrame, kMaxBatchFrames>& batch = retry_;
   for (auto& [target, queue] : waiting_) {
     bool blocked = false;
     while (!queue.empty() && !blocked) {

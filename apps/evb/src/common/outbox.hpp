@@ -5,6 +5,7 @@
 // Dispatch thread only.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <span>
@@ -68,6 +69,7 @@ class Outbox {
   void wait(Queue& queue, OutgoingFrame&& frame);
 
   ApplicationContext& context_;
+  std::array<OutgoingFrame, kMaxBatchFrames> retry_;  // flush's batch, kept rather than built on every flush
   std::unordered_map<Tid, Queue> waiting_;
   std::vector<Tid> failed_;
   std::size_t waiting_total_ = 0;

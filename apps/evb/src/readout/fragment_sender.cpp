@@ -141,8 +141,8 @@ OutgoingFrame FragmentSender::fill_block(BuQueue& q, mem::Ref&& frame, std::size
 // content the same, since a block ends with its batch whatever its room.
 std::size_t FragmentSender::send_blocks(BuQueue& q, std::size_t max_blocks, std::uint64_t bytes_until) {
   constexpr std::size_t kHeaders = kFrameHeaderSize + kBlockHeaderBytes;
-  std::array<OutgoingFrame, kMaxBatchFrames> blocks;
-  std::array<mem::Ref, kMaxBatchFrames> full;  // blocks of block_size_ allocated together, used in turn
+  std::array<OutgoingFrame, kMaxBatchFrames>& blocks = blocks_;
+  std::array<mem::Ref, kMaxBatchFrames>& full = full_;
   std::size_t full_made = 0, full_used = 0;
   std::size_t n = 0;
   max_blocks = std::min(max_blocks, blocks.size());
@@ -167,7 +167,8 @@ std::size_t FragmentSender::send_blocks(BuQueue& q, std::size_t max_blocks, std:
     if (!frame) break;  // the pool is empty: what is filled goes now
     blocks[n++] = fill_block(q, std::move(frame), room);
   }
-  if (n != 0) outbox_.send_batch(q.bu, std::span(blocks).first(n));
+  for (std::size_t i = full_used; i < full_made; ++i) full[i].reset();  // allocated and not needed
+  if (n != 0) outbox_.send_batch(q.bu, std::span(blocks).first(n));  // takes every block's data
   return n;
 }
 

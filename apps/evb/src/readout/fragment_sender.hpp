@@ -10,6 +10,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -94,6 +95,10 @@ class FragmentSender {
   // Leaves round_ the queues that ran dry, keeping the order of the others and the turn.
   void leave_round_when_dry();
 
+  // A send's blocks and the full-sized ones allocated together, kept here rather than built on every send
+  // (64 Refs each); empty between sends.
+  std::array<OutgoingFrame, kMaxBatchFrames> blocks_;
+  std::array<mem::Ref, kMaxBatchFrames> full_;
   std::vector<BuQueue> queues_;
   std::unordered_map<Tid, std::size_t> queue_of_;  // a BU's TID -> its queue
   std::vector<std::size_t> round_;                 // the queues with work (and some just run dry), in turn order
