@@ -9,6 +9,7 @@
 
 #include "daqx/services/log.hpp"
 #include "daqx/mempool/misuse.hpp"
+#include "thread_cache.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -30,6 +31,18 @@ Chunk no_chunk;
 
 constexpr std::uint64_t pack_head(std::uint64_t tag, std::uint32_t index_plus_one) {
   return (tag << 32) | index_plus_one;
+}
+
+// The most a thread's cache of one class holds, in bytes: a cache of large blocks saves little (filling one costs
+// far more than taking it) and would keep much memory from the other threads.
+constexpr std::size_t kThreadCacheBytes = std::size_t{2} << 20;
+
+std::size_t cache_capacity_for(const SizeClassConfig& config, std::size_t wanted) {
+  // A quarter of the class at most, so that a small class is not emptied into one thread's cache and every other
+  // thread's allocation does not end in the steal path.
+  const std::size_t capacity = std::min({wanted, config.blocks_per_chunk * config.max_chunks / 4,
+                                         kThreadCacheBytes / config.block_size, std::size_t{1} << 16});
+  return capacity < 2 ? 0 : capacity;
 }
 
 }  // namespace
@@ -70,7 +83,10 @@ SizeClass::SizeClass(Pool& pool, const SizeClassConfig& config)
     : pool_(pool),
       config_(config),
       blocks_(config.blocks_per_chunk * config.max_chunks),
-      chunks_(new Chunk[config.max_chunks]) {}
+      chunks_(new Chunk[config.max_chunks]),
+      cache_capacity_(cache_capacity_for(config, pool.config_.thread_cache_blocks)) {
+  if (cache_capacity_ > 0) cache_id_ = ThreadCacheDirectory::acquire_id();
+}
 
 SizeClass::SizeClass(Pool& pool, std::size_t views, Views)
     : pool_(pool),
@@ -80,6 +96,16 @@ SizeClass::SizeClass(Pool& pool, std::size_t views, Views)
       chunks_(new Chunk[1]) {}
 
 SizeClass::~SizeClass() {
+  if (cache_capacity_ > 0) {
+    {
+      // Threads that still have a cache of this class find it disowned (and free it when they exit or when the id
+      // is reused): nothing of this class is touched through it again. Its blocks go with the chunks.
+      auto lock = ThreadCacheDirectory::lock();
+      for (ThreadCache* cache : caches_) cache->size_class.store(nullptr, std::memory_order_relaxed);
+      caches_.clear();
+    }
+    ThreadCacheDirectory::release_id(cache_id_);
+  }
   if (views_) return;  // descriptors only: no memory to give back
   std::size_t chunks = chunk_count_.load(std::memory_order_acquire);
   for (std::size_t c = 0; c < chunks; ++c) {
@@ -145,31 +171,239 @@ void SizeClass::push(Block* block) noexcept {
   }
 }
 
-Ref SizeClass::allocate(std::size_t bytes) noexcept {
-  Block* block = pop();
-  if (block == nullptr && chunk_count_.load(std::memory_order_relaxed) < config_.max_chunks) {
-    if (grow()) block = pop();
-  }
-  if (block == nullptr) {
-    // Raise the flag first, then look once more: a release that raced with the failure is not lost.
-    pool_.note_exhausted();
-    block = pop();
-    if (block == nullptr) {
-      failed_.fetch_add(1, std::memory_order_relaxed);
-      return {};
+std::uint32_t SizeClass::pop_batch(std::size_t max, std::uint32_t& count) noexcept {
+  // Several blocks with one exchange: walk up to max links from the head, then swing the head past them. A link
+  // read here may be stale when another thread pops meanwhile, but then the head's tag has moved and the exchange
+  // fails; only pops change this list below an unchanged head, and descriptors are never freed, so the walk reads
+  // valid memory. (Taking the whole freed list instead would leave the excess to be handed back, a second
+  // exchange; and a walk of a few dozen descriptors costs less than a cache line moving between cores.)
+  for (;;) {
+    std::uint64_t head = allocation_head_.load(std::memory_order_acquire);
+    for (;;) {
+      const auto first = static_cast<std::uint32_t>(head & kIndexMask);
+      if (first == 0) break;
+      std::uint32_t n = 1;
+      std::uint32_t after = blocks_[first - 1].next_free_.load(std::memory_order_relaxed);
+      while (n < max && after != 0) {
+        after = blocks_[after - 1].next_free_.load(std::memory_order_relaxed);
+        ++n;
+      }
+      if (allocation_head_.compare_exchange_weak(head, pack_head((head >> 32) + 1, after), std::memory_order_acquire,
+                                                 std::memory_order_acquire)) {
+        count = n;
+        return first;
+      }
+    }
+    if (!take_freed()) {
+      count = 0;
+      return 0;
     }
   }
+}
+
+std::uint32_t SizeClass::last_of(std::uint32_t first, std::uint32_t count) const noexcept {
+  std::uint32_t last = first;
+  for (std::uint32_t i = 1; i < count; ++i) last = blocks_[last - 1].next_free_.load(std::memory_order_relaxed);
+  return last;
+}
+
+void SizeClass::push_segment(std::uint32_t first, std::uint32_t last) noexcept {
+  Block& tail = blocks_[last - 1];
+  std::uint64_t head = freed_head_.load(std::memory_order_relaxed);
+  for (;;) {
+    tail.next_free_.store(static_cast<std::uint32_t>(head & kIndexMask), std::memory_order_relaxed);
+    // seq_cst as in push().
+    if (freed_head_.compare_exchange_weak(head, pack_head((head >> 32) + 1, first), std::memory_order_seq_cst,
+                                          std::memory_order_relaxed))
+      return;
+  }
+}
+
+ThreadCache* SizeClass::thread_cache() noexcept {
+  if (cache_capacity_ == 0) return nullptr;
+  if (ThreadCache* cache = find_thread_cache(cache_id_, this)) return cache;
+  return ThreadCacheDirectory::make(cache_id_, *this);
+}
+
+Block* SizeClass::take_cached(ThreadCache& cache) noexcept {
+  cache.lock();
+  Block* block = nullptr;
+  if (cache.count > 0) {
+    block = &blocks_[cache.head - 1];
+    cache.head = block->next_free_.load(std::memory_order_relaxed);
+    --cache.count;
+    cache.count_allocated(1);
+    // The next block's first line, for writing, as pop() does.
+    if (cache.count > 0) __builtin_prefetch(blocks_[cache.head - 1].memory_, 1, 3);
+  } else if (!pool_.exhausted()) {
+    std::uint32_t count = 0;
+    const std::uint32_t first = pop_batch(cache_capacity_, count);
+    if (first != 0) {
+      block = &blocks_[first - 1];
+      cache.head = block->next_free_.load(std::memory_order_relaxed);
+      cache.count = count - 1;
+      cache.count_allocated(1);
+      flush(cache);
+    }
+  } else {
+    // An allocation failed and waits for a release: no batch is held back from it, one block at a time until a
+    // release clears the flag. Checked under the cache's lock, which the failed allocation took to empty this
+    // cache after raising the flag: either it emptied what this refill would have cached, or this sees the flag.
+    block = pop();
+    if (block != nullptr) count_shared_allocation();
+  }
+  cache.unlock();
+  return block;
+}
+
+bool SizeClass::put_cached(ThreadCache& cache, Block* block) noexcept {
+  cache.lock();
+  // An allocation failed: this release goes to the shared list and notifies (the caller). The same lock orders it
+  // with the failed allocation's emptying of this cache, so no block is left here while that allocation waits.
+  if (pool_.exhausted()) {
+    cache.unlock();
+    return false;
+  }
+  if (cache.count == cache_capacity_) give_back(cache, cache.count / 2);
+  block->next_free_.store(cache.head, std::memory_order_relaxed);
+  cache.head = block->index_ + 1;
+  ++cache.count;
+  cache.count_released();
+  cache.unlock();
+  return true;
+}
+
+void SizeClass::give_back(ThreadCache& cache, std::uint32_t count) noexcept {
+  // The older blocks go: those released last stay, their lines likely still in this core's cache.
+  const std::uint32_t keep = cache.count - count;
+  const std::uint32_t last_kept = last_of(cache.head, keep);
+  const std::uint32_t first = blocks_[last_kept - 1].next_free_.load(std::memory_order_relaxed);
+  push_segment(first, last_of(first, count));
+  cache.count = keep;
+  flush(cache);
+}
+
+void SizeClass::flush(ThreadCache& cache) noexcept {
+  const std::size_t balance = cache.balance.load(std::memory_order_relaxed);
+  if (balance == 0) return;
+  cache.balance.store(0, std::memory_order_relaxed);
+  raise_high_water(used_.fetch_add(balance, std::memory_order_relaxed) + balance);
+}
+
+void SizeClass::steal_cached() noexcept {
+  auto lock = ThreadCacheDirectory::lock();
+  for (ThreadCache* cache : caches_) {
+    cache->lock();
+    const std::uint32_t first = cache->head;
+    const std::uint32_t count = cache->count;
+    cache->count = 0;
+    cache->unlock();
+    if (count > 0) push_segment(first, last_of(first, count));
+  }
+}
+
+void SizeClass::retire_cache(ThreadCache& cache) noexcept {
+  cache.lock();
+  if (cache.count > 0) push_segment(cache.head, last_of(cache.head, cache.count));
+  cache.count = 0;
+  flush(cache);
+  cache.unlock();
+  cache.size_class.store(nullptr, std::memory_order_relaxed);
+  std::erase(caches_, &cache);
+}
+
+void SizeClass::count_shared_allocation() noexcept {
+  raise_high_water(used_.fetch_add(1, std::memory_order_relaxed) + 1);
+}
+
+void SizeClass::raise_high_water(std::size_t used) noexcept {
+  // The count is modulo 2^64 and may be "negative" for a moment, when other threads' caches hold allocations they
+  // have not added yet: no mark then.
+  if (static_cast<std::ptrdiff_t>(used) <= 0) return;
+  used = std::min(used, chunk_count_.load(std::memory_order_relaxed) * config_.blocks_per_chunk);
+  std::size_t high = high_water_.load(std::memory_order_relaxed);
+  while (used > high && !high_water_.compare_exchange_weak(high, used, std::memory_order_relaxed)) {
+  }
+}
+
+Block* SizeClass::take() noexcept {
+  ThreadCache* cache = thread_cache();
+  auto take_free = [&]() -> Block* {
+    if (cache != nullptr) return take_cached(*cache);
+    Block* block = pop();
+    if (block != nullptr) count_shared_allocation();
+    return block;
+  };
+  if (Block* block = take_free()) return block;
+  if (chunk_count_.load(std::memory_order_relaxed) < config_.max_chunks && grow()) {
+    if (Block* block = take_free()) return block;
+  }
+  // Raise the flag first, then empty the other threads' caches and look once more: a release that raced with the
+  // failure is not lost, and from now on releases bypass the caches until one of them notifies.
+  pool_.note_exhausted();
+  if (cache_capacity_ > 0) steal_cached();
+  Block* block = pop();
+  if (block != nullptr) count_shared_allocation();
+  return block;
+}
+
+void SizeClass::prepare(Block* block, std::size_t bytes) noexcept {
   block->state_.store(Block::in_use_state, std::memory_order_relaxed);
   block->owners_.store(1, std::memory_order_relaxed);
   block->offset_ = 0;
   block->size_ = bytes;
   block->next_ = nullptr;
   DAQX_UNPOISON(block->memory_, block->capacity_);
-  std::size_t used = used_.fetch_add(1, std::memory_order_relaxed) + 1;
-  std::size_t high = high_water_.load(std::memory_order_relaxed);
-  while (used > high && !high_water_.compare_exchange_weak(high, used, std::memory_order_relaxed)) {
+}
+
+Ref SizeClass::allocate(std::size_t bytes) noexcept {
+  Block* block = take();
+  if (block == nullptr) {
+    failed_.fetch_add(1, std::memory_order_relaxed);
+    return {};
   }
+  prepare(block, bytes);
   return Ref(block);
+}
+
+std::size_t SizeClass::allocate(std::size_t bytes, std::span<Ref> out) noexcept {
+  for (Ref& ref : out) ref.reset();  // before the cache's lock: a release may go into the same cache
+  std::size_t n = 0;
+  if (ThreadCache* cache = thread_cache()) {
+    // The whole batch under one lock, refilled as often as it takes while the pool is not exhausted.
+    cache->lock();
+    bool refilled = false;
+    while (n < out.size()) {
+      if (cache->count == 0) {
+        if (pool_.exhausted()) break;
+        std::uint32_t count = 0;
+        const std::uint32_t first = pop_batch(cache_capacity_, count);
+        if (first == 0) break;
+        cache->head = first;
+        cache->count = count;
+        refilled = true;
+      }
+      Block* block = &blocks_[cache->head - 1];
+      cache->head = block->next_free_.load(std::memory_order_relaxed);
+      --cache->count;
+      prepare(block, bytes);
+      out[n++] = Ref(block);
+    }
+    cache->count_allocated(n);
+    if (refilled) flush(*cache);
+    cache->unlock();
+  }
+  // The rest one by one: growth, the other threads' caches, or the shared lists when there is no cache.
+  for (; n < out.size(); ++n) {
+    Block* block = take();
+    if (block == nullptr) {
+      failed_.fetch_add(1, std::memory_order_relaxed);
+      break;
+    }
+    prepare(block, bytes);
+    out[n] = Ref(block);
+  }
+  return n;
 }
 
 Ref SizeClass::allocate_view(Block* parent, std::byte* memory, std::size_t size) noexcept {
@@ -203,6 +437,7 @@ Ref SizeClass::take_view(std::byte* memory, std::size_t size) noexcept {
       return {};
     }
   }
+  count_shared_allocation();
   view->state_.store(Block::in_use_state, std::memory_order_relaxed);
   view->owners_.store(1, std::memory_order_relaxed);
   view->memory_ = memory;
@@ -210,10 +445,6 @@ Ref SizeClass::take_view(std::byte* memory, std::size_t size) noexcept {
   view->offset_ = 0;
   view->size_ = size;
   view->next_ = nullptr;
-  std::size_t used = used_.fetch_add(1, std::memory_order_relaxed) + 1;
-  std::size_t high = high_water_.load(std::memory_order_relaxed);
-  while (used > high && !high_water_.compare_exchange_weak(high, used, std::memory_order_relaxed)) {
-  }
   return Ref(view);
 }
 
@@ -237,6 +468,8 @@ void SizeClass::free(Block* block) noexcept {
     token = block->token_;
     block->foreign_ = false;
   }
+  // The releasing thread's cache (views have none), unless the pool is flagged exhausted.
+  if (ThreadCache* cache = thread_cache(); cache != nullptr && put_cached(*cache, block)) return;
   used_.fetch_sub(1, std::memory_order_relaxed);
   push(block);
   if (foreign) {
@@ -327,12 +560,32 @@ SizeClassStats SizeClass::stats() const noexcept {
   stats.chunks = chunk_count_.load(std::memory_order_relaxed);
   stats.max_chunks = config_.max_chunks;
   stats.blocks_total = stats.chunks * config_.blocks_per_chunk;
-  stats.blocks_used = std::min(used_.load(std::memory_order_relaxed), stats.blocks_total);
+  std::size_t cached = 0;
+  stats.blocks_used = blocks_used(&cached);
   stats.blocks_free = stats.blocks_total - stats.blocks_used;
-  stats.high_water = high_water_.load(std::memory_order_relaxed);
+  stats.blocks_cached = std::min(cached, stats.blocks_free);
+  stats.high_water = std::max(high_water_.load(std::memory_order_relaxed), stats.blocks_used);
   stats.failed_allocations = failed_.load(std::memory_order_relaxed);
   stats.double_releases = double_releases_.load(std::memory_order_relaxed);
   return stats;
+}
+
+std::size_t SizeClass::blocks_used(std::size_t* cached) const noexcept {
+  std::size_t used = used_.load(std::memory_order_relaxed);
+  if (cache_capacity_ > 0) {
+    auto lock = ThreadCacheDirectory::lock();
+    for (ThreadCache* cache : caches_) {
+      used += cache->balance.load(std::memory_order_relaxed);
+      if (cached != nullptr) {
+        cache->lock();
+        *cached += cache->count;
+        cache->unlock();
+      }
+    }
+  }
+  // Read while other threads allocate and release, the sum may be a little off, even "negative" (modulo 2^64).
+  if (static_cast<std::ptrdiff_t>(used) < 0) return 0;
+  return std::min(used, chunk_count_.load(std::memory_order_relaxed) * config_.blocks_per_chunk);
 }
 
 // ---- Pool -------------------------------------------------------------------------------------------
@@ -373,7 +626,7 @@ Pool::Pool(PoolConfig config, std::shared_ptr<Allocator> allocator)
 
 Pool::~Pool() {
   for (auto& size_class : classes_) {
-    std::size_t used = size_class->used_.load(std::memory_order_acquire);
+    std::size_t used = size_class->blocks_used();
     if (used != 0)
       report_misuse(Misuse::leak, "pool '" + config_.name + "' destroyed with " + std::to_string(used) + " blocks of " +
                                       std::to_string(size_class->block_size()) + " B still in use");
@@ -395,6 +648,15 @@ Ref Pool::allocate(std::size_t bytes) noexcept {
   SizeClass* size_class = class_for(bytes);
   if (size_class == nullptr) return {};
   return size_class->allocate(bytes);
+}
+
+std::size_t Pool::allocate(std::size_t bytes, std::span<Ref> out) noexcept {
+  SizeClass* size_class = class_for(bytes);
+  if (size_class == nullptr) {
+    for (Ref& ref : out) ref.reset();
+    return 0;
+  }
+  return size_class->allocate(bytes, out);
 }
 
 Ref Pool::allocate_chain(std::size_t bytes) noexcept {
@@ -500,7 +762,7 @@ std::size_t Pool::views_in_use() const noexcept {
 
 std::size_t Pool::blocks_in_use() const noexcept {
   std::size_t used = 0;
-  for (const auto& size_class : classes_) used += size_class->used_.load(std::memory_order_relaxed);
+  for (const auto& size_class : classes_) used += size_class->blocks_used();
   return used;
 }
 
