@@ -284,10 +284,15 @@ void SizeClass::give_back(ThreadCache& cache, std::uint32_t count) noexcept {
 }
 
 void SizeClass::flush(ThreadCache& cache) noexcept {
-  const std::size_t balance = cache.balance.load(std::memory_order_relaxed);
-  if (balance == 0) return;
+  const std::ptrdiff_t balance = cache.balance.load(std::memory_order_relaxed);
+  const std::ptrdiff_t peak = std::max(cache.peak, balance);
   cache.balance.store(0, std::memory_order_relaxed);
-  raise_high_water(used_.fetch_add(balance, std::memory_order_relaxed) + balance);
+  cache.peak = 0;
+  if (balance == 0 && peak == 0) return;
+  // The mark this thread's allocations reached since the last flush, on top of the count as it was then; what
+  // other threads' caches have not added yet is missing (or, for their releases, too much), at most a cache each.
+  const std::size_t before = used_.fetch_add(static_cast<std::size_t>(balance), std::memory_order_relaxed);
+  raise_high_water(before + static_cast<std::size_t>(peak));
 }
 
 void SizeClass::steal_cached() noexcept {
@@ -575,7 +580,7 @@ std::size_t SizeClass::blocks_used(std::size_t* cached) const noexcept {
   if (cache_capacity_ > 0) {
     auto lock = ThreadCacheDirectory::lock();
     for (ThreadCache* cache : caches_) {
-      used += cache->balance.load(std::memory_order_relaxed);
+      used += static_cast<std::size_t>(cache->balance.load(std::memory_order_relaxed));
       if (cached != nullptr) {
         cache->lock();
         *cached += cache->count;

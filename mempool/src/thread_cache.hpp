@@ -28,7 +28,9 @@ struct alignas(64) ThreadCache {
   void unlock() noexcept { busy.store(false, std::memory_order_release); }
   // Owner only: its own counter, so a load and a store, no locked instruction.
   void count_allocated(std::size_t n) noexcept {
-    balance.store(balance.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    const std::ptrdiff_t now = balance.load(std::memory_order_relaxed) + static_cast<std::ptrdiff_t>(n);
+    balance.store(now, std::memory_order_relaxed);
+    if (now > peak) peak = now;
   }
   void count_released() noexcept { balance.store(balance.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed); }
 
@@ -36,8 +38,9 @@ struct alignas(64) ThreadCache {
   std::uint32_t head = 0;   // index + 1 of the first cached block; the rest follow through next_free_
   std::uint32_t count = 0;  // blocks cached: the list is only ever walked this far
   // Blocks allocated minus blocks released on the owning thread since it last added them to SizeClass::used_
-  // (when the cache refills or gives back), modulo 2^64: read by stats() under the directory's mutex.
-  std::atomic<std::size_t> balance{0};
+  // (when the cache refills or gives back): read by stats() under the directory's mutex.
+  std::atomic<std::ptrdiff_t> balance{0};
+  std::ptrdiff_t peak = 0;  // the most balance reached since then, for the high-water mark
   // The class this cache belongs to; set to null (under the directory's mutex) when the class goes, after which
   // the owning thread never touches the class through it again.
   std::atomic<SizeClass*> size_class;

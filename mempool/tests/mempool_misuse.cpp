@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
   std::string which = argv[1];
   PoolConfig config;
   config.name = "misuse/pool";
-  config.classes = {{256, 4, 1, 1}};
+  config.classes = {{256, 64, 1, 1}};  // enough blocks for threads' caches: the misuse meets a cached block
   Pool pool(config, std::make_shared<HeapAllocator>());
   if (which == "double-release") {
     Block* loaned = pool.allocate(8).into_raw();

@@ -87,8 +87,9 @@ class ForeignRelease {
 //
 // Counting without a shared counter per operation: each cache counts what its thread allocated and released
 // and adds the difference to the class's count when it refills or gives back, so blocks_used (read under the
-// directory's mutex) is exact when the threads are quiet; the high-water mark is sampled at those moments and
-// may be off by up to one cache's capacity per thread holding a cache (never more than the class has).
+// directory's mutex) is exact when the threads are quiet. The high-water mark is raised at those moments, by
+// the most the thread's count reached since the last: it may be off by up to one cache's capacity for each other
+// thread that holds a cache (never above what the class has), and is never below the blocks in use now.
 // The views' descriptors (Ref::view, Pool::wrap_foreign) have no caches: a pool has few, a view lives for a
 // short hand-over, and cached descriptors would only shrink the supply their exhaustion is signalled on.
 class SizeClass {
