@@ -13,12 +13,12 @@ struct SizeClassStats {
   std::size_t blocks_total = 0;  // carved from the chunks made so far
   std::size_t blocks_used = 0;
   std::size_t blocks_free = 0;
-  std::size_t blocks_cached = 0;  // of the free blocks, those in threads' caches (SizeClass)
   std::size_t chunks = 0;
   std::size_t max_chunks = 0;
   std::size_t high_water = 0;  // most blocks in use at once
   std::uint64_t failed_allocations = 0;
   std::uint64_t double_releases = 0;
+  std::size_t blocks_cached = 0;  // of the free blocks, those in threads' caches (SizeClass)
 };
 
 struct PoolStats {
