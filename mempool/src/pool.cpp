@@ -297,12 +297,14 @@ void SizeClass::flush(ThreadCache& cache) noexcept {
 
 void SizeClass::steal_cached() noexcept {
   auto lock = ThreadCacheDirectory::lock();
+  for (ThreadCache* cache : caches_) cache->claim();
+  ThreadCacheDirectory::heavy_barrier();
   for (ThreadCache* cache : caches_) {
-    cache->lock();
+    cache->wait_idle();
     const std::uint32_t first = cache->head;
     const std::uint32_t count = cache->count;
     cache->count = 0;
-    cache->unlock();
+    cache->release_claim();
     if (count > 0) push_segment(first, last_of(first, count));
   }
 }
@@ -579,12 +581,14 @@ std::size_t SizeClass::blocks_used(std::size_t* cached) const noexcept {
   std::size_t used = used_.load(std::memory_order_relaxed);
   if (cache_capacity_ > 0) {
     auto lock = ThreadCacheDirectory::lock();
-    for (ThreadCache* cache : caches_) {
-      used += static_cast<std::size_t>(cache->balance.load(std::memory_order_relaxed));
-      if (cached != nullptr) {
-        cache->lock();
+    for (ThreadCache* cache : caches_) used += static_cast<std::size_t>(cache->balance.load(std::memory_order_relaxed));
+    if (cached != nullptr && !caches_.empty()) {
+      for (ThreadCache* cache : caches_) cache->claim();
+      ThreadCacheDirectory::heavy_barrier();
+      for (ThreadCache* cache : caches_) {
+        cache->wait_idle();
         *cached += cache->count;
-        cache->unlock();
+        cache->release_claim();
       }
     }
   }

@@ -1,6 +1,10 @@
 // The directory of threads' block caches: cache ids, the making of a thread's caches and their return at exit.
 #include "thread_cache.hpp"
 
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <new>
 #include <vector>
 
@@ -9,12 +13,19 @@
 namespace daqx::mem {
 
 constinit thread_local ThreadCacheSlots thread_cache_slots __attribute__((tls_model("initial-exec")));
+bool thread_cache_owner_fence = false;
 
 namespace {
 
 struct Directory {
+  // Before any cache exists (the first size class is made): the owners' fence is decided once.
+  Directory() {
+    expedited = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+    thread_cache_owner_fence = !expedited;
+  }
   std::mutex mutex;
   std::vector<bool> ids_in_use;
+  bool expedited = false;
 };
 
 // Never destroyed: size classes of static pools and threads may go after static destructors have run.
@@ -36,6 +47,12 @@ thread_local constinit bool thread_caches_closed = false;
 }  // namespace
 
 std::unique_lock<std::mutex> ThreadCacheDirectory::lock() { return std::unique_lock(directory().mutex); }
+
+void ThreadCacheDirectory::heavy_barrier() noexcept {
+  // Without membarrier the owners fence themselves, and a fence here completes the pair.
+  if (!directory().expedited || syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+}
 
 std::size_t ThreadCacheDirectory::acquire_id() {
   Directory& d = directory();

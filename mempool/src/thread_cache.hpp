@@ -12,20 +12,40 @@ namespace daqx::mem {
 
 class SizeClass;
 
+// Whether the owners' side of the caches' guard needs a fence of its own (membarrier is not available), set before
+// the first cache is made.
+extern bool thread_cache_owner_fence;
+
 // Free blocks of one class kept by one thread (a "magazine"), linked through Block::next_free_ like the shared
-// lists. The owning thread takes and puts blocks under `busy`, a lock on a line only it writes in the normal
-// case (one uncontended exchange per operation); another thread takes it only to empty the cache: an allocation
-// that found its class exhausted (SizeClass::steal_cached) or the class going away. Those hold the directory's
-// mutex (ThreadCacheDirectory::lock), never while holding a cache's lock, so they cannot deadlock with an owner.
+// lists. The owning thread takes and puts blocks between lock() and unlock(): plain stores and loads on a line
+// only it writes, no locked instruction (a locked one costs 15-20 ns on the machines here, more than the rest of
+// an allocation). Another thread touches the cache only to look into it or empty it (an allocation that found
+// its class exhausted, SizeClass::steal_cached; the statistics), holding the directory's mutex: it claims the
+// cache, makes every thread of the process pass a full barrier (ThreadCacheDirectory::heavy_barrier, membarrier),
+// then waits until the owner is out. An asymmetric Dekker: either the owner sees the claim and waits, or the
+// claimer sees the owner inside and waits for it to leave.
 struct alignas(64) ThreadCache {
   explicit ThreadCache(SizeClass* owner) noexcept : size_class(owner) {}
 
+  // The owner's side.
   void lock() noexcept {
-    while (busy.exchange(true, std::memory_order_acquire)) {
-      while (busy.load(std::memory_order_relaxed)) std::this_thread::yield();
+    for (;;) {
+      busy.store(true, std::memory_order_relaxed);
+      if (thread_cache_owner_fence) std::atomic_thread_fence(std::memory_order_seq_cst);
+      else std::atomic_signal_fence(std::memory_order_seq_cst);  // the claimer's membarrier is the fence
+      if (!claimed.load(std::memory_order_acquire)) return;
+      busy.store(false, std::memory_order_release);
+      while (claimed.load(std::memory_order_acquire)) std::this_thread::yield();
     }
   }
   void unlock() noexcept { busy.store(false, std::memory_order_release); }
+  // The other side, under the directory's mutex: claim(), ThreadCacheDirectory::heavy_barrier() (once for
+  // several caches), wait_idle(), then the cache is the claimer's until release_claim().
+  void claim() noexcept { claimed.store(true, std::memory_order_relaxed); }
+  void wait_idle() noexcept {
+    while (busy.load(std::memory_order_acquire)) std::this_thread::yield();
+  }
+  void release_claim() noexcept { claimed.store(false, std::memory_order_release); }
   // Owner only: its own counter, so a load and a store, no locked instruction.
   void count_allocated(std::size_t n) noexcept {
     const std::ptrdiff_t now = balance.load(std::memory_order_relaxed) + static_cast<std::ptrdiff_t>(n);
@@ -34,7 +54,8 @@ struct alignas(64) ThreadCache {
   }
   void count_released() noexcept { balance.store(balance.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed); }
 
-  std::atomic<bool> busy{false};
+  std::atomic<bool> busy{false};     // written by the owner only
+  std::atomic<bool> claimed{false};  // written by claimers only, under the directory's mutex
   std::uint32_t head = 0;   // index + 1 of the first cached block; the rest follow through next_free_
   std::uint32_t count = 0;  // blocks cached: the list is only ever walked this far
   // Blocks allocated minus blocks released on the owning thread since it last added them to SizeClass::used_
@@ -69,6 +90,8 @@ inline ThreadCache* find_thread_cache(std::size_t id, const SizeClass* size_clas
 class ThreadCacheDirectory {
  public:
   static std::unique_lock<std::mutex> lock();
+  // Every thread of the process passes a full memory barrier (the claimers' side of ThreadCache's guard).
+  static void heavy_barrier() noexcept;
   static std::size_t acquire_id();  // a small integer, reused after release_id
   static void release_id(std::size_t id) noexcept;
   // Makes this thread's cache for size_class and registers it with the class; null when this thread is exiting
