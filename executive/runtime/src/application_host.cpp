@@ -132,10 +132,12 @@ mem::Ref ApplicationHost::allocate_frame(std::size_t payload_bytes) noexcept {
 
 std::size_t ApplicationHost::allocate_frames(std::size_t payload_bytes, std::span<mem::Ref> frames) noexcept {
   const std::size_t bytes = kFrameHeaderSize + payload_bytes;
-  const bool one_block = bytes <= pool_->max_block_size();
+  // Frames of one block come from the pool in one visit (one look at this thread's cache); larger ones are
+  // chains, made one by one.
+  if (bytes <= pool_->max_block_size()) return pool_->allocate(bytes, frames);
   std::size_t made = 0;
   for (mem::Ref& frame : frames) {
-    frame = one_block ? pool_->allocate(bytes) : pool_->allocate_chain(bytes);
+    frame = pool_->allocate_chain(bytes);
     if (!frame) break;
     ++made;
   }
