@@ -1,8 +1,9 @@
-// What an application context does for batches when it does not do better itself (a test double): one frame at
-// a time through the per-frame calls, so that every context offers the whole API.
+// What an application context does for batches and multipart messages when it does not do better itself (a test
+// double): one frame at a time through the per-frame calls, so that every context offers the whole API.
 #include "daqx/api/application.hpp"
 
 #include <memory>
+#include <string>
 #include <utility>
 
 namespace daqx {
@@ -30,6 +31,28 @@ BatchSendResult ApplicationContext::send_batch(std::span<OutgoingFrame> frames) 
     ++result.sent;
   }
   return result;
+}
+
+SendStatus ApplicationContext::send_parts(Tid target, std::uint16_t function, std::uint64_t transaction,
+                                          std::span<mem::Ref> parts, std::uint8_t flags) noexcept {
+  const MultipartCheck check = check_parts(parts);
+  if (check != MultipartCheck::ok) {
+    for (mem::Ref& part : parts) part.reset();
+    try {
+      log(LogLevel::warning, "send_parts of " + std::to_string(parts.size()) + " parts refused: " +
+                                 std::string(to_string(check)));
+    } catch (...) {
+      // The log could not take it: the status says what happened.
+    }
+    return SendStatus::error;
+  }
+  mem::Ref frame = allocate_frame(part_table_size(parts.size()));
+  if (!frame) return SendStatus::would_block;
+  write_part_table(parts, frame);
+  link_parts(frame, parts);
+  const SendStatus status = send(target, function, transaction, frame, flags | frame_flags::multipart);
+  if (status == SendStatus::would_block || status == SendStatus::no_route) unlink_parts(frame, parts);
+  return status;
 }
 
 }  // namespace daqx

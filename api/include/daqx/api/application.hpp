@@ -14,6 +14,7 @@
 #include "daqx/api/batch.hpp"
 #include "daqx/api/counters.hpp"
 #include "daqx/api/frame.hpp"
+#include "daqx/api/multipart.hpp"
 #include "daqx/api/parameters.hpp"
 #include "daqx/api/status.hpp"
 #include "daqx/services/log.hpp"
@@ -91,6 +92,17 @@ class ApplicationContext {
   // one target. Stops at the first frame not taken: see BatchSendResult. Not pure, as bind_batch: by default one
   // send() per frame.
   virtual BatchSendResult send_batch(std::span<OutgoingFrame> frames) noexcept;
+
+  // Sends parts (a header part and payload parts, each a Ref: a block or a chain) as one multipart message
+  // (multipart.hpp): one frame whose head holds the part table, with the parts' blocks linked after it as they
+  // are, never copied; the receiver splits it with take_parts() and gets each part as its own Ref. The statuses
+  // are send()'s for the whole message: ok, and every part is gone; would_block or no_route, and the caller holds
+  // every part as it gave it (would_block also when the pool had no block for the table: on_pool_available tells
+  // when it has); error, and every part was released (its connection failed, or check_parts() refused the parts,
+  // which is logged: too many, a shared block before the last, an empty block). Not pure: every context has it
+  // through allocate_frame() and send().
+  virtual SendStatus send_parts(Tid target, std::uint16_t function, std::uint64_t transaction,
+                                std::span<mem::Ref> parts, std::uint8_t flags = 0) noexcept;
 
   // Called on the dispatch thread when a send that said would_block may succeed, and when the pool has
   // blocks again after an allocation failed.

@@ -25,6 +25,7 @@ namespace frame_flags {
 inline constexpr std::uint8_t reply = 0x01;     // an answer to a frame with the same transaction word
 inline constexpr std::uint8_t send_now = 0x02;  // transports send it at once, whatever the endpoint's mode
 inline constexpr std::uint8_t coalesce = 0x04;  // transports may hold it to send with others (throughput)
+inline constexpr std::uint8_t multipart = 0x08;  // the payload is a part table and parts (multipart.hpp)
 }
 
 // Decoded header. Encoding and decoding go through explicit little-endian accessors, never a cast.
