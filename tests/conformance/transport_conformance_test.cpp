@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "daqx/api/module.hpp"
+#include "daqx/api/multipart.hpp"
 #include "daqx/mempool/allocator.hpp"
 #include "executive_process.hpp"
 #include "process.hpp"
@@ -280,6 +281,83 @@ SendStatus post_waiting(Transport& sender, PeerId peer, mem::Ref& frame) {
   return status;
 }
 
+// ---- Multipart messages: part `index` of message `sequence` has the pattern of frame sequence * 10000 + index ----
+
+// The message as send_parts makes it: a head of header and part table, the parts' blocks linked after it.
+mem::Ref multipart_message(mem::Pool& pool, const std::vector<std::uint32_t>& sizes, std::uint64_t sequence) {
+  std::vector<mem::Ref> parts;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == 0) {
+      parts.emplace_back();
+      continue;
+    }
+    mem::Ref part = sizes[i] <= pool.max_block_size() ? pool.allocate(sizes[i]) : pool.allocate_chain(sizes[i]);
+    REQUIRE(part);
+    std::size_t at = 0;
+    for (mem::Block* block = part.head(); block != nullptr; block = block->next())
+      for (std::size_t b = 0; b < block->size(); ++b, ++at) block->data()[b] = pattern_byte(sequence * 10000 + i, at);
+    parts.push_back(std::move(part));
+  }
+  REQUIRE(check_parts(parts) == MultipartCheck::ok);
+  mem::Ref frame = pool.allocate_chain(kFrameHeaderSize + part_table_size(parts.size()));
+  REQUIRE(frame);
+  write_part_table(parts, frame);
+  link_parts(frame, parts);
+  FrameHeader header;
+  header.flags = frame_flags::multipart;
+  header.total_length = static_cast<std::uint32_t>(frame.total_size());
+  header.target = target_of(sequence);
+  header.initiator = initiator_of(sequence);
+  header.transaction = sequence;
+  encode_header(header, frame.data());
+  return frame;
+}
+
+// Splits a received message and says how its parts differ from message `sequence`'s; empty when they do not.
+std::string parts_difference(Frame& frame, std::uint64_t sequence, const std::vector<std::uint32_t>& sizes,
+                             std::vector<mem::Ref>& parts) {
+  const std::string which = "message " + std::to_string(sequence) + ": ";
+  if (frame.header.transaction != sequence)
+    return which + "message " + std::to_string(frame.header.transaction) + " arrived in its place";
+  const MultipartCheck check = take_parts(frame, parts);
+  if (check != MultipartCheck::ok) return which + std::string(to_string(check));
+  if (parts.size() != sizes.size())
+    return which + std::to_string(parts.size()) + " parts, sent " + std::to_string(sizes.size());
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const std::string part = which + "part " + std::to_string(i) + ": ";
+    const std::size_t bytes = parts[i] ? parts[i].total_size() : 0;
+    if (bytes != sizes[i]) return part + std::to_string(bytes) + " bytes, sent " + std::to_string(sizes[i]);
+    std::size_t at = 0;
+    for (const mem::Block* block = parts[i].head(); block != nullptr; block = block->next())
+      for (std::size_t b = 0; b < block->size(); ++b, ++at)
+        if (block->data()[b] != pattern_byte(sequence * 10000 + i, at)) return part + "byte " + std::to_string(at) + " differs";
+  }
+  return {};
+}
+
+// Posts the messages in order and checks each as it arrives: split into its parts, every part intact and in
+// place, the parts released before the next is taken.
+void multipart_messages_arrive(Pair& pair, const std::vector<std::vector<std::uint32_t>>& messages) {
+  for (std::uint64_t sequence = 0; sequence < messages.size(); ++sequence) {
+    mem::Ref frame = multipart_message(pair.pool, messages[sequence], sequence);
+    REQUIRE(post_waiting(*pair.sender.transport, pair.peer, frame) == SendStatus::ok);
+  }
+  std::vector<mem::Ref> parts;
+  for (std::uint64_t sequence = 0; sequence < messages.size(); ++sequence) {
+    INFO("message " << sequence << " of " << messages[sequence].size() << " parts; receiver's logs:\n"
+                    << pair.receiver.host.logs());
+    REQUIRE(wait_until([&] { return pair.receiver.host.delivered() > sequence; }));
+    Frame frame = pair.receiver.host.take(sequence);
+    CHECK((frame.header.flags & frame_flags::multipart) != 0);
+    const std::string problem = parts_difference(frame, sequence, messages[sequence], parts);
+    INFO(problem);
+    CHECK(problem.empty());
+    parts.clear();
+  }
+  CHECK(pair.receiver.host.delivered() == messages.size());
+  CHECK(metric(*pair.sender.transport, "send_errors") == 0);
+}
+
 bool no_thread_left(Peer& peer) {
   return wait_until([&] { return peer.host.threads_running() == 0; });
 }
@@ -495,6 +573,40 @@ TEST_CASE("a frame posted as a chain of several blocks arrives whole", "[conform
   REQUIRE(post_waiting(*pair.sender.transport, pair.peer, frame) == SendStatus::ok);
   REQUIRE(arrivals.all_arrive());
   CHECK(wait_until([&] { return pair.pool.blocks_in_use() == 0; }));
+}
+
+TEST_CASE("multipart messages (a small header part, payload chains, a part larger than a receive block, an empty "
+          "part, 100 parts of 64 B) arrive split into their parts, intact and in order, and every block goes back",
+          "[conformance][multipart]") {
+  transport_under_test();
+  Pair pair({}, {}, 4096);
+  const std::size_t at_rest = pair.receiver.host.blocks_in_use();
+  const auto larger_than_a_receive_block =
+      static_cast<std::uint32_t>(std::max<std::size_t>(pair.receiver.receive_pool().max_block_size(), 64 * 1024) * 3 / 2);
+  multipart_messages_arrive(pair, {{24, 10000, 64},
+                                   {16, larger_than_a_receive_block, 0, 1},
+                                   std::vector<std::uint32_t>(100, 64),
+                                   {32, 4096, 4096, 4096}});
+  CHECK(wait_until([&] { return pair.pool.blocks_in_use() == 0; }));
+  INFO("receiver in use: " << pair.receiver.host.pools_in_use());
+  CHECK(wait_until([&] { return pair.receiver.host.blocks_in_use() == at_rest; }));
+}
+
+TEST_CASE("a multipart message of 1000 parts, more blocks than a message gathers or a shared-memory ring holds, "
+          "arrives whole and split into its parts",
+          "[conformance][multipart]") {
+  transport_under_test();
+  // ptshm's smallest ring: the message's 1001 blocks go copied (into blocks of up to 1 MiB) rather than not at all.
+  const Settings small_ring{{"ringEntries", "256"}};
+  Pair pair(small_ring, small_ring, 4096);
+  const std::size_t at_rest = pair.receiver.host.blocks_in_use();
+  std::vector<std::uint32_t> sizes(1000, 64);
+  sizes.front() = 48;
+  sizes.back() = 5000;  // a chain of two blocks at the end
+  multipart_messages_arrive(pair, {sizes, sizes});
+  CHECK(wait_until([&] { return pair.pool.blocks_in_use() == 0; }));
+  INFO("receiver in use: " << pair.receiver.host.pools_in_use());
+  CHECK(wait_until([&] { return pair.receiver.host.blocks_in_use() == at_rest; }));
 }
 
 TEST_CASE("a frame shared and posted to two peers reaches both, and its block goes back once both released it",

@@ -425,8 +425,9 @@ void ShmTransport::pump(pt::OutgoingConnection& base) noexcept {
     mem::Ref& front = c.queue.front();
     // One walk of the chain per frame tells all the send path needs of it.
     ChainFacts facts = chain_facts(front);
-    if (!facts.shared) {
-      // From a pool that is not shared (the heap): copied once into ours, and counted, so zero copy is provable.
+    if (!facts.shared || facts.blocks > settings_.ring_entries) {
+      // From a pool that is not shared (the heap), or of more blocks than the ring holds (a multipart message of
+      // thousands of parts): copied once into ours (blocks of up to 1 MiB), and counted, so zero copy is provable.
       mem::Ref copy = shared_copy(front);
       if (!copy) {
         shm_counters_.copy_pool_waits.add();
@@ -440,7 +441,7 @@ void ShmTransport::pump(pt::OutgoingConnection& base) noexcept {
     }
     const std::size_t blocks = facts.blocks;
     if (blocks > settings_.ring_entries) {
-      // Can never fit: lost, and counted as an error of the connection, as any frame the wire refuses.
+      // Can never fit, even copied: lost, and counted as an error of the connection, as any frame the wire refuses.
       c.counters.send_errors.add(1);
       host().log(LogLevel::warning, "a frame of " + std::to_string(blocks) +
                                         " blocks cannot go over shm (ringEntries=" +

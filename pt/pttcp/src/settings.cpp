@@ -33,8 +33,11 @@ Settings Settings::from(const ParamSet& params) {
 }
 
 mem::PoolConfig receive_pool_config() {
-  // 256 B .. 1 MiB blocks; larger frames arrive in chains of 1 MiB blocks.
-  return mem::PoolConfig::geometric("recv", 256, 1u << 20, 1u << 20, 256u << 20);
+  // 256 B .. 1 MiB blocks; larger frames arrive in chains of 1 MiB blocks. Views (descriptors only) so that a
+  // multipart frame is split into its parts without a copy (take_parts): one per part the applications hold.
+  mem::PoolConfig config = mem::PoolConfig::geometric("recv", 256, 1u << 20, 1u << 20, 256u << 20);
+  config.views = 16384;
+  return config;
 }
 
 TransportCapabilities describe(const ParamSet& params) {
