@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "daqx/api/frame.hpp"
+#include "daqx/api/multipart.hpp"
 #include "daqx/evb/protocol.hpp"
 #include "daqx/pt/credit_flow.hpp"
 #include "files/event_file_writer.hpp"
@@ -66,6 +67,31 @@ Bytes encoded(const Message& message) {
 void frame_header() {
   write("frame_header", "exact", with_tail(frame(64, 1), {0xff, 0xff, 0xff, 1}));
   write("frame_header", "header-only", with_tail(frame(32, 1), {0xff, 0xff, 0xff, 0}));
+}
+
+// A multipart payload (part table and parts) of the given part lengths, each part's bytes its index.
+Bytes multipart_payload(std::initializer_list<std::uint32_t> lengths) {
+  Bytes bytes(daqx::part_table_size(lengths.size()));
+  daqx::detail::store_le<std::uint32_t>(bytes.data() + daqx::part_table_offset::count,
+                                        static_cast<std::uint32_t>(lengths.size()));
+  std::size_t i = 0;
+  for (std::uint32_t length : lengths) {
+    daqx::detail::store_le<std::uint32_t>(bytes.data() + daqx::part_table_offset::lengths + 4 * i, length);
+    bytes.insert(bytes.end(), length, std::byte(static_cast<std::uint8_t>(i)));
+    ++i;
+  }
+  return bytes;
+}
+
+void multipart() {
+  // Tail, in the order consumed: views, shared (0: yes), multipart flag (0: no), cuts (a count, 2 bytes each),
+  // then 1 for a table made to add up (a count - 1, 2 bytes per length, the parts' bytes from the front) or 0
+  // for the payload as it is.
+  write("multipart", "table-made", with_tail(Bytes(431, std::byte{0x5a}),
+                                             {64, 1, 1, 2, 0, 50, 1, 0x2c, 1, 4, 0, 24, 0, 100, 0, 0, 1, 0x2c, 0, 7}));
+  write("multipart", "as-sent", with_tail(multipart_payload({4, 0, 10}), {8, 1, 1, 0, 0}));
+  write("multipart", "shared-one-block", with_tail(Bytes(30, std::byte{0x11}), {16, 0, 1, 0, 1, 1, 0, 10, 0, 20}));
+  write("multipart", "cut-table", with_tail(multipart_payload({1, 2, 3, 4, 5, 6}), {40, 1, 1, 3, 0, 35, 0, 9, 0, 0, 0}));
 }
 
 void tcp_stream() {
@@ -154,6 +180,7 @@ int main(int argc, char** argv) {
   }
   corpus = argv[1];
   frame_header();
+  multipart();
   tcp_stream();
   message_stream();
   connection_messages();
