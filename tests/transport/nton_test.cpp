@@ -132,3 +132,44 @@ TEST_CASE("frames larger than the largest block cross as chains", "[transport][p
   CHECK(sender.stop() == 0);
   CHECK(receiver.stop() == 0);
 }
+
+TEST_CASE("multipart messages (a data header part and 3 or 100 payload parts) arrive whole, in order, with their "
+          "pattern, and every block goes back",
+          "[transport][process]") {
+  const TransportProfile& transport = suite_transport();
+  struct Shape {
+    int parts;
+    std::uint32_t frame_size;  // the data header part and the payload parts together
+  };
+  // 3 parts of 23 KiB; 100 parts of 64 B (the shape of FairMQ's small multipart messages).
+  const Shape shape = GENERATE(Shape{3, 70000}, Shape{100, 32 + 6400});
+  INFO(shape.parts << " payload parts, " << shape.frame_size << " B in all");
+  constexpr int kMessages = 2000;
+  Host a, b;
+  PartitionBuilder partition("multipart");
+  add_nton_context(partition, transport, a, Traffic::throughput).context.application("nton::Receiver", 21, 0, "data");
+  add_nton_context(partition, transport, b, Traffic::throughput)
+      .context.application("nton::Sender", 11, 0, "data")
+      .properties({{"frameSize", std::to_string(shape.frame_size), ""},
+                   {"parts", std::to_string(shape.parts), ""},
+                   {"frameCount", std::to_string(kMessages), ""},
+                   {"window", "64", ""},
+                   {"receivers", "21", ""}});
+  const std::string path = write_file("multipart-" + std::to_string(shape.parts) + ".xml", partition.xml());
+  ExecutiveProcess receiver(path, a.url()), sender(path, b.url());
+  bring_up({&receiver, &sender});
+  const bool received = receiver.wait_metric(21, "frames_received", kMessages, std::chrono::seconds(90));
+  INFO(receiver.output() << sender.output());
+  REQUIRE(received);
+  REQUIRE(sender.wait_metric(11, "done", 1));
+  CHECK(receiver.metric(21, "frames_received") == kMessages);
+  CHECK(receiver.metric(21, "bytes_received") == static_cast<double>(kMessages) * shape.frame_size);
+  CHECK(receiver.metric(21, "malformed_frames") == 0);  // every message split into its parts (take_parts)
+  CHECK(receiver.metric(21, "pattern_errors") == 0);
+  CHECK(receiver.metric(21, "sequence_errors") == 0);
+  CHECK(transport_metric(receiver, "frames_received") >= kMessages);  // every one crossed the transport
+  CHECK(transport_metric(sender, "send_errors") == 0);
+  // Zero copy between processes: ptshm passed every part's blocks by reference.
+  if (transport.capabilities.shared_memory_pools) CHECK(transport_metric(sender, "frames_copied") == 0);
+  stop_and_check_drained(sender, receiver, transport);
+}

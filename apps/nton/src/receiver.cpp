@@ -147,7 +147,23 @@ void Receiver::on_data(Frame&& frame) {
     if (held_.size() > configure_gauges_.frames_held.load()) configure_gauges_.frames_held.set(held_.size());
     return;
   }
-  const std::size_t payload = frame.payload_size();
+  // A multipart message (a Sender with parts): its parts, linked again, are the bytes an ordinary frame carries
+  // after its header, so both are checked alike.
+  mem::Ref message;
+  std::size_t data_offset = kFrameHeaderSize;
+  if ((frame.header.flags & frame_flags::multipart) != 0) {
+    const MultipartCheck check = take_parts(frame, parts_);
+    if (check != MultipartCheck::ok) {
+      note_error(run_counters_.malformed_frames, to_string(check).data(), DataHeader{});
+      return;
+    }
+    message = std::move(parts_.front());
+    link_parts(message, std::span(parts_).subspan(1));
+    parts_.clear();
+    data_offset = 0;
+  }
+  const mem::Ref& data = message ? message : frame.data;
+  const std::size_t payload = message ? message.total_size() : frame.payload_size();
   // The dispatch thread is the only writer: no locked update.
   run_counters_.frames_received.add_single_writer();
   run_counters_.bytes_received.add_single_writer(payload);
@@ -157,7 +173,7 @@ void Receiver::on_data(Frame&& frame) {
   if ((frames & 63) == 0) receive_rate_.update(Clock::now(), frames, bytes);
 
   std::array<std::byte, kDataHeaderSize> encoded;
-  if (payload < kDataHeaderSize || !copy_from_chain(frame.data.head(), kFrameHeaderSize, encoded.data(), encoded.size())) {
+  if (payload < kDataHeaderSize || !copy_from_chain(data.head(), data_offset, encoded.data(), encoded.size())) {
     note_error(run_counters_.malformed_frames, "frame too short for a data header", DataHeader{});
     return;
   }
@@ -168,10 +184,11 @@ void Receiver::on_data(Frame&& frame) {
     return;
   }
   if (config_.verify && (header.flags & data_flags::pattern) != 0 &&
-      !verify_pattern(frame.data.head(), kFrameHeaderSize + kDataHeaderSize, payload - kDataHeaderSize,
+      !verify_pattern(data.head(), data_offset + kDataHeaderSize, payload - kDataHeaderSize,
                       pattern_seed(header.sender, header.sequence)))
     note_error(run_counters_.pattern_errors, "pattern differs", header);
   frame.data.reset();  // checked: back to its pool before anything else
+  message.reset();
 
   bool added = false;
   SenderState& sender = senders_.find_or_add(header.sender, added);

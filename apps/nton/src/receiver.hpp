@@ -34,7 +34,9 @@ struct ReceiverRunCounters : CounterSet {
   Counter bytes_received{*this, "bytes_received", "payload bytes received (data headers included)"};
   Counter pattern_errors{*this, "pattern_errors", "frames whose pattern differed from (sender, sequence)"};
   Counter sequence_errors{*this, "sequence_errors", "frames out of order per sender: gaps, duplicates, reorderings"};
-  Counter malformed_frames{*this, "malformed_frames", "frames too short or whose data header disagreed with the frame"};
+  Counter malformed_frames{*this, "malformed_frames",
+                           "frames too short, whose data header disagreed with the frame, or multipart messages "
+                           "that could not be split into their parts"};
   Counter acks_sent{*this, "acks_sent", "acknowledgements sent"};
   Counter ack_delays{*this, "ack_delays", "acknowledgements that had to wait for a send or a pool block"};
   Counter send_errors{*this, "send_errors", "acknowledgements lost with their connection"};
@@ -84,6 +86,7 @@ class Receiver final : public Application {
   RateMeter receive_rate_;
   enum class Hold { not_started, holding, over } hold_ = Hold::not_started;
   std::deque<Frame> held_;
+  std::vector<mem::Ref> parts_;  // a multipart message's parts (take_parts), kept from message to message
   std::jthread hold_timer_;  // sleeps through the hold, then asks the dispatch thread to end it
 
   // Written by the dispatch thread, read by report().

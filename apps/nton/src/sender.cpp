@@ -121,6 +121,10 @@ std::vector<ParamSpec> Sender::parameters() {
       param("batch", ParamType::unsigned_integer, to_text(d.batch), "frames",
             "frames allocated and sent in one call, to one receiver at a time (1: one by one); frameSizes is not "
             "used with batches", 1, static_cast<double>(kMaxBatch)),
+      param("parts", ParamType::unsigned_integer, to_text(d.parts), "parts",
+            "send each frame as a multipart message: the data header a part of its own and the payload cut into "
+            "this many parts, each in blocks of its own (0: ordinary frames; not with batch)",
+            0, static_cast<double>(kMaxParts - 1)),
       param("pattern", ParamType::boolean, to_text(d.pattern), "",
             "fill payloads with a pattern of (sender, sequence) that receivers verify"),
   };
@@ -147,12 +151,16 @@ void Sender::configure() {
   c.window = params.unsigned_integer("window");
   c.ack_every = params.unsigned_integer("ackEvery");
   c.batch = params.unsigned_integer("batch");
+  c.parts = params.unsigned_integer("parts");
   c.pattern = params.boolean("pattern");
 
   if (c.receivers.empty())
     throw std::runtime_error(concatenate({"no receivers: '", params.text("receivers"), "' selects no application"}));
   if (std::find(c.receivers.begin(), c.receivers.end(), context().tid()) != c.receivers.end())
     throw std::runtime_error(concatenate({"receivers: '", params.text("receivers"), "' selects this sender itself"}));
+  if (c.parts > 0 && c.batch > 1)
+    throw std::runtime_error(concatenate({"parts ", to_text(c.parts), " with batch ", to_text(c.batch),
+                                          ": multipart messages go one at a time (batch 1)"}));
   if (c.window == 0) throw std::runtime_error("window must be at least 1");
   if (c.ack_every == 0) throw std::runtime_error("ackEvery must be at least 1");
   // A receiver waiting for ackEvery frames while the sender waits for an acknowledgement would stall both.
@@ -226,6 +234,7 @@ void Sender::send_loop(SenderRun& run, std::stop_token stop) {
   std::size_t next = 0;            // round-robin position
   std::uint64_t data_frames = 0;
   mem::Ref frame;  // prepared for run.receivers[next]; kept across would_block
+  std::vector<mem::Ref> parts(config_.parts > 0 ? config_.parts + 1 : 0);  // the same as parts (parts > 0)
   PreparedBatch batch(config_.batch);  // the same with batch > 1
   bool asks = false;
   bool give_up_run = false;
@@ -274,27 +283,34 @@ void Sender::send_loop(SenderRun& run, std::stop_token stop) {
       passes_since_clock = 64;  // read the clock again after a wait
       continue;
     }
-    if (!frame) {
+    if (parts.empty() ? !frame : !parts.front()) {
       if (!config_.frame_sizes.empty())
         payload = static_cast<std::size_t>(config_.frame_sizes[data_frames % config_.frame_sizes.size()]);
-      frame = context().allocate_frame(payload);
-      if (!frame) {
+      // Ask for an acknowledgement at once when this frame fills the window (the receiver may be waiting
+      // for more before it acknowledges) or is the last this receiver gets (nothing more will come).
+      const bool last = config_.frame_count != 0 && data_frames + active >= config_.frame_count;
+      asks = last || outstanding + 1 >= config_.window;
+      const std::uint64_t sequence = receiver.sent.load(std::memory_order_relaxed) + 1;
+      const std::uint8_t flags = asks ? data_flags::ack_request : std::uint8_t{0};
+      if (parts.empty()) {
+        frame = context().allocate_frame(payload);
+        if (frame) prepare_data(frame, run, sequence, payload, flags);
+      }
+      if (parts.empty() ? !frame : !prepare_parts(parts, run, sequence, payload, flags)) {
         run_counters_.pool_exhausted.add_single_writer();
         wakeup_.wait_until(seen, wake_by);
         passes_since_clock = 64;  // read the clock again after a wait
         continue;
       }
-      // Ask for an acknowledgement at once when this frame fills the window (the receiver may be waiting
-      // for more before it acknowledges) or is the last this receiver gets (nothing more will come).
-      const bool last = config_.frame_count != 0 && data_frames + active >= config_.frame_count;
-      asks = last || outstanding + 1 >= config_.window;
-      prepare_data(frame, run, receiver.sent.load(std::memory_order_relaxed) + 1, payload,
-                   asks ? data_flags::ack_request : std::uint8_t{0});
     }
     const std::uint64_t sequence = receiver.sent.load(std::memory_order_relaxed) + 1;
     // A frame that asks for an ack is the last before we wait: send it (and what is queued before it) at
     // once instead of letting the transport hold it for coalescing.
-    switch (context().send(receiver.tid, function::data, sequence, frame, asks ? frame_flags::send_now : std::uint8_t{0})) {
+    const std::uint8_t send_flags = asks ? frame_flags::send_now : std::uint8_t{0};
+    const SendStatus status = parts.empty()
+                                  ? context().send(receiver.tid, function::data, sequence, frame, send_flags)
+                                  : context().send_parts(receiver.tid, function::data, sequence, parts, send_flags);
+    switch (status) {
       case SendStatus::ok:
         record_sent(receiver, sequence, payload, asks);
         ++data_frames;
@@ -318,6 +334,7 @@ void Sender::send_loop(SenderRun& run, std::stop_token stop) {
     }
   }
   frame.reset();  // prepared but not sent: its sequence number was not used
+  for (mem::Ref& part : parts) part.reset();
   batch.clear();
   finished_at_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
   if (!give_up_run) drain(run, stop);
@@ -465,8 +482,8 @@ Sender::BatchStep Sender::send_batch_to(SenderRun& run, ReceiverProxy& receiver,
   return BatchStep::wait;
 }
 
-void Sender::prepare_data(mem::Ref& frame, const SenderRun& run, std::uint64_t sequence, std::size_t payload,
-                          std::uint8_t flags) noexcept {
+DataHeader Sender::data_header(const SenderRun& run, std::uint64_t sequence, std::size_t payload,
+                               std::uint8_t flags) const noexcept {
   DataHeader header;
   header.sequence = sequence;
   header.sender = context().tid();
@@ -475,14 +492,52 @@ void Sender::prepare_data(mem::Ref& frame, const SenderRun& run, std::uint64_t s
   header.ack_every = static_cast<std::uint32_t>(config_.ack_every);
   const bool with_pattern = config_.pattern && payload > kDataHeaderSize;
   header.flags = static_cast<std::uint8_t>(flags | (with_pattern ? data_flags::pattern : 0));
+  return header;
+}
+
+void Sender::prepare_data(mem::Ref& frame, const SenderRun& run, std::uint64_t sequence, std::size_t payload,
+                          std::uint8_t flags) noexcept {
+  const DataHeader header = data_header(run, sequence, payload, flags);
   std::array<std::byte, kDataHeaderSize> encoded;
   encode(header, encoded.data());
   // The head block holds at least the header here (allocate_frame chains only beyond the largest block),
   // but the copy works for any chain.
   copy_to_chain(frame.head(), kFrameHeaderSize, encoded.data(), encoded.size());
-  if (with_pattern)
+  if ((header.flags & data_flags::pattern) != 0)
     fill_pattern(frame.head(), kFrameHeaderSize + kDataHeaderSize, payload - kDataHeaderSize,
                  pattern_seed(header.sender, header.sequence));
+}
+
+bool Sender::prepare_parts(std::span<mem::Ref> parts, const SenderRun& run, std::uint64_t sequence,
+                           std::size_t payload, std::uint8_t flags) noexcept {
+  const DataHeader header = data_header(run, sequence, payload, flags);
+  mem::Pool& pool = context().pool();
+  auto allocate = [&pool](std::size_t bytes) {
+    return bytes <= pool.max_block_size() ? pool.allocate(bytes) : pool.allocate_chain(bytes);
+  };
+  parts[0] = allocate(kDataHeaderSize);
+  if (!parts[0]) return false;
+  encode(header, parts[0].data());
+  // The pattern's bytes cut as evenly as they go (a part of no bytes where there are fewer bytes than parts).
+  const std::size_t pattern_bytes = payload - kDataHeaderSize;
+  const std::size_t cuts = parts.size() - 1;
+  const std::uint64_t seed = pattern_seed(header.sender, header.sequence);
+  std::size_t position = 0;
+  for (std::size_t i = 1; i < parts.size(); ++i) {
+    const std::size_t bytes = pattern_bytes / cuts + (i - 1 < pattern_bytes % cuts ? 1 : 0);
+    if (bytes == 0) continue;
+    parts[i] = allocate(bytes);
+    if (!parts[i]) {
+      for (mem::Ref& part : parts) part.reset();
+      return false;
+    }
+    if ((header.flags & data_flags::pattern) != 0)
+      for_each_piece(parts[i].head(), 0, bytes, [position, seed](std::span<std::byte> piece, std::size_t at) {
+        fill_pattern(piece, position + at, seed);
+      });
+    position += bytes;
+  }
+  return true;
 }
 
 void Sender::record_sent(ReceiverProxy& receiver, std::uint64_t sequence, std::size_t payload, bool asked) noexcept {

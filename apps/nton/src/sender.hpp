@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -28,11 +29,13 @@ struct SenderConfiguration {
   std::uint64_t window = 64;        // frames outstanding per receiver without acknowledgement
   std::uint64_t ack_every = 16;     // receivers acknowledge every this many frames (carried in each frame)
   std::uint64_t batch = 1;          // frames allocated and sent in one call (to one receiver); 1: one by one
+  std::uint64_t parts = 0;          // each frame a multipart message: the data header and this many payload parts
   bool pattern = true;              // fill payloads with a pattern of (sender, sequence) that receivers verify
 };
 
 struct SenderRun;
 struct ReceiverProxy;
+struct DataHeader;
 
 // Counts of one run, restarted at enable; written by the sending worker only.
 struct SenderRunCounters : CounterSet {
@@ -73,6 +76,12 @@ class Sender final : public Application {
                        Clock::time_point& stop_deadline, Clock::time_point patience);
   void prepare_data(mem::Ref& frame, const SenderRun& run, std::uint64_t sequence, std::size_t payload,
                     std::uint8_t flags) noexcept;
+  // parts > 0: the same bytes as parts of their own (the data header, then the pattern cut into `parts`); false
+  // when the pool ran dry (nothing kept).
+  bool prepare_parts(std::span<mem::Ref> parts, const SenderRun& run, std::uint64_t sequence, std::size_t payload,
+                     std::uint8_t flags) noexcept;
+  DataHeader data_header(const SenderRun& run, std::uint64_t sequence, std::size_t payload,
+                         std::uint8_t flags) const noexcept;
   // batch > 1: the frames of one batch, prepared for one receiver and sent from `at` on.
   struct PreparedBatch {
     explicit PreparedBatch(std::size_t capacity) : blocks(capacity), frames(capacity) {}
