@@ -6,6 +6,24 @@
 
 using namespace daqx::test;
 
+namespace {
+
+// The partition file of one nton::Sender (TID 11) sending to one nton::Receiver (TID 21), each in an executive of
+// its own, the sender with the given properties.
+std::string sender_to_receiver(const std::string& name, const TransportProfile& transport, const Host& receiver,
+                               const Host& sender, PartitionProperties properties) {
+  PartitionBuilder partition(name);
+  add_nton_context(partition, transport, receiver, Traffic::throughput)
+      .context.application("nton::Receiver", 21, 0, "data");
+  properties.push_back({"receivers", "21", ""});
+  add_nton_context(partition, transport, sender, Traffic::throughput)
+      .context.application("nton::Sender", 11, 0, "data")
+      .properties(properties);
+  return write_file(name + ".xml", partition.xml());
+}
+
+}  // namespace
+
 TEST_CASE("ping-pong between two executives measures round trips", "[transport][process]") {
   const TransportProfile& transport = suite_transport();
   Host a, b;
@@ -101,16 +119,11 @@ TEST_CASE("frames larger than the largest block cross as chains", "[transport][p
   const Shape shape = GENERATE(Shape{4u << 20, 24, 8}, Shape{16u << 20, 6, 2});
   INFO(shape.count << " frames of " << shape.frame_size << " B");
   Host a, b;
-  PartitionBuilder partition("large");
-  add_nton_context(partition, transport, a, Traffic::throughput).context.application("nton::Receiver", 21, 0, "data");
-  add_nton_context(partition, transport, b, Traffic::throughput)
-      .context.application("nton::Sender", 11, 0, "data")
-      .properties({{"frameSize", std::to_string(shape.frame_size), ""},
-                   {"frameCount", std::to_string(shape.count), ""},
-                   {"window", std::to_string(shape.window), ""},
-                   {"ackEvery", std::to_string(shape.window / 2), ""},
-                   {"receivers", "21", ""}});
-  const std::string path = write_file("large-" + std::to_string(shape.frame_size) + ".xml", partition.xml());
+  const std::string path = sender_to_receiver("large-" + std::to_string(shape.frame_size), transport, a, b,
+                                              {{"frameSize", std::to_string(shape.frame_size), ""},
+                                               {"frameCount", std::to_string(shape.count), ""},
+                                               {"window", std::to_string(shape.window), ""},
+                                               {"ackEvery", std::to_string(shape.window / 2), ""}});
   ExecutiveProcess receiver(path, a.url()), sender(path, b.url());
   bring_up({&receiver, &sender});
   const bool received = receiver.wait_metric(21, "frames_received", shape.count, std::chrono::seconds(90));
@@ -146,16 +159,11 @@ TEST_CASE("multipart messages (a data header part and 3 or 100 payload parts) ar
   INFO(shape.parts << " payload parts, " << shape.frame_size << " B in all");
   constexpr int kMessages = 2000;
   Host a, b;
-  PartitionBuilder partition("multipart");
-  add_nton_context(partition, transport, a, Traffic::throughput).context.application("nton::Receiver", 21, 0, "data");
-  add_nton_context(partition, transport, b, Traffic::throughput)
-      .context.application("nton::Sender", 11, 0, "data")
-      .properties({{"frameSize", std::to_string(shape.frame_size), ""},
-                   {"parts", std::to_string(shape.parts), ""},
-                   {"frameCount", std::to_string(kMessages), ""},
-                   {"window", "64", ""},
-                   {"receivers", "21", ""}});
-  const std::string path = write_file("multipart-" + std::to_string(shape.parts) + ".xml", partition.xml());
+  const std::string path = sender_to_receiver("multipart-" + std::to_string(shape.parts), transport, a, b,
+                                              {{"frameSize", std::to_string(shape.frame_size), ""},
+                                               {"parts", std::to_string(shape.parts), ""},
+                                               {"frameCount", std::to_string(kMessages), ""},
+                                               {"window", "64", ""}});
   ExecutiveProcess receiver(path, a.url()), sender(path, b.url());
   bring_up({&receiver, &sender});
   const bool received = receiver.wait_metric(21, "frames_received", kMessages, std::chrono::seconds(90));
