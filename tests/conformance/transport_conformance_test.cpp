@@ -581,10 +581,8 @@ TEST_CASE("multipart messages (a small header part, payload chains, a part large
   transport_under_test();
   Pair pair({}, {}, 4096);
   const std::size_t at_rest = pair.receiver.host.blocks_in_use();
-  const auto larger_than_a_receive_block =
-      static_cast<std::uint32_t>(std::max<std::size_t>(pair.receiver.receive_pool().max_block_size(), 64 * 1024) * 3 / 2);
   multipart_messages_arrive(pair, {{24, 10000, 64},
-                                   {16, larger_than_a_receive_block, 0, 1},
+                                   {16, beyond_any_block(pair.receiver), 0, 1},
                                    std::vector<std::uint32_t>(100, 64),
                                    {32, 4096, 4096, 4096}});
   CHECK(wait_until([&] { return pair.pool.blocks_in_use() == 0; }));
