@@ -26,7 +26,6 @@ void futex_wake(std::atomic<std::uint32_t>& word) noexcept {
 
 // How long the dispatch thread polls before it sleeps: short, because the machine has few cores.
 constexpr int kIdleSpins = 64;
-constexpr std::size_t kFramesPerRound = kMaxBatchFrames;  // from each queue: one batch
 constexpr std::size_t kTaskCheckFrames = 8;        // frames between looks at waiting tasks
 constexpr std::chrono::milliseconds kTaskWait{2};  // batches of tasks at most this far apart within a round
 
