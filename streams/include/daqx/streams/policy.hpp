@@ -3,6 +3,7 @@
 // counted, so that a slow or stopped subscriber costs the publisher and the other subscribers nothing.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -22,6 +23,7 @@ inline constexpr std::uint32_t kMaxDepth = 4096;
 inline constexpr std::uint32_t kDefaultDepth = 64;
 inline constexpr std::uint32_t kMaxEvery = 1'000'000'000;
 inline constexpr double kMaxRate = 1e6;
+inline constexpr std::size_t kMaxStreamName = 64;
 
 struct Policy {
   PolicyKind kind = PolicyKind::drop_newest;
@@ -43,6 +45,8 @@ struct ParsedPolicy {
 ParsedPolicy parse_policy(std::string_view text);
 std::string to_string(const Policy& policy);
 std::string_view to_string(PolicyKind kind) noexcept;
+// A policy that came as numbers (a subscribe frame): the reason it is out of range, or "".
+std::string check_policy(const Policy& policy);
 
 // A stream's name: 1 to 64 characters of [A-Za-z0-9._-]. The reason it is not one, or "".
 std::string check_stream_name(std::string_view name);

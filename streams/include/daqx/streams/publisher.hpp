@@ -1,0 +1,95 @@
+// A publishing application's streams: named streams it offers, the subscriptions to them (applications over any
+// transport, and the control port's clients through external_sink.hpp), each with the policy its subscriber
+// declared, and the counters of each. The application owns one Publisher and calls it from its dispatch thread
+// (handlers, tasks); report() and the StreamDirectory it registers are safe from any thread.
+//
+// A subscriber with any policy but `block` never slows the publisher or another subscriber: what it has not
+// acknowledged is bounded by its depth, and beyond that its policy drops (counted), at the cost of a counter.
+// Event bytes are shared, never copied: make() builds them once for every subscription that takes the event, and
+// each record is a small block (frame header and record header) with the shared bytes linked after it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "daqx/api/application.hpp"
+#include "daqx/streams/external_sink.hpp"
+#include "daqx/streams/policy.hpp"
+
+namespace daqx::streams {
+
+using StreamId = std::uint32_t;
+
+struct PublisherOptions {
+  std::uint32_t max_subscribers = 64;  // per stream: more are refused with the reason
+  // A full subscription whose subscriber acknowledged nothing for this long is probed (a record of no event) at
+  // most this often while events come for it: a probe that cannot be sent ends it, counted as lost (a subscriber
+  // killed while its window was full sends nothing again, and is found this way).
+  std::chrono::milliseconds probe_interval{1000};
+};
+
+enum class Published {
+  offered,     // every subscription had the event offered: taken, or dropped or skipped by its policy (or none)
+  would_block  // a `block` subscription has `depth` records unacknowledged: nothing was done; offer the event
+               // again after on_ready()
+};
+
+class Publisher {
+ public:
+  // Binds function::control on `context` and registers the StreamDirectory as directory_service_name(tid).
+  explicit Publisher(ApplicationContext& context, PublisherOptions options = {});
+  ~Publisher();  // withdraws the directory; external subscriptions then end
+  Publisher(const Publisher&) = delete;
+  Publisher& operator=(const Publisher&) = delete;
+
+  // Configure: a stream to offer (a stream name, check_stream_name; offered once). Throws std::invalid_argument.
+  StreamId offer(const std::string& name);
+
+  // Dispatch thread. Offers an event to the stream's subscriptions. make() (returning a mem::Ref of the event's
+  // bytes, never changed afterwards; empty when it could not, e.g. its pool ran dry: counted as dropped) is called
+  // at most once, and only when a subscription takes the event; with no subscription the cost is one test.
+  template <typename Make>
+  Published publish(StreamId stream, std::uint64_t key, Make&& make) {
+    if (!has_subscriptions(stream)) return Published::offered;
+    return publish_to_subscriptions(stream, key, MakeRef(make));
+  }
+
+  // Dispatch thread: called when a `block` subscription that made publish() say would_block has room again.
+  void on_ready(std::function<void()> callback);
+
+  // Halt: every subscription is told `ended` with the reason and forgotten; new subscriptions are refused until
+  // the next offer() of a stream. The streams stay declared.
+  void halt(const std::string& reason = "the publisher halted");
+
+  // From any thread: per subscription (labels stream, subscriber, policy) and the totals unlabelled.
+  void report(MetricSink& sink) const;
+
+  // Subscriptions now, over every stream (any thread).
+  std::size_t subscriptions() const noexcept;
+
+  struct Core;  // the state, shared with the directory and external subscriptions (which may outlive this)
+
+ private:
+  // A type-erased reference to the caller's make(), with no allocation.
+  class MakeRef {
+   public:
+    template <typename Make>
+    explicit MakeRef(Make& make) : object_(&make), call_([](void* m) { return (*static_cast<Make*>(m))(); }) {}
+    mem::Ref operator()() const { return call_(object_); }
+
+   private:
+    void* object_;
+    mem::Ref (*call_)(void*);
+  };
+
+  bool has_subscriptions(StreamId stream) const noexcept;
+  Published publish_to_subscriptions(StreamId stream, std::uint64_t key, MakeRef make);
+
+  std::shared_ptr<Core> core_;
+};
+
+}  // namespace daqx::streams

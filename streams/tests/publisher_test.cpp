@@ -1,0 +1,371 @@
+// A publisher and its subscribers through their real frames on a bus of test contexts: every policy, the depth
+// bound, back-pressure, subscribers that go away, refusals, external sinks, and every block back to its pool.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <map>
+#include <vector>
+
+#include "daqx/api/named_services.hpp"
+#include "daqx/streams/external_sink.hpp"
+#include "daqx/streams/protocol.hpp"
+#include "daqx/streams/publisher.hpp"
+#include "daqx/streams/subscriber.hpp"
+#include "loop_context.hpp"
+
+using namespace daqx;
+using namespace daqx::streams;
+using daqx::streams::test::Bus;
+using daqx::streams::test::LoopContext;
+
+namespace {
+
+constexpr Tid kPublisher = 10;
+
+// A subscriber written by hand: it sends the control frames the test asks for and keeps what comes back.
+struct RawSubscriber {
+  RawSubscriber(Bus& bus, Tid tid) : context(bus, tid, "raw") {
+    context.bind(function::reply, [this](Frame&& frame) {
+      auto parsed = parse_reply({frame.payload(), frame.payload_size_in_head()});
+      REQUIRE(parsed.message);
+      replies.push_back(*parsed.message);
+    });
+    context.bind(function::data, [this](Frame&& frame) {
+      auto parsed = parse_data({frame.payload(), frame.payload_size_in_head()});
+      REQUIRE(parsed.message);
+      if (parsed.message->sequence == 0) {
+        ++probes;
+        return;
+      }
+      records.push_back(*parsed.message);
+      // The event's bytes follow the two headers: the test's events are 8-byte keys.
+      std::uint64_t key = 0;
+      const std::size_t at = kFrameHeaderSize + kDataHeaderBytes;
+      REQUIRE(frame.data.total_size() == at + sizeof key);
+      const mem::Block* block = frame.data.head();
+      std::size_t skip = at;
+      while (skip >= block->size()) {
+        skip -= block->size();
+        block = block->next();
+      }
+      std::memcpy(&key, block->data() + skip, sizeof key);
+      CHECK(key == parsed.message->key);
+    });
+  }
+  void control(ControlKind kind, const std::string& policy_text = "", const std::string& stream = "events",
+               std::uint64_t sequence = 0) {
+    ControlMessage m;
+    m.kind = kind;
+    if (kind == ControlKind::subscribe) {
+      m.policy = *parse_policy(policy_text).policy;
+      m.stream = stream;
+    }
+    m.subscription = subscription();
+    m.sequence = sequence;
+    mem::Ref frame = context.allocate_frame(control_bytes(m));
+    encode(m, frame.data() + kFrameHeaderSize);
+    REQUIRE(context.send(kPublisher, function::control, 1, frame, 0) == SendStatus::ok);
+  }
+  std::uint64_t subscription() const {
+    for (auto it = replies.rbegin(); it != replies.rend(); ++it)
+      if (it->kind == ReplyKind::accepted) return it->subscription;
+    return 0;
+  }
+  std::vector<std::uint64_t> keys() const {
+    std::vector<std::uint64_t> out;
+    for (const auto& r : records) out.push_back(r.key);
+    return out;
+  }
+  LoopContext context;
+  std::vector<ReplyMessage> replies;
+  std::vector<DataHeader> records;
+  std::size_t probes = 0;
+};
+
+struct Setup {
+  Bus bus;
+  LoopContext context{bus, kPublisher, "publisher"};
+  Publisher publisher{context, PublisherOptions{3, std::chrono::milliseconds(0)}};
+  StreamId events = publisher.offer("events");
+  std::size_t made = 0;
+
+  Published publish(std::uint64_t key) {
+    return publisher.publish(events, key, [&] {
+      ++made;
+      mem::Ref bytes = context.pool().allocate(sizeof key);
+      std::memcpy(bytes.data(), &key, sizeof key);
+      return bytes;
+    });
+  }
+  double metric(const std::string& name, const std::string& subscriber = {}) {
+    MetricSink sink;
+    publisher.report(sink);
+    for (const Metric& m : sink.metrics()) {
+      if (m.name != name) continue;
+      if (subscriber.empty() && m.labels.empty()) return m.value;
+      for (const auto& [label, value] : m.labels)
+        if (label == "subscriber" && value == subscriber) return m.value;
+    }
+    return -1;
+  }
+};
+
+std::vector<std::uint64_t> range(std::uint64_t from, std::uint64_t to) {
+  std::vector<std::uint64_t> out;
+  for (std::uint64_t i = from; i <= to; ++i) out.push_back(i);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("with no subscriber an event is never made", "[streams]") {
+  Setup s;
+  for (std::uint64_t i = 1; i <= 100; ++i) CHECK(s.publish(i) == Published::offered);
+  CHECK(s.made == 0);
+  CHECK(s.metric("stream_subscribers") == 0);
+}
+
+TEST_CASE("drop-newest: at most depth records unacknowledged, the rest dropped and counted in the next record",
+          "[streams]") {
+  Setup s;
+  RawSubscriber sub(s.bus, 20);
+  sub.control(ControlKind::subscribe, "drop-newest,depth:4");
+  s.bus.pump();
+  REQUIRE(sub.subscription() != 0);
+  for (std::uint64_t i = 1; i <= 10; ++i) s.publish(i);
+  s.bus.pump();
+  CHECK(sub.keys() == range(1, 4));
+  CHECK(s.metric("subscriber_dropped", "tid 20") == 6);
+  CHECK(s.metric("subscriber_lag", "tid 20") == 4);
+  sub.control(ControlKind::acknowledge, "", "", 4);
+  s.bus.pump();
+  s.publish(11);
+  s.bus.pump();
+  REQUIRE(sub.records.size() == 5);
+  CHECK(sub.records.back().sequence == 5);  // no gap in sequences: drops are counted instead
+  CHECK(sub.records.back().dropped == 6);
+  CHECK(sub.records.back().key == 11);
+  CHECK(s.made == 5);  // made only for events a subscription took
+}
+
+TEST_CASE("drop-oldest and keep-last keep the newest records while the subscriber's connection is full",
+          "[streams]") {
+  Setup s;
+  RawSubscriber oldest(s.bus, 20);
+  RawSubscriber last(s.bus, 21);
+  oldest.control(ControlKind::subscribe, "drop-oldest,depth:3");
+  last.control(ControlKind::subscribe, "keep-last,depth:3");
+  s.bus.pump();
+  s.bus.room(20, 0);
+  s.bus.room(21, 0);
+  for (std::uint64_t key : {1, 2, 1, 3, 2, 4}) s.publish(key);
+  s.bus.unlimited_room(20);
+  s.bus.unlimited_room(21);
+  s.publish(5);  // sends what the room allows now
+  s.bus.pump();
+  CHECK(oldest.keys() == std::vector<std::uint64_t>{2, 4, 5});
+  // keep-last: a newer event of a key replaced the queued one in its place (1, 2, 3), then 4 and 5 pushed out the
+  // oldest (1, then 2)
+  CHECK(last.keys() == std::vector<std::uint64_t>{3, 4, 5});
+  CHECK(s.metric("subscriber_dropped", "tid 21") == 4);
+  CHECK(s.metric("subscriber_dropped", "tid 20") == 4);
+}
+
+TEST_CASE("sample takes one in N, every record arrives in order", "[streams]") {
+  Setup s;
+  RawSubscriber sub(s.bus, 20);
+  sub.control(ControlKind::subscribe, "sample:10,depth:1000");
+  s.bus.pump();
+  for (std::uint64_t i = 1; i <= 100; ++i) s.publish(i);
+  s.bus.pump();
+  std::vector<std::uint64_t> expected;
+  for (std::uint64_t i = 10; i <= 100; i += 10) expected.push_back(i);
+  CHECK(sub.keys() == expected);
+  CHECK(s.metric("subscriber_skipped", "tid 20") == 90);
+  CHECK(s.metric("subscriber_dropped", "tid 20") == 0);
+}
+
+TEST_CASE("a rate-limited sample takes at most about its rate, and never more than the burst of one second",
+          "[streams]") {
+  Setup s;
+  RawSubscriber sub(s.bus, 20);
+  sub.control(ControlKind::subscribe, "rate:2,depth:1000");
+  s.bus.pump();
+  for (std::uint64_t i = 1; i <= 1000; ++i) s.publish(i);
+  s.bus.pump();
+  // However slow the machine, 1000 publishes in a row fill at most the initial token and what the elapsed time
+  // earned: far fewer than 1000.
+  CHECK(sub.records.size() >= 1);
+  CHECK(sub.records.size() < 1000);
+}
+
+TEST_CASE("block: the publisher is held back at depth and told when the subscriber made room", "[streams]") {
+  Setup s;
+  RawSubscriber sub(s.bus, 20);
+  RawSubscriber sampler(s.bus, 21);
+  sub.control(ControlKind::subscribe, "block,depth:2");
+  sampler.control(ControlKind::subscribe, "drop-newest,depth:1");
+  s.bus.pump();
+  int ready = 0;
+  s.publisher.on_ready([&] { ++ready; });
+  CHECK(s.publish(1) == Published::offered);
+  CHECK(s.publish(2) == Published::offered);
+  CHECK(s.publish(3) == Published::would_block);
+  CHECK(s.publish(3) == Published::would_block);
+  s.bus.pump();
+  CHECK(ready == 0);
+  sub.control(ControlKind::acknowledge, "", "", 1);
+  s.bus.pump();
+  CHECK(ready == 1);
+  CHECK(s.publish(3) == Published::offered);
+  s.bus.pump();
+  CHECK(sub.keys() == range(1, 3));  // nothing lost, nothing twice
+  CHECK(sampler.keys() == std::vector<std::uint64_t>{1});
+}
+
+TEST_CASE("a subscriber whose sends fail is forgotten and counted lost, one that is full is probed", "[streams]") {
+  Setup s;
+  RawSubscriber gone(s.bus, 20);
+  RawSubscriber stalled(s.bus, 21);
+  gone.control(ControlKind::subscribe, "drop-newest,depth:2");
+  stalled.control(ControlKind::subscribe, "drop-newest,depth:2");
+  s.bus.pump();
+  s.publish(1);
+  s.publish(2);
+  s.publish(3);  // both full now: probed (the test's probe interval is 0)
+  s.bus.pump();
+  CHECK(stalled.probes >= 1);
+  s.bus.lose(20);
+  s.publish(4);  // full: only the probe finds that 20 is gone
+  s.bus.pump();
+  CHECK(s.metric("stream_subscribers_lost") == 1);
+  CHECK(s.metric("stream_subscribers") == 1);
+  CHECK(s.metric("subscriber_dropped", "tid 21") == 2);
+}
+
+TEST_CASE("subscribe requests that cannot be served are refused with the reason, and stray control frames counted",
+          "[streams]") {
+  Setup s;  // at most 3 subscribers per stream
+  RawSubscriber a(s.bus, 20);
+  a.control(ControlKind::subscribe, "block", "nosuch");
+  s.bus.pump();
+  REQUIRE(a.replies.size() == 1);
+  CHECK(a.replies[0].kind == ReplyKind::refused);
+  CHECK(a.replies[0].reason.find("no stream 'nosuch' here: it offers events") != std::string::npos);
+
+  std::vector<std::unique_ptr<RawSubscriber>> many;
+  for (Tid t = 30; t < 34; ++t) {
+    many.push_back(std::make_unique<RawSubscriber>(s.bus, t));
+    many.back()->control(ControlKind::subscribe, "sample:100");
+  }
+  s.bus.pump();
+  CHECK(many[3]->replies.at(0).kind == ReplyKind::refused);
+  CHECK(many[3]->replies.at(0).reason.find("the most it takes") != std::string::npos);
+  CHECK(s.metric("stream_subscribers") == 3);
+
+  // A second subscribe of one subscriber replaces its first, it never counts twice.
+  many[0]->control(ControlKind::subscribe, "drop-oldest");
+  s.bus.pump();
+  CHECK(s.metric("stream_subscribers") == 3);
+
+  // Acknowledging or cancelling another's subscription: answered "ended", changes nothing.
+  RawSubscriber thief(s.bus, 40);
+  thief.replies.push_back({ReplyKind::accepted, many[1]->subscription(), {}});
+  thief.control(ControlKind::unsubscribe);
+  s.bus.pump();
+  CHECK(thief.replies.back().kind == ReplyKind::ended);
+  CHECK(s.metric("stream_subscribers") == 3);
+  CHECK(s.metric("stream_control_refused") == 1);
+
+  // Malformed: a subscribe with depth 0 is refused with the reason.
+  ControlMessage bad;
+  bad.policy.depth = 0;
+  bad.stream = "events";
+  mem::Ref frame = a.context.allocate_frame(control_bytes(bad));
+  encode(bad, frame.data() + kFrameHeaderSize);
+  a.context.send(kPublisher, function::control, 2, frame, 0);
+  s.bus.pump();
+  CHECK(a.replies.back().kind == ReplyKind::refused);
+  CHECK(a.replies.back().reason.find("depth") != std::string::npos);
+  CHECK(s.metric("stream_control_refused") == 2);
+}
+
+TEST_CASE("halt ends every subscription with the reason and refuses new ones until a stream is offered again",
+          "[streams]") {
+  Setup s;
+  RawSubscriber sub(s.bus, 20);
+  sub.control(ControlKind::subscribe, "block");
+  s.bus.pump();
+  s.publisher.halt("run over");
+  s.bus.pump();
+  CHECK(sub.replies.back().kind == ReplyKind::ended);
+  CHECK(sub.replies.back().reason == "run over");
+  sub.control(ControlKind::subscribe, "block");
+  s.bus.pump();
+  CHECK(sub.replies.back().kind == ReplyKind::refused);
+  s.publisher.offer("events");
+  sub.control(ControlKind::subscribe, "block");
+  s.bus.pump();
+  CHECK(sub.replies.back().kind == ReplyKind::accepted);
+}
+
+namespace {
+struct TestSink final : ExternalSink {
+  void push(StreamRecord record) override { records.push_back(std::move(record)); }
+  void close(const std::string& why) override { reason = why; }
+  std::vector<StreamRecord> records;
+  std::string reason;
+};
+}  // namespace
+
+TEST_CASE("an external sink found through the directory gets records within its depth, acknowledged, until cancelled",
+          "[streams]") {
+  Setup s;
+  auto directory = std::static_pointer_cast<StreamDirectory>(find_service(directory_service_name(kPublisher)));
+  REQUIRE(directory);
+  REQUIRE(directory->streams().size() == 1);
+  CHECK(directory->streams()[0].name == "events");
+  CHECK_FALSE(directory->attach("nosuch", Policy{}, std::make_shared<TestSink>()).error.empty());
+  auto sink = std::make_shared<TestSink>();
+  Policy policy = *parse_policy("drop-newest,depth:2").policy;
+  auto attached = directory->attach("events", policy, sink);
+  REQUIRE(attached.subscription);
+  for (std::uint64_t i = 1; i <= 5; ++i) s.publish(i);
+  CHECK(sink->records.size() == 2);
+  attached.subscription->acknowledge(2);
+  s.bus.pump();  // the acknowledgement is settled on the publisher's dispatch thread
+  s.publish(6);
+  REQUIRE(sink->records.size() == 3);
+  CHECK(sink->records[2].sequence == 3);
+  CHECK(sink->records[2].dropped == 3);
+  attached.subscription->cancel();
+  s.bus.pump();
+  CHECK(s.metric("stream_subscribers") == 0);
+  sink->records.clear();
+  CHECK(s.context.pool().blocks_in_use() == 0);
+}
+
+TEST_CASE("a Subscriber receives every event of a block subscription in order, acknowledging as it goes", "[streams]") {
+  Setup s;
+  LoopContext context(s.bus, 20, "subscriber");
+  std::vector<std::uint64_t> keys;
+  Subscriber subscriber(context, [&](const StreamEvent& event) {
+    CHECK(event.sequence == keys.size() + 1);
+    CHECK(event.bytes.total_size() == sizeof(std::uint64_t));
+    keys.push_back(event.key);
+  });
+  subscriber.subscribe(kPublisher, "events", *parse_policy("block,depth:8").policy);
+  s.bus.pump();
+  std::uint64_t next = 1;
+  while (next <= 1000) {
+    if (s.publish(next) == Published::offered) ++next;
+    else s.bus.pump();
+  }
+  s.bus.pump();
+  CHECK(keys == range(1, 1000));
+  subscriber.unsubscribe_all();
+  s.bus.pump();
+  CHECK(s.metric("stream_subscribers") == 0);
+  CHECK(s.context.pool().blocks_in_use() == 0);
+  CHECK(context.pool().blocks_in_use() == 0);
+}
