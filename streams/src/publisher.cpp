@@ -367,14 +367,18 @@ StreamDirectory::Attached Publisher::Core::attach(const std::string& stream, con
   if (std::string why = check_policy(policy); !why.empty()) {
     totals.refused.add();
     attached.error = "policy: " + why;
+    attached.refusal = Refusal::bad_policy;
     return attached;
   }
   std::lock_guard lock(mutex);
   StreamId id = 0;
   if (!alive) {
     attached.error = "the publisher is gone";
+    attached.refusal = Refusal::not_offering;
   } else if (std::string why = refusal(stream, id); !why.empty()) {
     attached.error = std::move(why);
+    Stream* found = accepting ? find_stream(stream, id) : nullptr;
+    attached.refusal = !accepting ? Refusal::not_offering : found == nullptr ? Refusal::unknown_stream : Refusal::full;
   } else {
     const SubscriptionPtr s = add(id, kNoTid, policy, std::move(sink));
     attached.subscription = std::make_shared<Handle>(weak_from_this(), s->id);

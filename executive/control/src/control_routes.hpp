@@ -15,6 +15,9 @@
 namespace daqx {
 class PartitionView;
 }
+namespace daqx::streams {
+struct StreamDescription;
+}
 
 namespace daqx::http {
 
@@ -41,6 +44,7 @@ struct Request {
 };
 
 class PendingReply;
+class StreamClient;
 
 struct Reply {
   int status = 200;
@@ -52,6 +56,9 @@ struct Reply {
   // Set when the answer is not known yet (a wait): the server then parks the connection off its request threads
   // and asks this for the answer until it has one; the fields above are unused.
   std::shared_ptr<PendingReply> pending;
+  // Set when the answer is a stream (GET .../streams/<name>): the server hands the connection to its stream writer
+  // (stream_writer.hpp), which writes the answer's head and the records; the fields above are unused.
+  std::shared_ptr<StreamClient> stream;
 };
 
 // An answer that comes later: POST /api/connect waits for connections. The server asks poll() every few
@@ -86,6 +93,9 @@ struct Pages {
   // are answered 503 at once.
   std::atomic<unsigned> connect_waits{0};
   std::atomic<bool> stopping{false};  // the executive is stopping: waits in progress end at once (503)
+  // Streaming clients connected (or still settling): at most kMaxStreamClients (stream_writer.hpp); shared with
+  // each client, which the publisher may release after the server is gone. Null: this server streams nothing.
+  std::shared_ptr<std::atomic<unsigned>> stream_clients;
 };
 
 // Checks the request against `access` (401, 403), then routes it to the model. An exception from the model becomes
@@ -110,6 +120,9 @@ std::string json_transports(const std::vector<TransportStatus>& transports);
 std::string json_executive(const std::string& partition, const std::string& context, std::uint64_t run,
                            double run_seconds, const std::vector<Metric>& metrics);
 std::string json_connect_result(const ConnectResult& result);
+// GET /api/applications/<tid>/streams: [{"name": "events", "published": 1234, "subscribers": 2}]; each
+// subscription's counters are the application's metrics, labelled by stream, subscriber and policy.
+std::string json_streams(const std::vector<streams::StreamDescription>& streams);
 // GET /api/summary (summary_json.cpp): the context's states, unlabelled counters and gauges, connection counts and
 // pool levels in one document whose size does not grow with the partition: what the watchers poll every second.
 std::string json_summary(const ControlModel& model);

@@ -13,6 +13,7 @@ struct ControlServer::Impl {
                               const http::AccessCheck& access) { return http::handle_request(model, request, access, &pages); },
                host, port, threads, security) {
     pages.partition_view = view;
+    pages.stream_clients = std::make_shared<std::atomic<unsigned>>(0);
   }
   http::Pages pages;  // before the server: its requests use it until the server is stopped
   http::HttpServer server;

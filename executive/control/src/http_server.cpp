@@ -32,6 +32,7 @@
 #include "daqx/services/log.hpp"
 #include "daqx/services/text.hpp"
 #include "pending_replies.hpp"
+#include "stream_writer.hpp"
 #include "reply_writer.hpp"
 #include "request_deadlines.hpp"
 #include "request_framing.hpp"
@@ -126,7 +127,7 @@ class Connection : public Poco::Net::TCPServerConnection {
  public:
   Connection(const Poco::Net::StreamSocket& socket, Poco::Net::HTTPServerParams::Ptr params, const http::Handler& handler,
              const http::AccessCheck& access, bool tls, HandshakeFailureLog& failures, http::RequestDeadlines& deadlines,
-             http::PendingReplies& pending)
+             http::PendingReplies& pending, http::StreamWriter& streams)
       : TCPServerConnection(socket),
         params_(params),
         handler_(handler),
@@ -134,7 +135,8 @@ class Connection : public Poco::Net::TCPServerConnection {
         tls_(tls),
         failures_(failures),
         deadlines_(deadlines),
-        pending_(pending) {}
+        pending_(pending),
+        streams_(streams) {}
 
   void run() override {
     try {
@@ -197,6 +199,12 @@ class Connection : public Poco::Net::TCPServerConnection {
       // The answer comes later (a wait): the connection leaves this thread for the parked ones.
       request_watch.release();
       pending_.park(socket(), std::move(reply.pending));
+      return;
+    }
+    if (reply.stream != nullptr) {
+      // A stream: the connection leaves this thread for the stream writer, which writes the answer.
+      request_watch.release();
+      streams_.adopt(socket(), std::move(reply.stream));
       return;
     }
     if (!unread_body) request_watch.release();
@@ -354,16 +362,18 @@ class Connection : public Poco::Net::TCPServerConnection {
   HandshakeFailureLog& failures_;
   http::RequestDeadlines& deadlines_;
   http::PendingReplies& pending_;
+  http::StreamWriter& streams_;
 };
 
 class ConnectionFactory : public Poco::Net::TCPServerConnectionFactory {
  public:
   ConnectionFactory(Poco::Net::HTTPServerParams::Ptr params, const http::Handler& handler,
                     const http::AccessCheck& access, bool tls, http::RequestDeadlines& deadlines,
-                    http::PendingReplies& pending)
-      : params_(params), handler_(handler), access_(access), tls_(tls), deadlines_(deadlines), pending_(pending) {}
+                    http::PendingReplies& pending, http::StreamWriter& streams)
+      : params_(params), handler_(handler), access_(access), tls_(tls), deadlines_(deadlines), pending_(pending),
+        streams_(streams) {}
   Poco::Net::TCPServerConnection* createConnection(const Poco::Net::StreamSocket& socket) override {
-    return new Connection(socket, params_, handler_, access_, tls_, failures_, deadlines_, pending_);
+    return new Connection(socket, params_, handler_, access_, tls_, failures_, deadlines_, pending_, streams_);
   }
 
  private:
@@ -374,6 +384,7 @@ class ConnectionFactory : public Poco::Net::TCPServerConnectionFactory {
   HandshakeFailureLog failures_;
   http::RequestDeadlines& deadlines_;
   http::PendingReplies& pending_;
+  http::StreamWriter& streams_;
 };
 
 // A TLS server socket when a certificate is given, else a plain one.
@@ -429,7 +440,7 @@ struct HttpServer::Impl {
     params->setSoftwareVersion("daqx");
     const bool tls = !security.certificate_file.empty();
     server = std::make_unique<Poco::Net::TCPServer>(
-        new ConnectionFactory(params, this->handler, access, tls, deadlines, pending), thread_pool, socket, params);
+        new ConnectionFactory(params, this->handler, access, tls, deadlines, pending, streams), thread_pool, socket, params);
   }
 
   std::mutex mutex;  // start and stop may come from different threads (signal handler thread, main)
@@ -441,6 +452,7 @@ struct HttpServer::Impl {
   http::AccessCheck access;
   RequestDeadlines deadlines;
   PendingReplies pending;
+  StreamWriter streams;
   Poco::Net::ServerSocket socket;
   Poco::ThreadPool thread_pool;                   // declared before the server: it must outlive it
   std::unique_ptr<Poco::Net::TCPServer> server;
@@ -474,6 +486,7 @@ void HttpServer::stop() {
   impl_->deadlines.expire_all();  // requests still being read end now
   impl_->thread_pool.joinAll();
   impl_->pending.stop();  // after the request threads, which may still park a wait: each is answered now
+  impl_->streams.stop();  // after them too: a stream handed over now ends at once
   impl_->socket.close();  // frees the port at once, for an executive restarted on it
 }
 

@@ -12,6 +12,8 @@
 #include <Poco/JSONString.h>
 
 #include "control_routes.hpp"
+#include "daqx/streams/external_sink.hpp"
+#include "daqx/streams/external_sink.hpp"
 #include "json_writing.hpp"
 #include "daqx/control/module_listing.hpp"
 #include "daqx/control/executive_identity.hpp"
@@ -357,6 +359,18 @@ std::string json_connect_result(const ConnectResult& result) {
   }
   object->set("down", down);
   return stringify(object);
+}
+
+std::string json_streams(const std::vector<streams::StreamDescription>& streams) {
+  Array::Ptr array = new Array;
+  for (const streams::StreamDescription& stream : streams) {
+    Object::Ptr entry = new_object();
+    entry->set("name", stream.name);
+    entry->set("published", stream.published);
+    entry->set("subscribers", stream.subscribers);
+    array->add(entry);
+  }
+  return stringify(array);
 }
 
 std::string parse_transition_body(const std::string& body, std::optional<Command>& command, std::uint64_t& run) {

@@ -11,9 +11,13 @@
 
 #include "connect_wait.hpp"
 #include "control_routes.hpp"
+#include "daqx/api/named_services.hpp"
 #include "daqx/control/partition_view.hpp"
 #include "daqx/services/number_text.hpp"
 #include "daqx/services/text.hpp"
+#include "daqx/streams/external_record.hpp"
+#include "daqx/streams/external_sink.hpp"
+#include "stream_writer.hpp"
 
 namespace daqx::http {
 namespace {
@@ -132,6 +136,10 @@ class Router {
     if (s.size() == 4 && s[3] == "parameters") {
       return post([&] { return with_tid(s[2], [&](Tid tid) { return set_parameter(tid); }); });
     }
+    if (s.size() == 4 && s[3] == "streams") return get([&] { return with_tid(s[2], [&](Tid tid) { return streams_of(tid); }); });
+    if (s.size() == 5 && s[3] == "streams") {
+      return get([&] { return with_tid(s[2], [&](Tid tid) { return subscribe(tid, std::string(s[4])); }); });
+    }
     return not_found();
   }
 
@@ -234,6 +242,67 @@ class Router {
     return reply;
   }
 
+  // The stream directory of application tid (streams/external_sink.hpp), or the reply that says why there is none.
+  std::shared_ptr<streams::StreamDirectory> directory(Tid tid, Reply& refusal) {
+    if (!model_.application(tid)) {
+      refusal = no_such_application(tid);
+      return nullptr;
+    }
+    auto found = std::static_pointer_cast<streams::StreamDirectory>(find_service(streams::directory_service_name(tid)));
+    if (!found) refusal = error_reply(path_, 404, "application " + std::to_string(tid) + " offers no streams");
+    return found;
+  }
+
+  // GET /api/applications/<tid>/streams: the streams an application offers, with their counts.
+  Reply streams_of(Tid tid) {
+    Reply refusal;
+    const auto found = directory(tid, refusal);
+    if (!found) return refusal;
+    return json_reply(200, json_streams(found->streams()));
+  }
+
+  // GET /api/applications/<tid>/streams/<name>?policy=TEXT: the stream as a chunked answer of records, written by
+  // the server's stream writer; refusals before it starts, each with its status.
+  Reply subscribe(Tid tid, const std::string& name) {
+    Reply refusal;
+    const auto found = directory(tid, refusal);
+    if (!found) return refusal;
+    std::string policy_text = "drop-newest";
+    for (const auto& [key, value] : query_) {
+      if (key == "policy") policy_text = value;
+      else return error_reply(path_, 400, "unknown query parameter " + strings::quoted(key) + ": only policy");
+    }
+    const streams::ParsedPolicy policy = streams::parse_policy(policy_text);
+    if (!policy.policy) return error_reply(path_, 400, policy.error);
+    if (request_.method == "HEAD") {  // the answer's head alone: no subscription for it
+      Reply reply;
+      reply.content_type = streams::kRecordContentType;
+      return reply;
+    }
+    if (!pages_.stream_clients)
+      return error_reply(path_, 503, "streams are served by the control server only");
+    if (pages_.stream_clients->fetch_add(1) >= kMaxStreamClients) {
+      pages_.stream_clients->fetch_sub(1);
+      access_.count_busy_refusal();
+      return error_reply(path_, 503, "busy: " + std::to_string(kMaxStreamClients) +
+                                         " streaming clients are connected to this executive, the most it serves");
+    }
+    auto client = std::make_shared<StreamClient>(pages_.stream_clients);  // lowers the count when it goes
+    streams::StreamDirectory::Attached attached = found->attach(name, *policy.policy, client);
+    if (!attached.subscription) {
+      using Refusal = streams::StreamDirectory::Refusal;
+      const int status = attached.refusal == Refusal::unknown_stream ? 404
+                         : attached.refusal == Refusal::not_offering ? 409
+                         : attached.refusal == Refusal::full         ? 503
+                                                                     : 400;
+      return error_reply(path_, status, attached.error);
+    }
+    client->subscribed(std::move(attached.subscription));
+    Reply reply;
+    reply.stream = std::move(client);
+    return reply;
+  }
+
   Reply set_parameter(Tid tid) {
     std::string name;
     std::string value;
@@ -309,6 +378,8 @@ Reply handle_request(ControlModel& model, const Request& request, const AccessCh
     Reply reply = Router(model, request, target, access, pages != nullptr ? *pages : none).route();
     if (reply.pending != nullptr && pages == nullptr)  // the wait would outlive `none`: only a server parks waits
       return error_reply(target.path, 503, "connect waits are served by the control server only");
+    if (reply.stream != nullptr && pages == nullptr)
+      return error_reply(target.path, 503, "streams are served by the control server only");
     return reply;
   });
 }

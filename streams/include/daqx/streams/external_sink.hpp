@@ -59,9 +59,17 @@ class StreamDirectory {
   virtual std::vector<StreamDescription> streams() const = 0;
   // Attaches sink to stream with policy; "" and the subscription, or the reason it is refused (unknown stream,
   // too many subscribers, publisher not running) and null.
+  enum class Refusal {
+    none,
+    bad_policy,      // the policy is out of range
+    unknown_stream,  // the publisher offers no stream of that name
+    not_offering,    // the publisher offers no stream now (halted), or is gone
+    full,            // the stream has as many subscribers as it takes
+  };
   struct Attached {
     std::shared_ptr<ExternalSubscription> subscription;
-    std::string error;
+    std::string error;  // one printable line
+    Refusal refusal = Refusal::none;
   };
   virtual Attached attach(const std::string& stream, const Policy& policy, std::shared_ptr<ExternalSink> sink) = 0;
 };
