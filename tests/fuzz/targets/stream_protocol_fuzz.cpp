@@ -1,5 +1,6 @@
-// Fuzz target: the stream messages a publisher and a subscriber take from each other (streams/protocol) and the
-// policy's text form (streams/policy), on any bytes. Input: a selector byte, then the bytes. Properties: an answer is
+// Fuzz target: the stream messages a publisher and a subscriber take from each other (streams/protocol), the
+// header of an external subscriber's records (streams/external_record) and the policy's text form (streams/policy),
+// on any bytes. Input: a selector byte, then the bytes. Properties: an answer is
 // a message or a reason, never both; every reason is one printable line; a message accepted encodes back to the
 // same bytes (the formats have one spelling); a policy accepted is in range and its text reads back as itself.
 #include <cstdlib>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "daqx/services/text.hpp"
+#include "daqx/streams/external_record.hpp"
 #include "daqx/streams/policy.hpp"
 #include "daqx/streams/protocol.hpp"
 
@@ -32,7 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   using namespace daqx::streams;
   if (size == 0) return 0;
   const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(data + 1), size - 1);
-  switch (data[0] % 4) {
+  switch (data[0] % 5) {
     case 0: {
       const Parsed<ControlMessage> parsed = parse_control(bytes);
       require_answer(parsed);
@@ -62,6 +64,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         encode(*parsed.message, again);
         if (std::memcmp(again, bytes.data(), kDataHeaderBytes) != 0) std::abort();
       }
+      break;
+    }
+    case 3: {  // an external subscriber's record header (what daqx-evb-dump --follow reads)
+      const ParsedRecordHeader parsed = parse_record_header(bytes);
+      if (parsed.header.has_value() == !parsed.error.empty()) std::abort();
+      if (!parsed.header) {
+        require_line(parsed.error);
+        break;
+      }
+      if (parsed.header->length > kMaxRecordBytes || (parsed.header->sequence == 0 && parsed.header->length != 0))
+        std::abort();
+      std::byte again[kRecordHeaderBytes];
+      encode(*parsed.header, again);
+      if (std::memcmp(again, bytes.data(), kRecordHeaderBytes) != 0) std::abort();
       break;
     }
     default: {
