@@ -87,7 +87,33 @@ bool is_transport_trouble(const std::string& name) {
 }
 
 bool is_loss_counter(const std::string& name) {
+  // A stream's drops are its subscribers' declared policies at work, not events the run lost: they have a line
+  // of their own (stream_lines).
+  if (name.starts_with("stream_")) return false;
   return contains_any(name, {"lost", "drop", "abandon", "incomplete", "discard", "unhandled", "_downs"});
+}
+
+std::vector<std::string> stream_lines(const std::vector<UnitTotals>& units) {
+  std::vector<std::string> lines{"streams (per publisher; docs/monitoring.md):"};
+  for (const UnitTotals& unit : units) {
+    auto count = [&](const char* name) {
+      const auto it = unit.counters.find(name);
+      return it == unit.counters.end() ? 0.0 : it->second;
+    };
+    const double sent = count("stream_records_sent");
+    const double dropped = count("stream_events_dropped");
+    const double lost = count("stream_subscribers_lost");
+    const double refused = count("stream_subscriptions_refused");
+    if (sent == 0 && dropped == 0 && lost == 0 && refused == 0) continue;
+    std::string line = "  ";
+    line.append(unit.name).append(": ").append(format_count(sent, "records")).append(" sent, ");
+    line.append(format_count(dropped, "events")).append(" dropped by subscribers' policies, ");
+    line.append(format_count(lost, "subscribers")).append(" lost, ");
+    line.append(format_count(refused, "subscriptions")).append(" refused");
+    lines.push_back(std::move(line));
+  }
+  if (lines.size() == 1) lines.clear();  // no unit published
+  return lines;
 }
 
 std::vector<std::string> run_summary(const std::vector<UnitTotals>& units, const std::vector<ContextSample>& contexts,
@@ -135,6 +161,7 @@ std::vector<std::string> run_summary(const std::vector<UnitTotals>& units, const
   table.text(transports.empty() ? "transports: no errors, no reconnects, no refused or starved connections"
                                 : "transports:");
   for (std::string& line : transports) table.text(std::move(line));
+  for (std::string& line : stream_lines(units)) table.text(std::move(line));
   for (const std::string& line : lost_contexts(units, contexts)) table.text(line);
   return table.lines();
 }

@@ -21,6 +21,9 @@ std::vector<std::string> run_summary(const std::vector<UnitTotals>& units, const
 // error, corrupt, malformed, ...).
 bool is_loss_counter(const std::string& name);
 bool is_error_counter(const std::string& name);
+// The streams' lines of the run summary: per publishing unit, the records it sent, the events its subscribers'
+// policies dropped, the subscribers it lost and the subscriptions it refused; none when no unit published.
+std::vector<std::string> stream_lines(const std::vector<UnitTotals>& units);
 // A transport counter worth a line of the run summary besides errors: reconnects, refused connections, and
 // connections left without receive buffers.
 bool is_transport_trouble(const std::string& name);

@@ -188,6 +188,26 @@ TEST_CASE("a run's summary has amounts, averages over the enabled time, losses a
   CHECK_FALSE(is_error_counter("events_built"));
 }
 
+TEST_CASE("a run's summary gives each publisher's streams a line, apart from the run's losses", "[console]") {
+  UnitTotals bu{"http://a", "evb/bu/0", "evb/bu", "Configured", {"events_built", "events", ""},
+                {{"events_built", 1000}, {"stream_records_sent", 1010}, {"stream_events_dropped", 990},
+                 {"stream_subscribers_lost", 1}, {"stream_subscriptions_refused", 0}}};
+  UnitTotals quiet{"http://b", "evb/bu/1", "evb/bu", "Configured", {"events_built", "events", ""},
+                   {{"events_built", 1000}, {"stream_records_sent", 0}}};
+  ContextSample context;
+  context.url = "http://a";
+  context.answered = true;
+  const std::vector<std::string> lines = run_summary({bu, quiet}, {context}, 2.0, 7);
+  std::string text;
+  for (const std::string& line : lines) text += line + "\n";
+  INFO(text);
+  CHECK(text.find("streams (per publisher; docs/monitoring.md):\n  evb/bu/0: 1010 records sent, 990 events dropped by "
+                  "subscribers' policies, 1 subscribers lost, 0 subscriptions refused\n") != std::string::npos);
+  CHECK(text.find("evb/bu/1:") == std::string::npos);  // it published nothing
+  CHECK(text.find("stream_events_dropped") == std::string::npos);  // not among the run's losses
+  CHECK_FALSE(is_loss_counter("stream_subscribers_lost"));
+}
+
 TEST_CASE("a run's summary names the units of each context the run lost, and why, after the table", "[console]") {
   UnitTotals bu0{"http://a", "evb/bu/0", "evb/bu", "Enabled", {"events_built", "events", ""}, {{"events_built", 10}}};
   UnitTotals bu1{"http://b", "evb/bu/1", "evb/bu", "lost", {"events_built", "events", ""}, {{"events_built", 7}}};
