@@ -427,11 +427,13 @@ void Publisher::Core::on_control(Frame&& frame) {
     payload = std::span<const std::byte>(copy).subspan(kFrameHeaderSize);
   }
   Parsed<ControlMessage> parsed = parse_control(payload);
-  frame.data.reset();
+  const bool subscribe_kind =
+      !payload.empty() && static_cast<std::uint8_t>(payload[0]) == static_cast<std::uint8_t>(ControlKind::subscribe);
+  frame.data.reset();  // payload is gone with it
   if (!parsed.message) {
     totals.bad_messages.add();
     // A subscribe that is malformed is answered, so that its sender learns why.
-    if (!payload.empty() && static_cast<std::uint8_t>(payload[0]) == static_cast<std::uint8_t>(ControlKind::subscribe)) {
+    if (subscribe_kind) {
       totals.refused.add();
       reply(from, transaction, ReplyKind::refused, 0, parsed.error);
     }
