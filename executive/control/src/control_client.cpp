@@ -120,6 +120,27 @@ HttpReply SentControlRequest::receive(std::chrono::milliseconds timeout) {
   return reply;
 }
 
+HttpReply SentControlRequest::receive_head(std::chrono::milliseconds timeout, std::istream*& body) {
+  body = nullptr;
+  if (!session_) return failure_;
+  HttpReply reply = replied(tls_hint_, [&](HttpReply& answer) {
+    session_->socket().setReceiveTimeout(timespan_of(timeout));
+    Poco::Net::HTTPResponse response;
+    std::istream& in = session_->receiveResponse(response);
+    answer.status = static_cast<int>(response.getStatus());
+    if (answer.status == 200) {
+      body = &in;
+      return;
+    }
+    std::ostringstream text;
+    Poco::StreamCopier::copyStream(in, text);
+    answer.body = text.str();
+  });
+  if (body == nullptr) session_.reset();
+  reply.connected = true;
+  return reply;
+}
+
 SentControlRequest ControlClient::send(const std::string& method, const std::string& path,
                                        const std::string& body) const {
   std::unique_ptr<Poco::Net::HTTPClientSession> session;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <iosfwd>
 #include <memory>
 #include <string>
 
@@ -56,6 +57,10 @@ class SentControlRequest {
   int socket_fd() const noexcept;
   // Reads the answer, waiting at most `timeout` for each read; every failure is a reply with status 0.
   HttpReply receive(std::chrono::milliseconds timeout);
+  // Reads the answer's head only, for an answer that goes on (a stream's records): a 200's body is left to be read
+  // from `body` as it comes (chunks decoded; valid while this object lives, each read waiting at most `timeout`);
+  // any other answer's body is read whole into the reply and `body` is null.
+  HttpReply receive_head(std::chrono::milliseconds timeout, std::istream*& body);
   // When it could not be sent: the reply saying why.
   const HttpReply& failure() const noexcept { return failure_; }
 
