@@ -369,3 +369,45 @@ TEST_CASE("a Subscriber receives every event of a block subscription in order, a
   CHECK(s.context.pool().blocks_in_use() == 0);
   CHECK(context.pool().blocks_in_use() == 0);
 }
+
+TEST_CASE("a thousand subscribe requests to one stream: the first 64 (the default limit) are served, the rest refused "
+          "and counted, and the publisher goes on", "[streams]") {
+  Bus bus;
+  LoopContext context(bus, kPublisher, "publisher");
+  Publisher publisher(context);  // default options: 64 subscribers per stream
+  const StreamId events = publisher.offer("events");
+  LoopContext sender(bus, 5000, "flood");
+  for (Tid from = 1000; from < 2000; ++from) {
+    ControlMessage m;
+    m.policy = *parse_policy("sample:1000").policy;
+    m.stream = "events";
+    mem::Ref frame = sender.allocate_frame(control_bytes(m));
+    REQUIRE(frame);
+    encode(m, frame.data() + kFrameHeaderSize);
+    REQUIRE(bus.send(from, kPublisher, function::control, from, frame) == SendStatus::ok);
+    bus.pump();  // its reply goes to a subscriber that does not exist: the send fails, nothing else happens
+  }
+  MetricSink sink;
+  publisher.report(sink);
+  double subscribers = -1, refused = -1;
+  for (const Metric& m : sink.metrics()) {
+    if (m.name == "stream_subscribers" && m.labels.empty()) subscribers = m.value;
+    if (m.name == "stream_subscriptions_refused" && m.labels.empty()) refused = m.value;
+  }
+  CHECK(subscribers == 64);
+  CHECK(refused == 936);
+  std::size_t made = 0;
+  for (std::uint64_t key = 1; key <= 5000; ++key)
+    CHECK(publisher.publish(events, key, [&] {
+      ++made;
+      return context.pool().allocate(8);
+    }) == Published::offered);
+  // sample:1000: the 1000th event is made once for all 64; sending it finds that none of them exists (the flood's
+  // tids have no context), so all 64 are forgotten, counted lost, and no later event is made.
+  CHECK(made == 1);
+  CHECK(publisher.subscriptions() == 0);
+  MetricSink after;
+  publisher.report(after);
+  for (const Metric& m : after.metrics())
+    if (m.name == "stream_subscribers_lost" && m.labels.empty()) CHECK(m.value == 64);
+}
