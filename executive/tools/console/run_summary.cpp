@@ -87,6 +87,8 @@ bool is_transport_trouble(const std::string& name) {
 }
 
 bool is_loss_counter(const std::string& name) {
+  // Events withheld from the output (a BU's events held for a block subscriber when the run stopped) are lost.
+  if (contains_any(name, {"withheld"})) return true;
   // A stream's drops are its subscribers' declared policies at work, not events the run lost: they have a line
   // of their own (stream_lines).
   if (name.starts_with("stream_")) return false;

@@ -206,6 +206,7 @@ TEST_CASE("a run's summary gives each publisher's streams a line, apart from the
   CHECK(text.find("evb/bu/1:") == std::string::npos);  // it published nothing
   CHECK(text.find("stream_events_dropped") == std::string::npos);  // not among the run's losses
   CHECK_FALSE(is_loss_counter("stream_subscribers_lost"));
+  CHECK(is_loss_counter("stream_events_withheld"));  // neither streamed nor output: lost to the run
 }
 
 TEST_CASE("a run's summary names the units of each context the run lost, and why, after the table", "[console]") {
