@@ -411,3 +411,105 @@ TEST_CASE("a thousand subscribe requests to one stream: the first 64 (the defaul
   for (const Metric& m : after.metrics())
     if (m.name == "stream_subscribers_lost" && m.labels.empty()) CHECK(m.value == 64);
 }
+
+namespace {
+double subscriber_metric(const Subscriber& subscriber, const std::string& name) {
+  MetricSink sink;
+  subscriber.report(sink);
+  for (const Metric& m : sink.metrics())
+    if (m.name == name) return m.value;
+  return -1;
+}
+}  // namespace
+
+TEST_CASE("a Subscriber acknowledges after the last record of each batch: an idle subscriber holds nothing",
+          "[streams]") {
+  Setup s;
+  LoopContext context(s.bus, 20, "subscriber");
+  std::size_t events = 0;
+  Subscriber subscriber(context, [&](const StreamEvent&) { ++events; });
+  subscriber.subscribe(kPublisher, "events", *parse_policy("block").policy);  // acknowledges every 16 at most
+  s.bus.pump();
+  for (std::uint64_t key = 1; key <= 5; ++key) REQUIRE(s.publish(key) == Published::offered);
+  s.bus.pump();
+  CHECK(events == 5);
+  CHECK(s.metric("subscriber_lag", "tid 20") == 0);
+  CHECK(s.metric("subscriber_queued", "tid 20") == 0);
+}
+
+TEST_CASE("a Subscriber sees the publisher's drops in each record and counts them, never a gap", "[streams]") {
+  Setup s;
+  LoopContext context(s.bus, 20, "subscriber");
+  std::vector<std::uint64_t> keys;
+  std::vector<std::uint64_t> dropped;
+  Subscriber subscriber(context, [&](const StreamEvent& event) {
+    keys.push_back(event.key);
+    dropped.push_back(event.dropped);
+  });
+  subscriber.subscribe(kPublisher, "events", *parse_policy("drop-newest,depth:4").policy);
+  s.bus.pump();
+  s.bus.room(20, 0);  // its connection is full: records stay queued, then the policy drops
+  for (std::uint64_t key = 1; key <= 20; ++key) REQUIRE(s.publish(key) == Published::offered);
+  s.bus.unlimited_room(20);
+  REQUIRE(s.publish(21) == Published::offered);  // still 4 pending when offered: dropped, then 1..4 sent
+  s.bus.pump();
+  REQUIRE(s.publish(22) == Published::offered);
+  s.bus.pump();
+  CHECK(keys == std::vector<std::uint64_t>{1, 2, 3, 4, 22});
+  CHECK(dropped == std::vector<std::uint64_t>{17, 17, 17, 17, 17});
+  CHECK(subscriber_metric(subscriber, "stream_events_dropped_by_publisher") == 17);
+  CHECK(subscriber_metric(subscriber, "stream_sequence_gaps") == 0);
+  CHECK(subscriber_metric(subscriber, "stream_events_received") == 5);
+  CHECK(s.metric("subscriber_dropped", "tid 20") == 17);
+  subscriber.unsubscribe_all();
+  s.bus.pump();
+  CHECK(s.context.pool().blocks_in_use() == 0);
+  CHECK(context.pool().blocks_in_use() == 0);
+}
+
+TEST_CASE("a Subscriber refused or ended subscribes again until accepted, and receives the stream anew",
+          "[streams]") {
+  Setup s;
+  LoopContext context(s.bus, 20, "subscriber");
+  std::vector<std::uint64_t> sequences;
+  Subscriber subscriber(context, [&](const StreamEvent& event) { sequences.push_back(event.sequence); });
+  s.publisher.halt("not yet");
+  subscriber.subscribe(kPublisher, "events", *parse_policy("sample:2").policy);
+  s.bus.pump();
+  CHECK(subscriber.accepted() == 0);
+  CHECK(subscriber_metric(subscriber, "stream_refusals") == 1);
+  CHECK(subscriber.last_refusal().starts_with("events of 10: application 10 offers no stream now"));
+
+  s.publisher.offer("events");
+  subscriber.retry_now();  // what its worker posts every second
+  s.bus.pump();
+  REQUIRE(subscriber.accepted() == 1);
+  for (std::uint64_t key = 1; key <= 6; ++key) REQUIRE(s.publish(key) == Published::offered);
+  s.bus.pump();
+  CHECK(sequences == std::vector<std::uint64_t>{1, 2, 3});
+  CHECK(s.metric("subscriber_skipped", "tid 20") == 3);
+
+  s.publisher.halt("run over");
+  s.bus.pump();
+  CHECK(subscriber.accepted() == 0);
+  CHECK(subscriber_metric(subscriber, "stream_subscriptions_ended") == 1);
+  s.publisher.offer("events");
+  subscriber.retry_now();
+  s.bus.pump();
+  REQUIRE(subscriber.accepted() == 1);
+  for (std::uint64_t key = 7; key <= 10; ++key) REQUIRE(s.publish(key) == Published::offered);
+  s.bus.pump();
+  CHECK(sequences == std::vector<std::uint64_t>{1, 2, 3, 1, 2});  // a new subscription counts from 1
+  CHECK(s.metric("stream_subscribers") == 1);
+
+  // A second subscribe to the same stream replaces the first, at the publisher as here.
+  subscriber.subscribe(kPublisher, "events", *parse_policy("block").policy);
+  s.bus.pump();
+  CHECK(subscriber.accepted() == 1);
+  CHECK(s.metric("stream_subscribers") == 1);
+  subscriber.unsubscribe_all();
+  s.bus.pump();
+  CHECK(s.metric("stream_subscribers") == 0);
+  CHECK(s.context.pool().blocks_in_use() == 0);
+  CHECK(context.pool().blocks_in_use() == 0);
+}

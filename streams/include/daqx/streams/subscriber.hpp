@@ -1,13 +1,19 @@
 // streams::Subscriber, owned by an application that subscribes to streams of publishers in any context: it
 // subscribes (again every second until accepted, and after the publisher ended the subscription), hands each
 // event to the handler on the dispatch thread and acknowledges what it consumed so that the publisher may send
-// more. Dispatch thread, except report().
+// more: every max(1, depth/4) records, and after the last record of a batch of arrivals, so that a subscriber
+// that went idle holds nothing unacknowledged. Dispatch thread, except report() and last_refusal().
+//
+// The retries need a clock, and an application has none on its dispatch thread: the Subscriber starts one worker
+// (from its first subscribe) that sleeps a second at a time and posts retry_now() to the dispatch thread when
+// something is not accepted. One idle thread per subscribing application, never per subscription or publisher.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -35,9 +41,18 @@ class Subscriber {
   Subscriber(const Subscriber&) = delete;
   Subscriber& operator=(const Subscriber&) = delete;
 
+  // Subscribes to `stream` of `publisher` with `policy`; until the publisher accepts, again every second. A second
+  // subscribe to the same stream of the same publisher replaces the first (the publisher does the same).
   void subscribe(Tid publisher, const std::string& stream, const Policy& policy);
   void unsubscribe_all();
+  // Dispatch thread: sends the subscribes not accepted now again (what the worker posts every second; an
+  // application may call it sooner, e.g. when it sees the publisher back).
+  void retry_now();
+  // Subscriptions the publishers accepted and did not end since.
+  std::size_t accepted() const noexcept;
   void report(MetricSink& sink) const;
+  // Any thread: why the last subscribe was refused ("" when none was), "<stream> of <tid>: <reason>".
+  std::string last_refusal() const;
 
  private:
   struct Wanted {
@@ -48,11 +63,12 @@ class Subscriber {
     std::uint64_t transaction = 0;   // of the last subscribe sent
     std::uint64_t consumed = 0;      // last sequence handed to the handler
     std::uint64_t acknowledged = 0;
+    std::uint64_t dropped = 0;       // the publisher's `dropped` in the last record
   };
   void on_reply(Frame&& frame);
-  void on_data(Frame&& frame);
+  void on_data(Frame& frame);
+  void acknowledge(Wanted& w);
   void send_control(const Wanted& w, ControlKind kind, std::uint64_t transaction);
-  void retry();  // dispatch thread, every second: subscribes not accepted yet
 
   ApplicationContext& context_;
   Handler handler_;
@@ -62,8 +78,13 @@ class Subscriber {
   std::jthread ticker_;
 
   std::atomic<std::uint64_t> received_{0};
+  std::atomic<std::uint64_t> dropped_{0};  // by the publishers' policies, from the records' `dropped`
+  std::atomic<std::uint64_t> gaps_{0};     // records missing in a subscription's sequence (never, but checked)
   std::atomic<std::uint64_t> refusals_{0};
+  std::atomic<std::uint64_t> ended_{0};
   std::atomic<std::uint64_t> malformed_{0};
+  mutable std::mutex refusal_mutex_;
+  std::string last_refusal_;
 };
 
 }  // namespace daqx::streams
