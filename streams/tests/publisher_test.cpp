@@ -2,8 +2,10 @@
 // bound, back-pressure, subscribers that go away, refusals, external sinks, and every block back to its pool.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cstring>
 #include <map>
+#include <thread>
 #include <vector>
 
 #include "daqx/api/named_services.hpp"
@@ -512,4 +514,24 @@ TEST_CASE("a Subscriber refused or ended subscribes again until accepted, and re
   CHECK(s.metric("stream_subscribers") == 0);
   CHECK(s.context.pool().blocks_in_use() == 0);
   CHECK(context.pool().blocks_in_use() == 0);
+}
+
+TEST_CASE("a Subscriber's worker asks again by itself: refused while the publisher offers nothing, then accepted",
+          "[streams]") {
+  Setup s;
+  LoopContext context(s.bus, 20, "subscriber");
+  Subscriber subscriber(context, [](const StreamEvent&) {});
+  s.publisher.halt("not yet");
+  subscriber.subscribe(kPublisher, "events", *parse_policy("drop-newest").policy);
+  s.bus.pump();
+  REQUIRE(subscriber.accepted() == 0);
+  s.publisher.offer("events");
+  // The worker posts its retry once a second; the bound only keeps a broken retry from hanging the test.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (subscriber.accepted() == 0 && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    s.bus.pump();
+  }
+  CHECK(subscriber.accepted() == 1);
+  CHECK(s.metric("stream_subscribers") == 1);
 }
