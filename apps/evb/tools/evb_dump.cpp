@@ -6,16 +6,15 @@
 #include <cstdio>
 #include <ctime>
 #include <exception>
-#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
-#include "daqx/apps/text.hpp"
 #include "daqx/evb/consumer.hpp"
 #include "daqx/services/version.hpp"
 #include "files/event_file_reader.hpp"
-#include "format/superfragment_check.hpp"
+#include "files/event_record_check.hpp"
 
 namespace {
 
@@ -98,23 +97,17 @@ bool dump(const std::string& path, const Options& options) {
     if (record.flags & event_flags::corrupt) ++corrupt;
     if (record.flags & ~(event_flags::incomplete | event_flags::corrupt)) ++other;
     std::uint64_t record_payload = 0;
+    for (const auto& fragment : record.fragments) record_payload += fragment.bytes.size();
+    fragments += record.fragments.size();
     std::string verdict;
-    for (const auto& fragment : record.fragments) {
-      record_payload += fragment.bytes.size();
-      ++fragments;
-      if (!options.verify) continue;
-      ++verified;
-      const std::span<const std::byte> pieces[1] = {fragment.bytes};
-      const auto check = verify_superfragment(pieces, record.event, fragment.contributor, true);
-      if (check.ok) continue;
-      // The BU found it corrupt too and said so: the file holds what was built, faithfully.
-      const bool flagged = (record.flags & event_flags::corrupt) != 0;
-      ++(flagged ? failed_flagged : failed);
-      std::string line = daqx::apps::concatenate(
-          {"event ", std::to_string(record.event), " contributor ", std::to_string(fragment.contributor), ": ",
-           check.problem, flagged ? " (flagged corrupt)" : ""});
-      if (verdict.empty()) verdict = line;
-      if (!flagged && problems.size() < kProblemsShown) problems.push_back(std::move(line));
+    if (options.verify) {
+      RecordVerdict check = verify_event_record(record);
+      verified += check.checked;
+      // A record flagged corrupt holds what was built, faithfully: its failures are counted apart.
+      (check.flagged ? failed_flagged : failed) += check.failed;
+      if (!check.problems.empty()) verdict = check.problems.front();
+      for (std::string& line : check.problems)
+        if (!check.flagged && problems.size() < kProblemsShown) problems.push_back(std::move(line));
     }
     payload += record_payload;
     if (options.events) {

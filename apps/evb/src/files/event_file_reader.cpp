@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string_view>
+#include <utility>
 
 #include "daqx/apps/text.hpp"
 
@@ -39,6 +40,55 @@ std::string hex32(std::uint32_t value) {
 }
 
 }  // namespace
+
+// One event record at the start of `bytes`, found at `offset` (of the file, or 0): every problem names it.
+std::string parse_event_record(std::span<const std::byte> bytes, std::uint64_t offset, EventFileRecord& record) {
+  const std::uint64_t left = bytes.size();
+  const std::byte* at = bytes.data();
+  if (left >= 4 && get32(at) != kEventRecordMagic)
+    return concatenate({at_offset(offset), "no record here (magic ", hex32(get32(at)), ")"});
+  if (left < kEventRecordHeaderBytes)
+    return concatenate({at_offset(offset), "record header cut short (", std::to_string(left), " bytes left)"});
+  record = {};
+  record.offset = offset;
+  record.flags = get32(at + 4);
+  record.event = get64(at + 8);
+  record.run = get32(at + 16);
+  const std::uint32_t count = get32(at + 20);
+  record.bytes = get64(at + 24);
+  const std::uint64_t table_end = kEventRecordHeaderBytes + std::uint64_t{kFragmentEntryBytes} * count;
+  const std::string where = concatenate({at_offset(offset), "event ", std::to_string(record.event), ": "});
+  if (record.bytes > left) {
+    return concatenate({where, "record of ", std::to_string(record.bytes), " bytes runs past the end (",
+                        std::to_string(left), " bytes left)"});
+  }
+  if (table_end > record.bytes) {
+    return concatenate({where, std::to_string(count), " fragments do not fit a record of ",
+                        std::to_string(record.bytes), " bytes"});
+  }
+  record.fragments.reserve(count);
+  std::uint64_t position = table_end;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    const std::byte* entry = at + kEventRecordHeaderBytes + std::uint64_t{kFragmentEntryBytes} * i;
+    const std::uint32_t contributor = get32(entry);
+    const std::uint64_t fragment_size = get64(entry + 8);
+    if (get32(entry + 4) != 0) return concatenate({where, "fragment ", std::to_string(i), ": reserved field not zero"});
+    if (fragment_size > record.bytes - position ||
+        padding_of(fragment_size) > record.bytes - position - fragment_size) {
+      return concatenate({where, "fragment ", std::to_string(i), " of ", std::to_string(fragment_size),
+                          " bytes runs past the record's ", std::to_string(record.bytes), " bytes"});
+    }
+    record.fragments.push_back({contributor, bytes.subspan(position, fragment_size)});
+    position += fragment_size;
+    for (std::uint64_t p = 0; p < padding_of(fragment_size); ++p, ++position)
+      if (at[position] != std::byte{0}) return concatenate({where, "fragment ", std::to_string(i), ": padding not zero"});
+  }
+  if (position != record.bytes) {
+    return concatenate({where, "record claims ", std::to_string(record.bytes), " bytes, its fragments take ",
+                        std::to_string(position)});
+  }
+  return {};
+}
 
 // Parses the records from the header on; stops at the first problem, which it writes into file.problem.
 void parse_event_file(EventFile& file) {
@@ -117,67 +167,14 @@ void parse_event_file(EventFile& file) {
       }
       return;
     }
-    if (magic != kEventRecordMagic) {
-      file.problem = concatenate({at_offset(offset), "no record here (magic ", hex32(magic), ")"});
-      return;
-    }
-    if (left < kEventRecordHeaderBytes) {
-      file.problem =
-          concatenate({at_offset(offset), "record header cut short (", std::to_string(left), " bytes left)"});
-      return;
-    }
     EventFileRecord record;
-    record.offset = offset;
-    record.flags = get32(at + 4);
-    record.event = get64(at + 8);
-    record.run = get32(at + 16);
-    const std::uint32_t count = get32(at + 20);
-    record.bytes = get64(at + 24);
-    const std::uint64_t table_end = kEventRecordHeaderBytes + std::uint64_t{kFragmentEntryBytes} * count;
-    const std::string where = concatenate({at_offset(offset), "event ", std::to_string(record.event), ": "});
-    if (record.bytes > left) {
-      file.problem = concatenate({where, "record of ", std::to_string(record.bytes), " bytes runs past the end (",
-                                  std::to_string(left), " bytes left)"});
-      return;
-    }
-    if (table_end > record.bytes) {
-      file.problem = concatenate({where, std::to_string(count), " fragments do not fit a record of ",
-                                  std::to_string(record.bytes), " bytes"});
-      return;
-    }
-    record.fragments.reserve(count);
-    std::uint64_t position = table_end;
-    for (std::uint32_t i = 0; i < count; ++i) {
-      const std::byte* entry = at + kEventRecordHeaderBytes + std::uint64_t{kFragmentEntryBytes} * i;
-      const std::uint32_t contributor = get32(entry);
-      const std::uint64_t fragment_size = get64(entry + 8);
-      if (get32(entry + 4) != 0) {
-        file.problem = concatenate({where, "fragment ", std::to_string(i), ": reserved field not zero"});
-        return;
-      }
-      if (fragment_size > record.bytes - position ||
-          padding_of(fragment_size) > record.bytes - position - fragment_size) {
-        file.problem = concatenate({where, "fragment ", std::to_string(i), " of ", std::to_string(fragment_size),
-                                    " bytes runs past the record's ", std::to_string(record.bytes), " bytes"});
-        return;
-      }
-      record.fragments.push_back({contributor, data.subspan(offset + position, fragment_size)});
-      position += fragment_size;
-      for (std::uint64_t p = 0; p < padding_of(fragment_size); ++p, ++position) {
-        if (at[position] != std::byte{0}) {
-          file.problem = concatenate({where, "fragment ", std::to_string(i), ": padding not zero"});
-          return;
-        }
-      }
-    }
-    if (position != record.bytes) {
-      file.problem = concatenate({where, "record claims ", std::to_string(record.bytes),
-                                  " bytes, its fragments take ", std::to_string(position)});
+    if (std::string problem = parse_event_record(data.subspan(offset), offset, record); !problem.empty()) {
+      file.problem = std::move(problem);
       return;
     }
     if (record.run != file.run) {
-      file.problem = concatenate({where, "run ", std::to_string(record.run), " in a file of run ",
-                                  std::to_string(file.run)});
+      file.problem = concatenate({at_offset(offset), "event ", std::to_string(record.event), ": run ",
+                                  std::to_string(record.run), " in a file of run ", std::to_string(file.run)});
       return;
     }
     offset += record.bytes;

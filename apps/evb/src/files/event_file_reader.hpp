@@ -59,6 +59,12 @@ struct EventFile {
 // with its content are reported in EventFile::problem.
 EventFile read_event_file(const std::string& path);
 
+// Checks the structure of the one event record at the start of `bytes` (magic, sizes, fragment table, padding)
+// and fills `record`, its fragments pointing into `bytes`: "" or the first problem in words, naming `offset` (the
+// record's in its file; 0 for a record on its own, as the BU's stream sends them). Bytes past the record are not
+// looked at.
+std::string parse_event_record(std::span<const std::byte> bytes, std::uint64_t offset, EventFileRecord& record);
+
 // What read_event_file does once the bytes are loaded: checks the structure of `file.data` (kept alive by
 // `file.mapping`, if anything) and fills in the header fields, the records, the trailer and the problem.
 void parse_event_file(EventFile& file);

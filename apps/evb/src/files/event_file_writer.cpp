@@ -27,13 +27,6 @@ namespace {
 
 using apps::concatenate;
 
-void put32(std::byte* at, std::uint32_t value) noexcept {
-  for (int i = 0; i < 4; ++i) at[i] = static_cast<std::byte>(value >> (8 * i));
-}
-void put64(std::byte* at, std::uint64_t value) noexcept {
-  for (int i = 0; i < 8; ++i) at[i] = static_cast<std::byte>(value >> (8 * i));
-}
-
 std::uint64_t now_ns() {
   return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                         std::chrono::system_clock::now().time_since_epoch())
@@ -154,38 +147,14 @@ void FileWriter::write(const EventRecordView& event) {
     throw std::runtime_error(concatenate({"event ", std::to_string(event.event), " of run ", std::to_string(event.run),
                                           " given to the file writer of run ", std::to_string(run_)}));
   }
-  std::uint64_t record_bytes = kEventRecordHeaderBytes + kFragmentEntryBytes * event.fragments.size();
-  for (const auto& fragment : event.fragments) {
-    std::size_t sum = 0;
-    for (const auto& piece : fragment.pieces) sum += piece.size();
-    if (sum != fragment.size) {
-      throw std::runtime_error(concatenate({"event ", std::to_string(event.event), ": the pieces of contributor ",
-                                            std::to_string(fragment.contributor), "'s fragment hold ",
-                                            std::to_string(sum), " bytes where its size says ",
-                                            std::to_string(fragment.size)}));
-    }
-    record_bytes += fragment.size + padding_of(fragment.size);
-  }
-  if (event.fragments.size() > UINT32_MAX) throw std::runtime_error("event with more than 2^32 fragments");
+  const std::uint64_t record_bytes = event_record_bytes(event);
 
   if (impl_->fd < 0) open_next();
   Impl& impl = *impl_;
 
   auto& head = impl.record_head;
-  head.resize(kEventRecordHeaderBytes + kFragmentEntryBytes * event.fragments.size());
-  put32(&head[0], kEventRecordMagic);
-  put32(&head[4], event.flags);
-  put64(&head[8], event.event);
-  put32(&head[16], event.run);
-  put32(&head[20], static_cast<std::uint32_t>(event.fragments.size()));
-  put64(&head[24], record_bytes);
-  std::size_t entry = kEventRecordHeaderBytes;
-  for (const auto& fragment : event.fragments) {
-    put32(&head[entry], fragment.contributor);
-    put32(&head[entry + 4], 0);
-    put64(&head[entry + 8], fragment.size);
-    entry += kFragmentEntryBytes;
-  }
+  head.resize(event_record_head_bytes(event.fragments.size()));
+  encode_event_record_head(event, record_bytes, head.data());
 
   // The iovecs point at the caller's pieces: no copy of the payload. One writev per event (IOV_MAX pieces
   // at a time), because the pieces are the caller's only until this call returns.

@@ -19,19 +19,6 @@ struct FileOutputConfig {
   double max_bytes_per_second = 0;           // 0: unlimited; else writing sleeps to stay below (slow storage)
 };
 
-// One event as the writer sees it: contributors' super-fragments, each in pieces.
-struct EventRecordView {
-  std::uint32_t run = 0;  // must be the writer's run: a file holds one run
-  std::uint64_t event = 0;
-  std::uint32_t flags = 0;  // evb::event_flags
-  struct Fragment {
-    std::uint32_t contributor = 0;
-    std::size_t size = 0;
-    std::span<const std::span<const std::byte>> pieces;
-  };
-  std::span<const Fragment> fragments;
-};
-
 struct FileOutputStats {
   std::uint64_t events = 0;
   std::uint64_t bytes = 0;          // written to files, headers included
