@@ -35,6 +35,7 @@ void EventAssembly::start_building(BuilderSlot& s, const BlockHeader& h) {
       c.received = 0;
       c.done = false;
       c.pieces.clear();
+      c.piece_blocks.clear();
     }
   }
 }
@@ -81,6 +82,7 @@ void EventAssembly::take_one(std::size_t contributor, Frame& frame, Received& re
   ++received.blocks;
   const std::size_t c = contributor;
   const std::uint32_t slot_index = h.slot;
+  const auto block = static_cast<std::uint32_t>(s.blocks.size());
   s.blocks.push_back(std::move(frame.data));  // the pieces below point into it: held until the slot is done
   for (std::uint32_t p = 0; p < h.piece_count; ++p) {
     const PieceHeader ph = decode_piece_header(in);
@@ -104,6 +106,7 @@ void EventAssembly::take_one(std::size_t contributor, Frame& frame, Received& re
     }
     part.size = ph.superfragment_size;
     part.pieces.emplace_back(data, ph.size);
+    part.piece_blocks.push_back(block);
     part.received += ph.size;
     if (part.received == part.size) {
       part.done = true;

@@ -72,8 +72,7 @@ void EventOutput::clear_failure() {
 void EventOutput::loop(std::stop_token stop, std::uint64_t run_number) {
   std::unique_ptr<FileWriter> writer;  // one per run: the run is in the file names
   std::uint32_t writer_run = 0;
-  std::vector<EventRecordView::Fragment> fragments;
-  std::vector<std::span<const std::byte>> spans;
+  RecordPieces pieces;
   bool failed = false;  // after a failure nothing more is written (the BU has failed); slots only go back
   // Closes the current file where only the log is left to tell of a failure to: the run is over for it.
   // Returns the failure, or "".
@@ -109,7 +108,7 @@ void EventOutput::loop(std::stop_token stop, std::uint64_t run_number) {
         writer = std::make_unique<FileWriter>(config_.files, s.run, context_.tid(), run_number);
         writer_run = s.run;
       }
-      write_slot(*writer, s, fragments, spans);
+      write_slot(*writer, s, pieces);
       run_counters_.events.set(writer->stats().events);
       run_counters_.bytes.set(writer->stats().bytes);
       writer_counters_.files_closed.set(writer->stats().files_closed);
@@ -134,29 +133,8 @@ void EventOutput::loop(std::stop_token stop, std::uint64_t run_number) {
   }
 }
 
-void EventOutput::write_slot(FileWriter& writer, const BuilderSlot& s, std::vector<EventRecordView::Fragment>& fragments,
-                    std::vector<std::span<const std::byte>>& spans) {
-  for (std::uint32_t i = 0; i < s.count; ++i) {
-    const EventUnderConstruction& e = s.events[i];
-    fragments.clear();
-    spans.clear();
-    // Only whole super-fragments: a down RU's part of one is not written (the record lists only whole ones).
-    for (const Contribution& part : e.contributions)
-      if (part.done) spans.insert(spans.end(), part.pieces.begin(), part.pieces.end());
-    std::size_t at = 0;
-    for (std::size_t c = 0; c < e.contributions.size(); ++c) {
-      const Contribution& part = e.contributions[c];
-      if (!part.done) continue;
-      fragments.push_back({contributors_[c], part.size, std::span(spans).subspan(at, part.pieces.size())});
-      at += part.pieces.size();
-    }
-    EventRecordView view;
-    view.run = s.run;
-    view.event = s.first_event + i;
-    view.flags = e.flags;
-    view.fragments = fragments;
-    writer.write(view);
-  }
+void EventOutput::write_slot(FileWriter& writer, const BuilderSlot& s, RecordPieces& pieces) {
+  for (std::uint32_t i = 0; i < s.count; ++i) writer.write(built_event_record(s, i, contributors_, pieces));
 }
 
 void EventOutput::stop() {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "bu/bu_configuration.hpp"
+#include "bu/built_event_record.hpp"
 #include "bu/slot_table.hpp"
 #include "daqx/api/application.hpp"
 #include "daqx/api/counter_set.hpp"
@@ -66,8 +67,7 @@ class EventOutput {
 
  private:
   void loop(std::stop_token stop, std::uint64_t run_number);
-  void write_slot(FileWriter& writer, const BuilderSlot& slot, std::vector<EventRecordView::Fragment>& fragments,
-                  std::vector<std::span<const std::byte>>& spans);
+  void write_slot(FileWriter& writer, const BuilderSlot& slot, RecordPieces& pieces);
 
   const BuConfiguration& config_;
   ApplicationContext& context_;

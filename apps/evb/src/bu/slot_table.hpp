@@ -21,6 +21,8 @@ struct Contribution {
   std::uint32_t received = 0;
   bool done = false;
   std::vector<std::span<const std::byte>> pieces;
+  // For each piece, the index in its slot's blocks of the block that holds it: the stream makes views of them.
+  std::vector<std::uint32_t> piece_blocks;
 };
 
 struct EventUnderConstruction {
