@@ -597,6 +597,40 @@ TEST_CASE("the reader names the offset of a damaged record", "[file_output]") {
   CHECK(file.records.size() == 1);
 }
 
+TEST_CASE("one record on its own (as the BU's stream sends it) parses as in its file, and one cut short or with a "
+          "byte changed in its table is refused with the reason", "[file_output]") {
+  TempDir dir;
+  OwnedEvent event(5, 77, event_flags::incomplete, {24, 1001, 4096}, 500);
+  {
+    FileWriter writer(config_for(dir.path()), 5, 1);
+    writer.write(event.view);
+  }
+  const auto file = read_event_file(dir / event_file_name(5, 1, 0));
+  REQUIRE(file.ok());
+  const EventFileRecord& in_file = file.records.front();
+  std::vector<std::byte> alone(file.data.begin() + static_cast<std::ptrdiff_t>(in_file.offset),
+                               file.data.begin() + static_cast<std::ptrdiff_t>(in_file.offset + in_file.bytes));
+  EventFileRecord record;
+  REQUIRE(parse_event_record(alone, 0, record).empty());
+  CHECK(record.bytes == alone.size());
+  CHECK(record.event == 77);
+  CHECK(record.run == 5);
+  CHECK(record.flags == event_flags::incomplete);
+  REQUIRE(record.fragments.size() == 3);
+  for (std::size_t f = 0; f < 3; ++f) {
+    CHECK(record.fragments[f].contributor == 100 + f);
+    CHECK(same_bytes(record.fragments[f].bytes, event.data[f]));
+  }
+
+  std::vector<std::byte> cut(alone.begin(), alone.end() - 8);
+  CHECK_THAT(parse_event_record(cut, 0, record), Catch::Contains("runs past the end"));
+  std::vector<std::byte> reserved = alone;
+  reserved[kEventRecordHeaderBytes + 4] = std::byte{1};  // the first table entry's reserved field
+  CHECK_THAT(parse_event_record(reserved, 0, record), Catch::Contains("fragment 0: reserved field not zero"));
+  std::vector<std::byte> head_only(alone.begin(), alone.begin() + 20);
+  CHECK_THAT(parse_event_record(head_only, 0, record), Catch::Contains("record header cut short"));
+}
+
 TEST_CASE("the reader refuses a file that is not an event file", "[file_output]") {
   TempDir dir;
   std::ofstream(dir / "other") << std::string(200, 'x');
