@@ -5,6 +5,7 @@
 #include "consumer/consumer_app.hpp"
 #include "daqx/api/module.hpp"
 #include "evm/evm.hpp"
+#include "monitor/monitor.hpp"
 #include "ru/ru.hpp"
 
 namespace {
@@ -43,6 +44,11 @@ DAQX_MODULE {
                .params = daqx::evb::consumer::Consumer::parameters(),
                .create = make<daqx::evb::consumer::Consumer>,
                .workers = 1},  // its consumer
+              {.name = "evb::Monitor",
+               .help = "subscriber of a BU's stream of built events: counts and verifies them, with the policy it is given",
+               .params = daqx::evb::monitor::Monitor::parameters(),
+               .create = make<daqx::evb::monitor::Monitor>,
+               .workers = 1},  // its subscriber's ticker (subscribing again, acknowledging when idle)
           },
       .transports = {},
   };

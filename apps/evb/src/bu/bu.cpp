@@ -25,6 +25,7 @@ BU::BU(ApplicationContext& context) : Application(context), outbox_(context),
             slots_.stop();
             this->context().fail(reason);
           }),
+      stream_(context, slots_, contributors_, [this](std::uint32_t index) { to_output(index); }),
       assembly_(config_, context, slots_, contributors_, evm_, [this](std::uint32_t index) { slot_built(index); }) {
   context.bind_batch(function::fragments, [this](std::span<Frame> frames) { on_fragments(frames); });
   context.bind(function::control, [this](Frame&& f) { on_control(std::move(f)); });
@@ -56,6 +57,7 @@ void BU::configure() {
     contributors_.insert(contributors_.end(), config_.rus.begin(), config_.rus.end());
     contributor_index_ = TidIndex(contributors_);
     slots_.configure(config_.slots);
+    stream_.configure();
   });
 }
 
@@ -69,6 +71,7 @@ void BU::enable() {
     slots_.forget_batch_size();
     run_counters_.reset();
     output_.reset_counts();
+    stream_.reset_counts();
     rate_.start(Clock::now(), 0, 0);
     evm_.request(true);
   });
@@ -85,6 +88,7 @@ void BU::stop() {
   ticker_.stop();
   output_.stop();
   run_on_dispatch(context(), [this] {
+    release_stream();
     slots_.stop();
     abandon_slots();
     outbox_.clear();
@@ -99,6 +103,8 @@ void BU::halt() {
   output_.stop();
   output_.clear_failure();  // logged; halt is how a Failed unit recovers, it does not fail again
   run_on_dispatch(context(), [this] {
+    release_stream();
+    stream_.halt();
     slots_.stop();
     abandon_slots();
     outbox_.clear();
@@ -117,6 +123,7 @@ void BU::tick() {
   }
   outbox_.flush();
   evm_.tick(now);
+  stream_.tick();
   publish();
 }
 
@@ -142,6 +149,7 @@ void BU::report(MetricSink& sink) const {
   evm_.gauges().report(sink);
   output_.run_counters().report(sink);
   output_.writer_counters().report(sink);
+  stream_.report(sink);
   sink.derived("event_rate", rates.frames_per_second, "events built per second over the last second");
   sink.derived("byte_rate", rates.bytes_per_second, "event bytes built per second over the last second");
   sink.state("output_state", evm_.output_state(), {"running", "throttled", "blocked"},
@@ -242,9 +250,13 @@ void BU::on_fragments(std::span<Frame> frames) {
   if (malformed != 0) gauges_.malformed_frames.add_single_writer(malformed);
 }
 
-// Batch sizes are learnt here, from every slot built, whatever the output.
+// Batch sizes are learnt here, from every slot built, whatever the output; the stream offers its events first.
 void BU::slot_built(std::uint32_t index) {
   slots_.learn_batch_size(index);
+  stream_.take(index);
+}
+
+void BU::to_output(std::uint32_t index) {
   if (!output_.take(index)) {  // discarded
     const BuilderSlot& s = slots_.slot(index);
     finish_slot(index, s.run, s.generation);
@@ -252,6 +264,15 @@ void BU::slot_built(std::uint32_t index) {
   }
   publish();
   evm_.schedule_request();
+}
+
+// Their events were built: given back to the EvM as such while the BU still runs, but neither streamed further
+// nor output (the output has stopped).
+void BU::release_stream() {
+  stream_.release([this](std::uint32_t index) {
+    const BuilderSlot& s = slots_.slot(index);
+    finish_slot(index, s.run, s.generation);
+  });
 }
 
 }  // namespace daqx::evb::bu

@@ -4,7 +4,8 @@
 // files, or a consumer in the same executive), then gives the slot back. A slow output first throttles (fewer
 // slots offered), then blocks (none). Its parts, by role: bu_configuration, resource_manager (slot limits and
 // priority), slot_table (SlotTable: the slots and whether the BU runs, owned here and lent to the parts),
-// evm_proxy (EvmProxy: messaging with the EvM), event_assembly (EventAssembly), output (EventOutput).
+// evm_proxy (EvmProxy: messaging with the EvM), event_assembly (EventAssembly), event_stream (EventStream: the
+// stream `events` every built event is offered to before the output) and output (EventOutput).
 #pragma once
 
 #include <atomic>
@@ -16,6 +17,7 @@
 
 #include "bu/bu_configuration.hpp"
 #include "bu/event_assembly.hpp"
+#include "bu/event_stream.hpp"
 #include "bu/evm_proxy.hpp"
 #include "bu/output.hpp"
 #include "bu/resource_manager.hpp"
@@ -54,7 +56,9 @@ class BU final : public Application {
 
   void on_fragments(std::span<Frame> frames);  // a batch: who sent each run of it, then handed to assembly_
 
-  void slot_built(std::uint32_t index);  // handed to output_ (discard, consumer, or files)
+  void slot_built(std::uint32_t index);  // handed to stream_, which hands it on to to_output()
+  void to_output(std::uint32_t index);   // handed to output_ (discard, consumer, or files)
+  void release_stream();                 // stop, halt: slots still waiting for a block subscriber let go
 
   BuConfiguration config_;
   Outbox outbox_;
@@ -66,6 +70,7 @@ class BU final : public Application {
   SlotTable slots_;
   EvmProxy evm_;  // after what it refers to
   EventOutput output_;  // after what it refers to
+  EventStream stream_;  // after what it refers to
   EventAssembly assembly_;  // after what it refers to
 
   // Published: the BU's own counts of a run (restarted at enable) and, kept across runs, what it refused and how
