@@ -14,9 +14,11 @@ namespace daqx::test {
 
 EvbRun::EvbRun(const TransportProfile& profile, const std::string& name, int rus, int bus,
                const PartitionProperties& evm_properties, const PartitionProperties& ru_properties,
-               const PartitionProperties& bu_properties, const PartitionProperties& endpoint_properties)
+               const PartitionProperties& bu_properties, const PartitionProperties& endpoint_properties,
+               const std::vector<EvbUnit>& others)
     : profile_(profile), endpoint_properties_(endpoint_properties) {
   for (int j = 0; j < bus; ++j) units_.push_back({"evb::BU", bu(j), j, bu_properties});
+  units_.insert(units_.end(), others.begin(), others.end());
   for (int i = 0; i < rus; ++i) units_.push_back({"evb::RU", ru(i), i, ru_properties});
   units_.push_back({"evb::EvM", kEvm, 0, evm_properties});
   PartitionBuilder partition(name);

@@ -28,13 +28,14 @@ struct EvbUnit {
   std::string url() const { return "http://127.0.0.1:" + std::to_string(control); }
 };
 
-// Contexts in the order the launcher needs (BUs, RUs, the EvM last). The constructor starts every executive
-// and requires each to answer.
+// Contexts in the order the launcher needs (BUs, then `others` such as the BUs' monitors, RUs, the EvM last). The
+// constructor starts every executive and requires each to answer.
 class EvbRun {
  public:
   EvbRun(const TransportProfile& profile, const std::string& name, int rus, int bus,
          const PartitionProperties& evm_properties, const PartitionProperties& ru_properties = {},
-         const PartitionProperties& bu_properties = {}, const PartitionProperties& endpoint_properties = {});
+         const PartitionProperties& bu_properties = {}, const PartitionProperties& endpoint_properties = {},
+         const std::vector<EvbUnit>& others = {});
 
   void start(std::uint32_t tid);  // (again) the executive of a unit
   ExecutiveProcess& process(std::uint32_t tid) { return *processes_.at(tid); }

@@ -21,6 +21,19 @@ double control_refusals(const HttpReply& metrics, const std::string& reason) {
   return at == std::string::npos ? -1 : std::atof(metrics.body.c_str() + at + series.size());
 }
 
+double labelled_metric(const ExecutiveProcess& executive, std::uint32_t tid, const std::string& name,
+                       const std::string& label, const std::string& value) {
+  Poco::JSON::Object::Ptr app = executive.application(tid);
+  Poco::JSON::Array::Ptr metrics = app ? app->getArray("metrics") : nullptr;
+  for (std::size_t i = 0; metrics && i < metrics->size(); ++i) {
+    Poco::JSON::Object::Ptr m = metrics->getObject(static_cast<unsigned>(i));
+    if (m->getValue<std::string>("name") != name) continue;
+    Poco::JSON::Object::Ptr labels = m->getObject("labels");
+    if (labels && labels->has(label) && labels->getValue<std::string>(label) == value) return m->getValue<double>("value");
+  }
+  return std::nan("");
+}
+
 double pool_blocks_used(const ExecutiveProcess& executive, const std::string& pool) {
   Poco::JSON::Array::Ptr pools = get_array(executive, "/api/pools");
   for (std::size_t i = 0; pools && i < pools->size(); ++i) {

@@ -14,6 +14,11 @@ namespace daqx::test {
 // A JSON array the executive's API answers at `path` (nullptr when it does not answer 200).
 Poco::JSON::Array::Ptr get_array(const ExecutiveProcess& executive, const std::string& path);
 
+// An application's metric of the series whose label `label` is `value` (NaN when absent or unreachable), e.g. a
+// publisher's subscriber_dropped{subscriber="301"}.
+double labelled_metric(const ExecutiveProcess& executive, std::uint32_t tid, const std::string& name,
+                       const std::string& label, const std::string& value);
+
 // Blocks in use in the executive's first pool whose name contains `pool` (-1 when there is none).
 double pool_blocks_used(const ExecutiveProcess& executive, const std::string& pool);
 
