@@ -60,6 +60,14 @@ TEST_CASE("values an application's configure would refuse are refused at load by
                             "application 1 (application class evb::RU): sources x fragmentSize (200 x 16777216) makes "
                             "super-fragments near the protocol's 2 GiB limit");
   }
+  SECTION("a Monitor's policy that does not parse") {
+    require_refused_at_load("monitor-policy", evb, "evb::Monitor", "<policy>sample:0</policy>", 5,
+                            "application 1 (application class evb::Monitor): policy: 'sample:0' is not a policy");
+  }
+  SECTION("a Monitor's stream that is no stream name") {
+    require_refused_at_load("monitor-stream", evb, "evb::Monitor", "<stream>built events</stream>", 5,
+                            "application 1 (application class evb::Monitor): stream: ");
+  }
   SECTION("a Sender's frameSizes item that is no frame size") {
     require_refused_at_load("sender-sizes", nton, "nton::Sender", "<frameSizes>64, 0x100</frameSizes>", 5,
                             "application 1 (application class nton::Sender): frameSizes: '0x100' is not an unsigned "
