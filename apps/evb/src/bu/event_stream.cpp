@@ -24,6 +24,13 @@ void EventStream::take(std::uint32_t index) {
 }
 
 void EventStream::offer_waiting() {
+  // Not again from within: a publisher may call on_ready from publish(), and the output from offered_().
+  if (offering_) return;
+  offering_ = true;
+  struct Done {
+    bool& flag;
+    ~Done() { flag = false; }
+  } done{offering_};
   while (!waiting_.empty()) {
     const std::uint32_t index = waiting_.front();
     const BuilderSlot& s = slots_.slot(index);

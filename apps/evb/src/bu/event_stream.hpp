@@ -65,6 +65,7 @@ class EventStream {
 
   std::deque<std::uint32_t> waiting_;  // slots whose events are being offered, in the order they were built
   std::uint32_t next_event_ = 0;       // of the first waiting slot: the next one to offer
+  bool offering_ = false;              // offer_waiting() is running
   RecordPieces pieces_;                // reused for every record
   std::vector<mem::Ref> chain_;        // the blocks of the record being made, linked back to front
 
