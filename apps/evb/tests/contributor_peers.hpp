@@ -30,11 +30,15 @@ inline FragmentShape small_shape() {
 
 class ContributorPeers {
  public:
+  // Its blocks are what the BU receives, so their pool has views as a transport's receive pool has (pttcp's
+  // number): the BU's stream sends views of them.
+  static constexpr std::size_t kReceiveViews = 16384;
+
   // contributors: the EvM, then the RUs, as the BU lists them; every sender starts run `run`. pool_bytes: what the
   // blocks the BU holds may take.
   ContributorPeers(std::vector<Tid> contributors, std::uint32_t run, const FragmentShape& shape = small_shape(),
                    std::size_t pool_bytes = std::size_t{256} << 20)
-      : contributors_(std::move(contributors)), side_(1, "peers", ParamSet{}, pool_bytes) {
+      : contributors_(std::move(contributors)), side_(1, "peers", ParamSet{}, pool_bytes, kReceiveViews) {
     sources_.reserve(contributors_.size());
     for (Tid t : contributors_) sources_.emplace_back(shape, t);
     for (std::size_t c = 0; c < contributors_.size(); ++c) {

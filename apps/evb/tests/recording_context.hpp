@@ -41,10 +41,11 @@ class RecordingContext final : public ApplicationContext {
     std::size_t sent;
   };
 
-  RecordingContext(Tid tid, std::string class_name, ParamSet params, std::size_t pool_bytes = std::size_t{256} << 20)
+  // views: the pool's view descriptors (PoolConfig::views), for blocks of which a receiver makes views.
+  RecordingContext(Tid tid, std::string class_name, ParamSet params, std::size_t pool_bytes = std::size_t{256} << 20,
+                   std::size_t views = 0)
       : tid_(tid), class_name_(std::move(class_name)), name_(class_name_ + "/0"), params_(std::move(params)),
-        pool_(mem::PoolConfig::geometric(name_ + "/pool", 256, 1u << 20, 4u << 20, pool_bytes),
-              mem::make_allocator("heap")) {}
+        pool_(pool_config(name_ + "/pool", pool_bytes, views), mem::make_allocator("heap")) {}
 
   // Frames of `function` go to `watcher` as they are sent and are let go after it, instead of kept (bulk data,
   // or more frames than are worth holding).
@@ -168,6 +169,12 @@ class RecordingContext final : public ApplicationContext {
   void fail(const std::string& reason) override { failures_.push_back(reason); }
   void set_condition(const std::string& condition) override { condition_ = condition; }
   void log(LogLevel, const std::string&) override {}
+
+  static mem::PoolConfig pool_config(const std::string& name, std::size_t pool_bytes, std::size_t views) {
+    mem::PoolConfig config = mem::PoolConfig::geometric(name, 256, 1u << 20, 4u << 20, pool_bytes);
+    config.views = views;
+    return config;
+  }
 
  private:
   // What bind or bind_batch gave for a function: exactly one of the two.
