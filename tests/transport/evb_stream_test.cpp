@@ -27,9 +27,9 @@ EvbUnit monitor_of(std::uint32_t publisher, int instance, const std::string& pol
           {{"publisher", std::to_string(publisher), "applications"}, {"policy", policy, ""}, {"verify", "true", ""}}};
 }
 
-// A publisher's counter for one subscriber (its series labelled subscriber="<tid>").
+// A publisher's counter for one subscriber (its series labelled subscriber="tid <tid>").
 double for_subscriber(EvbRun& run, std::uint32_t publisher, const std::string& name, std::uint32_t subscriber) {
-  return labelled_metric(run.process(publisher), publisher, name, "subscriber", std::to_string(subscriber));
+  return labelled_metric(run.process(publisher), publisher, name, "subscriber", "tid " + std::to_string(subscriber));
 }
 
 // Configure everything; enable the BUs, then the monitors, and wait until the BU has every monitor subscribed
@@ -122,7 +122,7 @@ TEST_CASE("2x2 with two monitors on a BU's stream: the block one gets every even
     CHECK(run.metric(m, "verify_failures") == 0);
     CHECK(run.metric(m, "subscriptions") == 1);
   }
-  CHECK(run.metric(bu(0), "subscribers_lost") == 0);
+  CHECK(run.metric(bu(0), "stream_subscribers_lost") == 0);
   for (std::uint32_t b : {bu(0), bu(1)}) CHECK(run.receive_pool_at_rest(b));
   for (std::uint32_t r : {ru(0), ru(1), kEvm}) CHECK(run.pool_empty(r, "evb/"));
   run.finish();
@@ -139,7 +139,7 @@ TEST_CASE("a monitor killed (SIGKILL) mid-run is counted lost by its BU, which b
   run.require_progress(watcher, "events_received", 100);
   run.process(watcher).kill_now();
   // The publisher learns it from its transport (a send that fails, a connection that closes).
-  const bool lost = wait_until([&] { return run.metric(bu(0), "subscribers_lost") >= 1; }, std::chrono::seconds(60));
+  const bool lost = wait_until([&] { return run.metric(bu(0), "stream_subscribers_lost") >= 1; }, std::chrono::seconds(60));
   INFO("every unit:\n" << (lost ? std::string() : run.picture()));
   REQUIRE(lost);
   CHECK(run.metric(bu(0), "stream_subscribers") == 0);

@@ -38,7 +38,7 @@ struct Subscriber {
   }
 
   void take(const mem::Ref& frame) {
-    const auto header = streams::parse_data_header(frame.data() + kFrameHeaderSize, frame.size() - kFrameHeaderSize);
+    const auto header = streams::parse_data(std::span<const std::byte>(frame.data() + kFrameHeaderSize, frame.size() - kFrameHeaderSize));
     REQUIRE(header.message);
     if (header.message->sequence == 0) return;  // a probe: no event
     if (header.message->sequence != received + 1) ++gaps;
@@ -65,7 +65,7 @@ struct Subscriber {
 
 void control(BuilderWithPeers& rig, const streams::ControlMessage& m) {
   std::vector<std::byte> payload(streams::control_bytes(m));
-  streams::encode_control(m, payload.data());
+  streams::encode(m, payload.data());
   rig.bu_side.deliver(streams::function::control, kSubscriber, payload);
 }
 
@@ -77,7 +77,7 @@ void subscribe(BuilderWithPeers& rig, Subscriber& subscriber, const char* policy
     subscriber.take(frame);
   });
   rig.bu_side.watch(streams::function::reply, [&subscriber](Tid, const mem::Ref& frame) {
-    const auto reply = streams::parse_reply(frame.data() + kFrameHeaderSize, frame.size() - kFrameHeaderSize);
+    const auto reply = streams::parse_reply(std::span<const std::byte>(frame.data() + kFrameHeaderSize, frame.size() - kFrameHeaderSize));
     REQUIRE(reply.message);
     CHECK(reply.message->kind != streams::ReplyKind::refused);
     if (reply.message->kind == streams::ReplyKind::accepted) subscriber.subscription = reply.message->subscription;
