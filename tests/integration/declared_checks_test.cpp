@@ -62,7 +62,7 @@ TEST_CASE("values an application's configure would refuse are refused at load by
   }
   SECTION("a Monitor's policy that does not parse") {
     require_refused_at_load("monitor-policy", evb, "evb::Monitor", "<policy>sample:0</policy>", 5,
-                            "application 1 (application class evb::Monitor): policy: 'sample:0' is not a policy");
+                            "application 1 (application class evb::Monitor): policy 'sample:0': sample: '0' is out of range");
   }
   SECTION("a Monitor's stream that is no stream name") {
     require_refused_at_load("monitor-stream", evb, "evb::Monitor", "<stream>built events</stream>", 5,

@@ -17,10 +17,11 @@ using apps::param;
 namespace {
 constexpr std::uint32_t kMaxProblemsLogged = 20;  // the first problems go to the log; all are counted
 
-// The policy's text is refused where it is set (partition, parameters API), with parse_policy's reason.
+// The policy's text is refused where it is set (partition, parameters API), with parse_policy's reason (which
+// names the policy).
 std::string check_policy(const ParamSet& p) {
   const streams::ParsedPolicy parsed = streams::parse_policy(p.string("policy"));
-  return parsed.policy ? std::string() : concatenate({"policy: ", parsed.error});
+  return parsed.policy ? std::string() : parsed.error;
 }
 
 std::string check_stream(const ParamSet& p) {
