@@ -541,7 +541,9 @@ Published Publisher::publish_to_subscriptions(StreamId stream, std::uint64_t key
     std::lock_guard lock(core_->mutex);
     auto& list = core_->table[stream].subscriptions;
     // Back-pressure first, before anything is done: the event comes again whole.
+    bool has_block = false;
     for (const SubscriptionPtr& s : list) {
+      if (s->policy.kind == PolicyKind::block) has_block = true;
       if (s->policy.kind != PolicyKind::block || s->outstanding() < s->policy.depth) continue;
       if (!core_->flush(*s)) {
         gone.push_back(s);
@@ -556,6 +558,17 @@ Published Publisher::publish_to_subscriptions(StreamId stream, std::uint64_t key
     }
     mem::Ref bytes;
     bool made = false;
+    if (has_block) {
+      // A block subscription takes every event: when its bytes cannot be made now (a pool ran dry) the event is
+      // not dropped for it but offered again, as when it is full (the caller retries later).
+      bytes = make();
+      made = true;
+      if (!bytes) {
+        for (const SubscriptionPtr& g : gone) core_->remove(g, true);
+        core_->published[stream].published.sub();
+        return Published::would_block;
+      }
+    }
     Clock::time_point now{};
     for (const SubscriptionPtr& s : list) {
       if (std::find(gone.begin(), gone.end(), s) != gone.end()) continue;

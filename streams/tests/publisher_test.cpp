@@ -535,3 +535,28 @@ TEST_CASE("a Subscriber's worker asks again by itself: refused while the publish
   CHECK(subscriber.accepted() == 1);
   CHECK(s.metric("stream_subscribers") == 1);
 }
+
+TEST_CASE("with a block subscriber, an event whose bytes cannot be made is offered again, never dropped", "[streams]") {
+  Setup s;
+  RawSubscriber sub(s.bus, 20);
+  RawSubscriber sampler(s.bus, 21);
+  sub.control(ControlKind::subscribe, "block,depth:8");
+  sampler.control(ControlKind::subscribe, "drop-newest,depth:8");
+  s.bus.pump();
+  bool dry = true;
+  auto publish = [&](std::uint64_t key) {
+    return s.publisher.publish(s.events, key, [&] {
+      if (dry) return mem::Ref{};
+      mem::Ref bytes = s.context.pool().allocate(sizeof key);
+      std::memcpy(bytes.data(), &key, sizeof key);
+      return bytes;
+    });
+  };
+  CHECK(publish(1) == Published::would_block);
+  dry = false;
+  CHECK(publish(1) == Published::offered);
+  s.bus.pump();
+  CHECK(sub.keys() == std::vector<std::uint64_t>{1});
+  CHECK(sampler.keys() == std::vector<std::uint64_t>{1});
+  CHECK(s.metric("stream_events_dropped") == 0);
+}

@@ -50,8 +50,10 @@ class Publisher {
   StreamId offer(const std::string& name);
 
   // Dispatch thread. Offers an event to the stream's subscriptions. make() (returning a mem::Ref of the event's
-  // bytes, never changed afterwards; empty when it could not, e.g. its pool ran dry: counted as dropped) is called
-  // at most once, and only when a subscription takes the event; with no subscription the cost is one test.
+  // bytes, never changed afterwards; empty when it could not, e.g. its pool ran dry) is called at most once, and
+  // only when a subscription takes the event; with no subscription the cost is one test. An empty Ref is a drop,
+  // counted, for the subscriptions that took the event; with a `block` subscription publish() says would_block
+  // instead, and nothing is done: offer the event again later (on_ready() is not called for it).
   template <typename Make>
   Published publish(StreamId stream, std::uint64_t key, Make&& make) {
     if (!has_subscriptions(stream)) return Published::offered;
