@@ -286,17 +286,19 @@ bool Publisher::Core::take(Subscription& s, std::uint64_t key, mem::Ref& bytes, 
       s.tokens -= 1;
     }
   }
+  // The event's bytes, made by the first subscription that takes it; false (a drop, counted) when they cannot be.
+  auto have_bytes = [&] {
+    if (!made) {
+      bytes = make();
+      made = true;
+    }
+    if (!bytes) drop(s);
+    return static_cast<bool>(bytes);
+  };
   if (p.kind == PolicyKind::keep_last) {  // a newer event of the key replaces one not yet sent (depth bounds the scan)
     for (std::size_t i = 0; i < s.count; ++i) {
       if (s.at(i).key != key) continue;
-      if (!made) {
-        bytes = make();
-        made = true;
-      }
-      if (!bytes) {
-        drop(s);
-        return false;
-      }
+      if (!have_bytes()) return false;
       s.at(i).bytes = bytes.share();
       drop(s);
       return true;
@@ -312,14 +314,7 @@ bool Publisher::Core::take(Subscription& s, std::uint64_t key, mem::Ref& bytes, 
       return true;
     }
   }
-  if (!made) {
-    bytes = make();
-    made = true;
-  }
-  if (!bytes) {
-    drop(s);
-    return false;
-  }
+  if (!have_bytes()) return false;
   s.push(Pending{key, bytes.share()});
   return true;
 }
