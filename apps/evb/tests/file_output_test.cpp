@@ -19,6 +19,7 @@
 
 #include "daqx/evb/consumer.hpp"
 #include "files/event_file_reader.hpp"
+#include "files/event_stream_reader.hpp"
 #include "files/event_file_writer.hpp"
 
 using namespace daqx::evb;
@@ -677,4 +678,147 @@ TEST_CASE("stats count events, bytes on disk and closed files", "[file_output]")
   CHECK(stats.events == 7);
   CHECK(stats.bytes == on_disk);
   CHECK(stats.files_closed == files_in(dir.path()).size());
+}
+
+// ---- the same events streamed (daqx-evb-dump --follow) ----------------------------------------------------
+
+namespace {
+
+// The stream a subscriber gets of a file's events: each record's bytes after a stream record header numbered from
+// `first`, a keep-alive after every third.
+std::vector<std::byte> streamed(const EventFile& file, std::uint64_t first = 1) {
+  std::vector<std::byte> out;
+  auto append = [&out](const daqx::streams::RecordHeader& header, std::span<const std::byte> bytes) {
+    const std::size_t at = out.size();
+    out.resize(at + daqx::streams::kRecordHeaderBytes);
+    daqx::streams::encode(header, out.data() + at);
+    out.insert(out.end(), bytes.begin(), bytes.end());
+  };
+  std::uint64_t sequence = first;
+  for (const auto& record : file.records) {
+    append({sequence, record.event, 2 * sequence, static_cast<std::uint32_t>(record.bytes)},
+           file.data.subspan(record.offset, record.bytes));
+    if (sequence++ % 3 == 0) append({}, {});
+  }
+  return out;
+}
+
+struct StreamRead {
+  std::vector<StreamedEvent> events;
+  std::size_t keep_alives = 0;
+  std::string problem;
+};
+
+StreamRead read_stream(std::span<const std::byte> bytes, std::size_t piece) {
+  StreamRead read;
+  EventStreamReader reader;
+  for (std::size_t at = 0; at < bytes.size(); at += piece) {
+    reader.feed(bytes.subspan(at, std::min(piece, bytes.size() - at)));
+    while (auto event = reader.next()) {
+      if (event->keep_alive()) {
+        ++read.keep_alives;
+      } else {
+        read.events.push_back(std::move(*event));
+      }
+    }
+  }
+  read.problem = reader.problem();
+  if (read.problem.empty() && reader.pending_bytes() != 0) read.problem = "a record cut short";
+  return read;
+}
+
+// A file of `count` events of two fragments each, read back.
+EventFile written_events(const TempDir& dir, std::uint64_t count) {
+  {
+    FileWriter writer(config_for(dir.path()), 6, 2);
+    for (std::uint64_t e = 1; e <= count; ++e) {
+      OwnedEvent event(6, e, e % 5 == 0 ? event_flags::incomplete : 0, {static_cast<std::size_t>(e * 13), 64}, 100);
+      writer.write(event.view);
+    }
+  }
+  const auto names = files_in(dir.path());
+  REQUIRE(names.size() == 1);
+  return read_event_file(dir / names[0]);
+}
+
+}  // namespace
+
+TEST_CASE("a streamed event is the file's record: read from pieces of any size, every event and fragment whole",
+          "[file_output][stream]") {
+  TempDir dir;
+  const EventFile file = written_events(dir, 20);
+  REQUIRE(file.ok());
+  const std::vector<std::byte> bytes = streamed(file);
+  for (std::size_t piece : {std::size_t{1}, std::size_t{7}, std::size_t{40}, std::size_t{41}, std::size_t{4096},
+                            bytes.size()}) {
+    INFO("pieces of " << piece);
+    const StreamRead read = read_stream(bytes, piece);
+    REQUIRE(read.problem.empty());
+    REQUIRE(read.events.size() == 20);
+    CHECK(read.keep_alives == 6);
+    for (std::size_t i = 0; i < read.events.size(); ++i) {
+      const StreamedEvent& got = read.events[i];
+      const EventFileRecord& want = file.records[i];
+      CHECK(got.header.sequence == i + 1);
+      CHECK(got.header.dropped == 2 * (i + 1));
+      CHECK(got.record.event == want.event);
+      CHECK(got.record.flags == want.flags);
+      REQUIRE(got.record.fragments.size() == want.fragments.size());
+      for (std::size_t f = 0; f < want.fragments.size(); ++f) {
+        CHECK(got.record.fragments[f].contributor == want.fragments[f].contributor);
+        CHECK(std::equal(got.record.fragments[f].bytes.begin(), got.record.fragments[f].bytes.end(),
+                         want.fragments[f].bytes.begin(), want.fragments[f].bytes.end()));
+      }
+    }
+  }
+}
+
+TEST_CASE("a damaged stream is named where and why, and nothing after it is read", "[file_output][stream]") {
+  TempDir dir;
+  const EventFile file = written_events(dir, 4);
+  REQUIRE(file.ok());
+  const std::vector<std::byte> good = streamed(file);
+  const std::size_t second = daqx::streams::kRecordHeaderBytes + file.records[0].bytes;  // the second record
+
+  auto problem_of = [](std::vector<std::byte> bytes) {
+    const StreamRead read = read_stream(bytes, 5);
+    return read.problem;
+  };
+  {
+    auto bytes = good;
+    bytes[second] = std::byte{0};  // its magic
+    CHECK_THAT(problem_of(bytes), Catch::Contains("stream offset " + std::to_string(second)) &&
+                                      Catch::Contains("no STRM magic"));
+  }
+  {
+    auto bytes = good;
+    bytes[second + daqx::streams::kRecordHeaderBytes] = std::byte{0};  // the event record's magic
+    CHECK_THAT(problem_of(bytes), Catch::Contains("record 2: ") && Catch::Contains("no record here"));
+  }
+  {
+    auto bytes = good;
+    bytes[second + 8] = std::byte{3};  // record 3 after record 1
+    CHECK_THAT(problem_of(bytes), Catch::Contains("record 3 after record 1"));
+  }
+  {
+    auto bytes = good;
+    bytes[second + 24] = std::byte{0};  // fewer dropped than the record before
+    CHECK_THAT(problem_of(bytes), Catch::Contains("events dropped, fewer than"));
+  }
+  {
+    // A length that holds the event and 8 bytes more: the event record does not fill its stream record.
+    const std::vector<std::byte> one(file.data.begin() + static_cast<std::ptrdiff_t>(file.records[0].offset),
+                                     file.data.begin() +
+                                         static_cast<std::ptrdiff_t>(file.records[0].offset + file.records[0].bytes));
+    std::vector<std::byte> bytes(daqx::streams::kRecordHeaderBytes);
+    daqx::streams::encode({1, 1, 0, static_cast<std::uint32_t>(one.size() + 8)}, bytes.data());
+    bytes.insert(bytes.end(), one.begin(), one.end());
+    bytes.resize(bytes.size() + 8);
+    CHECK_THAT(problem_of(bytes), Catch::Contains("hold an event record of"));
+  }
+  {
+    auto bytes = good;
+    bytes.resize(bytes.size() - 3);
+    CHECK(problem_of(bytes) == "a record cut short");
+  }
 }
