@@ -171,6 +171,27 @@ TEST_CASE("file output writes every event, rotates files by size, and daqx-evb-d
   CHECK(evb.process->stop() == 0);
 }
 
+TEST_CASE("daqx-evb-dump --follow reads a running BU's stream through its control port, every sampled event "
+          "verified", "[evb][stream]") {
+  InProcessEvb evb("evb-follow", {{"evb::BU", bu(0), {}},
+                                  {"evb::RU", ru(0), {{"fragmentSpread", "1000", "unsigned"}}},
+                                  {"evb::RU", ru(1), {}},
+                                  {"evb::EvM", kEvm, {}}});
+  REQUIRE(evb.process->transition("configure").status == 200);
+  REQUIRE(evb.process->transition("enable").status == 200);
+  const ProcessResult follow = run_process(
+      {program_directory() + "/../apps/evb/daqx-evb-dump", "--verify", "--count", "100", "--follow",
+       evb.url() + "/api/applications/" + std::to_string(bu(0)) + "/streams/events?policy=sample:10"},
+      std::chrono::seconds(60));
+  INFO(follow.output);
+  CHECK(follow.exit_code == 0);
+  CHECK_THAT(follow.output, Catch::Contains("events 100 (first "));
+  CHECK_THAT(follow.output, Catch::Contains("verify: ") && Catch::Contains(" fragments checked, 0 failed"));
+  CHECK_THAT(follow.output, Catch::Contains("result: ok"));
+  REQUIRE(evb.process->transition("stop").status == 200);
+  CHECK(evb.process->stop() == 0);
+}
+
 TEST_CASE("a BU offers only as many slots as its memory budget can hold once it knows how big a batch is",
           "[evb][output]") {
   // A batch is 8 events of 512 KiB in 4 blocks of 1 MiB: with a 24 MiB budget at most 6 slots are in use.
