@@ -236,3 +236,40 @@ TEST_CASE("at most 64 streaming clients per executive: the next is refused 503, 
   StreamReader again(s.served.port(), "/api/applications/3/streams/events?policy=sample:1000");
   CHECK(s.until([&] { return s.publisher.subscriptions() == 1; }));
 }
+
+TEST_CASE("1024 stream requests: 64 streams, every other one answered 503, and nothing left open once the "
+          "clients leave", "[http][streams]") {
+  StreamSetup s;
+  constexpr int kRequests = 1024;  // 32 waves
+  // In waves of 32, within the server's queue of 64 waiting connections (beyond it a connection is closed at once,
+  // docs/control-api.md): every request gets its answer's head, 200 and a stream, or a refusal.
+  constexpr int kWave = 32;
+  std::vector<std::unique_ptr<StreamReader>> readers;
+  int streaming = 0, refused = 0;
+  const auto deadline = Clock::now() + std::chrono::seconds(120);
+  for (int wave = 0; wave < kRequests; wave += kWave) {
+    const std::size_t first = readers.size();
+    for (int i = 0; i < kWave; ++i)
+      readers.push_back(
+          std::make_unique<StreamReader>(s.served.port(), "/api/applications/3/streams/events?policy=sample:1000"));
+    for (std::size_t r = first; r < readers.size(); ++r) {
+      StreamReader& reader = *readers[r];
+      while (reader.status() == 0 && Clock::now() < deadline) {
+        s.bus.pump();
+        if (!reader.read_some(std::chrono::milliseconds(20))) break;
+      }
+      REQUIRE(reader.status() != 0);
+      if (reader.status() == 200) ++streaming;
+      if (reader.status() == 503) ++refused;
+    }
+  }
+  CHECK(streaming == 64);
+  CHECK(refused == kRequests - 64);
+  REQUIRE(s.until([&] { return s.publisher.subscriptions() == 64; }));
+  readers.clear();
+  // Every place frees: the writer finds each client gone at its next keep-alive and ends its subscription.
+  REQUIRE(s.until([&] { return s.publisher.subscriptions() == 0; }));
+  CHECK(s.metric("stream_subscribers_lost") == 64);
+  StreamReader again(s.served.port(), "/api/applications/3/streams/events?policy=sample:1000");
+  CHECK(s.until([&] { return s.publisher.subscriptions() == 1; }));
+}
