@@ -172,7 +172,7 @@ build_release() {
 build_sanitize() { build "$root/build/sanitize" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDAQX_SANITIZE=ON -DDAQX_BUILD_BENCH=OFF; }
 # The fuzz targets and what they load, built by clang with libFuzzer under ASan+UBSan (tests/fuzz); each runs
 # for $DAQX_FUZZ_SECONDS (60 by default) as a ctest entry.
-fuzz_targets=(frame_header_fuzz multipart_fuzz stream_protocol_fuzz number_text_fuzz tcp_stream_fuzz message_stream_fuzz
+fuzz_targets=(frame_header_fuzz multipart_fuzz stream_protocol_fuzz stream_record_fuzz number_text_fuzz tcp_stream_fuzz message_stream_fuzz
   connection_messages_fuzz evb_protocol_fuzz event_file_fuzz partition_fuzz control_request_fuzz
   launch_ownership_fuzz request_framing_fuzz daqx_fuzz_write_seeds)
 build_fuzz() {
