@@ -122,7 +122,7 @@ struct Publisher::Core final : StreamDirectory, std::enable_shared_from_this<Pub
   TotalCounters totals;
 
   // ---- StreamDirectory (any thread) ----
-  std::vector<StreamDescription> streams_now() const {
+  std::vector<StreamDescription> streams() const override {
     std::lock_guard lock(mutex);
     std::vector<StreamDescription> out;
     for (std::size_t i = 0; i < stream_count.load(); ++i)
@@ -130,7 +130,6 @@ struct Publisher::Core final : StreamDirectory, std::enable_shared_from_this<Pub
                      static_cast<std::uint32_t>(table[i].subscriptions.size())});
     return out;
   }
-  std::vector<StreamDescription> streams() const override { return streams_now(); }
   Attached attach(const std::string& stream, const Policy& policy, std::shared_ptr<ExternalSink> sink) override;
 
   // ---- under the lock ----
@@ -525,7 +524,7 @@ StreamId Publisher::offer(const std::string& name) {
   return id;
 }
 
-bool Publisher::has_subscriptions(StreamId stream) const noexcept {
+bool Publisher::count_offer(StreamId stream) const noexcept {
   core_->published[stream].published.add_single_writer();
   return core_->table[stream].subscribed.load(std::memory_order_acquire) != 0;
 }

@@ -64,23 +64,19 @@ void StreamClient::push(streams::StreamRecord record) {
   wake();
 }
 
-void StreamClient::close(const std::string& reason) {
+void StreamClient::close(const std::string&) {
   {
     std::lock_guard lock(mutex_);
-    ended_ = true;
-    reason_ = reason;
+    ended_ = true;  // the answer's records cannot carry the reason: the last chunk ends the stream
   }
   wake();
 }
 
-void StreamClient::take(std::deque<streams::StreamRecord>& into, bool& ended, std::string& reason) {
+void StreamClient::take(std::deque<streams::StreamRecord>& into, bool& ended) {
   std::lock_guard lock(mutex_);
   for (auto& record : records_) into.push_back(std::move(record));
   records_.clear();
-  if (ended_) {
-    ended = true;
-    reason = reason_;
-  }
+  if (ended_) ended = true;
 }
 
 void StreamClient::wake() noexcept {
@@ -116,8 +112,7 @@ struct StreamWriter::Connection {
   // Sends what it can now; false when the client is gone or the stream is over (written whole).
   bool service(short revents) {
     if ((revents & (POLLERR | POLLHUP | POLLNVAL)) != 0) return false;
-    std::string reason;
-    client->take(queue, ended, reason);
+    client->take(queue, ended);
     for (;;) {
       if (written == out.size()) {
         out.clear();

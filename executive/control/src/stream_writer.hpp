@@ -40,8 +40,8 @@ class StreamClient final : public streams::ExternalSink {
   void subscribed(std::shared_ptr<streams::ExternalSubscription> subscription) { subscription_ = std::move(subscription); }
   streams::ExternalSubscription* subscription() const noexcept { return subscription_.get(); }
 
-  // The writer's: the records pushed since it last took them; whether the publisher ended the stream (and why).
-  void take(std::deque<streams::StreamRecord>& into, bool& ended, std::string& reason);
+  // The writer's: the records pushed since it last took them; whether the publisher ended the stream.
+  void take(std::deque<streams::StreamRecord>& into, bool& ended);
   void set_wake(int fd) noexcept { wake_fd_.store(fd, std::memory_order_release); }
 
  private:
@@ -52,7 +52,6 @@ class StreamClient final : public streams::ExternalSink {
   std::mutex mutex_;
   std::deque<streams::StreamRecord> records_;  // mutex_
   bool ended_ = false;                         // mutex_
-  std::string reason_;                         // mutex_
   std::atomic<int> wake_fd_{-1};               // the writer's eventfd, once adopted
 };
 

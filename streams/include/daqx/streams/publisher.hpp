@@ -56,7 +56,7 @@ class Publisher {
   // instead, and nothing is done: offer the event again later (on_ready() is not called for it).
   template <typename Make>
   Published publish(StreamId stream, std::uint64_t key, Make&& make) {
-    if (!has_subscriptions(stream)) return Published::offered;
+    if (!count_offer(stream)) return Published::offered;
     return publish_to_subscriptions(stream, key, MakeRef(make));
   }
 
@@ -88,7 +88,8 @@ class Publisher {
     mem::Ref (*call_)(void*);
   };
 
-  bool has_subscriptions(StreamId stream) const noexcept;
+  // Counts the event as offered to the stream; whether the stream has a subscription to offer it to.
+  bool count_offer(StreamId stream) const noexcept;
   Published publish_to_subscriptions(StreamId stream, std::uint64_t key, MakeRef make);
 
   std::shared_ptr<Core> core_;
