@@ -77,7 +77,7 @@ void check_event_builder(EvbRun& run, const std::vector<std::uint32_t>& bus) {
 
 TEST_CASE("2x2 with two monitors on a BU's stream: the block one gets every event the BU builds, verified and without "
           "a gap, and the sample:100 one stopped (SIGSTOP) for seconds slows nothing, has its drops counted and receives "
-          "again after SIGCONT", "[transport][process][evb][stream]") {
+          "again after SIGCONT", "[transport][process][evb][stream][native]") {
   const TransportProfile& transport = suite_transport();
   const std::uint32_t recorder = monitor(0), sampler = monitor(1);
   EvbRun run(transport, "evb-2x2-stream", 2, 2, {{"buTimeout", "10", ""}},
