@@ -600,9 +600,11 @@ void Publisher::report(MetricSink& sink) const {
   std::lock_guard lock(core_->mutex);
   for (std::size_t i = 0; i < core_->stream_count.load(); ++i) {
     const Stream& stream = core_->table[i];
-    core_->published[i].report(sink, {{"stream", stream.name}});
+    core_->published[i].report(sink, {{std::string(kStreamLabel), stream.name}});
     for (const SubscriptionPtr& s : stream.subscriptions)
-      s->counters.report(sink, {{"stream", stream.name}, {"subscriber", s->label}, {"policy", s->policy_text}});
+      s->counters.report(sink, {{std::string(kStreamLabel), stream.name},
+                                {std::string(kSubscriberLabel), s->label},
+                                {std::string(kPolicyLabel), s->policy_text}});
   }
   core_->totals.report(sink);
 }

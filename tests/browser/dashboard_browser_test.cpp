@@ -64,9 +64,13 @@ std::string wait_rate(DevToolsPage& page, const std::string& selector, std::chro
 }  // namespace
 
 TEST_CASE("the partition page of a running event builder shows every unit live without console errors, the "
-          "executive's own page too, and a killed context turns unreachable within seconds", "[browser]") {
+          "executive's own page too, a monitor's subscription to a BU's stream as a row of its own, and a killed "
+          "context turns unreachable within seconds", "[browser]") {
   std::unique_ptr<Chromium> browser = start_browser();
-  EvbRun run(transport_profile("tcp"), "dashboard-evb", 1, 2, {{"buTimeout", "2", ""}});
+  constexpr std::uint32_t kMonitor = 300;
+  EvbRun run(transport_profile("tcp"), "dashboard-evb", 1, 2, {{"buTimeout", "2", ""}}, {}, {}, {},
+             {{"evb::Monitor", kMonitor, 0,
+               {{"publisher", std::to_string(bu(0)), "applications"}, {"policy", "sample:10", ""}}}});
   // The launcher's order (BUs, RUs, the EvM last), with a run number, as daqx-launch --drive does.
   for (std::uint32_t tid : run.tids()) REQUIRE(run.process(tid).transition("configure").status == 200);
   for (std::uint32_t tid : run.tids())
@@ -86,7 +90,13 @@ TEST_CASE("the partition page of a running event builder shows every unit live w
   CHECK(is_rate(page.text(selector_text("[data-class=\"evb::BU\"] .events"))));
   CHECK(is_rate(page.text(selector_text("[data-class=\"evb::BU\"] .bytes"))));
   CHECK(page.text(selector_text("#run")) == "7");
-  CHECK(page.text("document.querySelectorAll('section.context.status-up').length") == "4");
+  CHECK(page.text("document.querySelectorAll('section.context.status-up').length") == "5");
+
+  // The monitor's subscription, drawn by the script: who, which policy, what it gets and what it skips.
+  const std::string row = "#subscriptions tr.subscription[data-tid=\"200\"]";
+  CHECK(is_rate(wait_rate(page, row + " .delivered", std::chrono::seconds(20))));
+  CHECK(page.text(selector_text(row + " .subscriber")) == "tid " + std::to_string(kMonitor));
+  CHECK(page.text(selector_text(row + " .policy")) == "sample:10");
 
   // Values change while the run goes, without a reload (the page's own object survives the redraws).
   page.text("window.daqxSamePage = true");
@@ -126,7 +136,7 @@ TEST_CASE("the partition page of a running event builder shows every unit live w
   INFO("after " << seconds << " s: " << page.text("document.getElementById('live').innerText"));
   REQUIRE(seen == "unreachable");
   CHECK(page.text(selector_text("#problems")).find(killed) != std::string::npos);
-  CHECK(page.text(selector_text("#contexts")) == "3 of 4 answering");
+  CHECK(page.text(selector_text("#contexts")) == "4 of 5 answering");
   shot(page, "partition-context-killed");
   require_no_problems(page);
 }

@@ -1,6 +1,7 @@
 // Process-level tests of the event builder that are not about a transport: the whole event builder in one
 // executive, frames handed over without a transport, with slow consumers, file output and a memory budget.
 // The scenarios over transports (2x2, 2x2_failBU, 3x1_incompleteEvents, ...) are in tests/transport/.
+#include <Poco/JSON/Parser.h>
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -189,6 +190,77 @@ TEST_CASE("daqx-evb-dump --follow reads a running BU's stream through its contro
   CHECK_THAT(follow.output, Catch::Contains("verify: ") && Catch::Contains(" fragments checked, 0 failed"));
   CHECK_THAT(follow.output, Catch::Contains("result: ok"));
   REQUIRE(evb.process->transition("stop").status == 200);
+  CHECK(evb.process->stop() == 0);
+}
+
+TEST_CASE("each subscription to a BU's stream is a row of the partition's page and JSON: its subscriber, policy, "
+          "rates and counts, from the executive's summary, the monitors in the BU's own executive",
+          "[evb][stream][dashboard]") {
+  constexpr std::uint32_t kSampler = 300, kRecorder = 301;
+  InProcessEvb evb("evb-stream-rows",
+                   {{"evb::BU", bu(0), {}},
+                    {"evb::RU", ru(0), {}},
+                    {"evb::EvM", kEvm, {}},
+                    {"evb::Monitor", kSampler, {{"publisher", std::to_string(bu(0)), "applications"}, {"policy", "sample:10", ""}}},
+                    {"evb::Monitor", kRecorder,
+                     {{"publisher", std::to_string(bu(0)), "applications"}, {"policy", "block", ""}, {"verify", "true", ""}}}});
+  REQUIRE(evb.process->transition("configure").status == 200);
+  REQUIRE(evb.process->transition("enable").status == 200);
+  REQUIRE(evb.process->wait_metric(kSampler, "events_received", 50, std::chrono::seconds(30)));
+
+  // The summary: one entry per subscription, its counters under their names without "subscriber_".
+  const daqx::HttpReply summary = evb.process->get("/api/summary");
+  REQUIRE(summary.status == 200);
+  INFO(summary.body.substr(0, 4000));
+  CHECK_THAT(summary.body, Catch::Contains("\"subscriptions_total\":2"));
+  CHECK_THAT(summary.body, Catch::Contains("\"policy\":\"sample:10\"") &&
+                               Catch::Contains("\"subscriber\":\"tid " + std::to_string(kSampler) + "\""));
+  CHECK_THAT(summary.body, Catch::Contains("\"policy\":\"block\"") &&
+                               Catch::Contains("\"subscriber\":\"tid " + std::to_string(kRecorder) + "\""));
+
+  // The partition's view: rates come from two answers, so wait for a delivered rate, then read the rows.
+  Poco::JSON::Object::Ptr sampler;
+  const bool rated = wait_until(
+      [&] {
+        const daqx::HttpReply reply = evb.process->get("/api/partition");
+        if (reply.status != 200) return false;
+        Poco::JSON::Parser parser;
+        const auto view = parser.parse(reply.body).extract<Poco::JSON::Object::Ptr>();
+        if (view->getObject("totals")->getValue<int>("subscriptions") != 2) return false;
+        const auto applications = view->getArray("contexts")->getObject(0)->getArray("applications");
+        for (std::size_t i = 0; i < applications->size(); ++i) {
+          const auto app = applications->getObject(static_cast<unsigned>(i));
+          if (app->getValue<std::uint32_t>("tid") != bu(0)) continue;
+          const auto rows = app->getArray("subscriptions");
+          for (std::size_t k = 0; rows && k < rows->size(); ++k) {
+            const auto row = rows->getObject(static_cast<unsigned>(k));
+            if (row->getValue<std::string>("policy") == "sample:10" && !row->isNull("delivered_per_second") &&
+                row->getValue<double>("delivered_per_second") > 0)
+              sampler = row;
+          }
+        }
+        return sampler != nullptr;
+      },
+      std::chrono::seconds(30));
+  REQUIRE(rated);
+  CHECK(sampler->getValue<std::string>("stream") == "events");
+  CHECK(sampler->getValue<std::string>("subscriber") == "tid " + std::to_string(kSampler));
+  CHECK(sampler->getValue<double>("delivered") > 0);
+  CHECK(sampler->getValue<double>("skipped_per_second") > 0);  // it takes 1 in 10
+  for (const char* field : {"dropped", "queued", "lag"}) CHECK(sampler->has(field));
+
+  // The page, drawn by the server: the streams table with both rows.
+  const daqx::HttpReply page = evb.process->get("/partition");
+  REQUIRE(page.status == 200);
+  CHECK_THAT(page.body, Catch::Contains("<table id=\"subscriptions\">"));
+  CHECK_THAT(page.body, Catch::Contains("<td class=\"policy\">sample:10</td>") &&
+                            Catch::Contains("<td class=\"policy\">block</td>"));
+  CHECK_THAT(page.body, Catch::Contains("<td class=\"subscriber\">tid " + std::to_string(kRecorder) + "</td>"));
+
+  REQUIRE(evb.process->transition("stop").status == 200);
+  CHECK(evb.metric(kRecorder, "events_received") > 0);
+  CHECK(evb.metric(kRecorder, "events_dropped_by_publisher") == 0);  // block: nothing dropped for it
+  CHECK(evb.metric(kRecorder, "verify_failures") == 0);
   CHECK(evb.process->stop() == 0);
 }
 

@@ -8,6 +8,7 @@
 #include <Poco/JSON/Parser.h>
 
 #include <algorithm>
+#include <csignal>
 #include <map>
 #include <memory>
 #include <regex>
@@ -288,11 +289,24 @@ TEST_CASE("the Grafana dashboard in docs/ parses and uses only metrics a running
   }
   REQUIRE(!names.empty());
 
-  // Exported by a running event builder over tcp (histograms through their _bucket, _sum and _count series).
+  // Exported by a running event builder over tcp (histograms through their _bucket, _sum and _count series),
+  // with a subscriber on the first BU's stream (daqx-evb-dump --follow over its control port), whose subscription's
+  // series the Streams panels read.
   ShippedPartition partition("local-evb.xml");
   partition.start_run();
   const double before = frames_sent(partition);
   REQUIRE(wait_until([&] { return frames_sent(partition) > before; }, std::chrono::seconds(60)));
+  std::size_t publisher = partition.executives.size();
+  for (std::size_t i = 0; i < partition.executives.size() && publisher == partition.executives.size(); ++i)
+    if (partition.executives[i]->get("/api/applications/200/streams").status == 200) publisher = i;
+  REQUIRE(publisher < partition.executives.size());
+  const pid_t follower = start_process(
+      {program_directory() + "/../apps/evb/daqx-evb-dump", "--follow",
+       partition.urls[publisher] + "/api/applications/200/streams/events?policy=sample:100"},
+      scratch_directory() + "/grafana-follower.log");
+  const bool subscribed = wait_until(
+      [&] { return partition.executives[publisher]->get("/metrics").body.find("daqx_application_subscriber_delivered_total{") != std::string::npos; },
+      std::chrono::seconds(30));
   std::set<std::string> exported;
   for (auto& executive : partition.executives) {
     const std::string body = executive->get("/metrics").body;
@@ -302,6 +316,9 @@ TEST_CASE("the Grafana dashboard in docs/ parses and uses only metrics a running
         for (const char* suffix : {"_bucket", "_sum", "_count"}) exported.insert(family + suffix);
     }
   }
+  kill(follower, SIGTERM);
+  reap_or_kill(follower, std::chrono::seconds(5));
+  REQUIRE(subscribed);
   for (const std::string& name : names) {
     INFO("the dashboard uses " << name);
     CHECK(exported.count(name) == 1);

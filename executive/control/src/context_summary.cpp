@@ -68,6 +68,17 @@ ContextSummary parse_context_summary(const std::string& json) {
       unit.run = static_cast<std::uint64_t>(number_or(entry, "run", 0));
       unit.counters = numbers_of(entry, "counters");
       unit.gauges = numbers_of(entry, "gauges");
+      if (const Array::Ptr subscriptions = entry->getArray("subscriptions")) {
+        for (std::size_t k = 0; k < subscriptions->size(); ++k) {
+          const Object::Ptr item = subscriptions->getObject(static_cast<unsigned>(k));
+          if (!item) throw std::runtime_error("GET /api/summary: a subscription that is not an object");
+          unit.subscriptions.push_back(SubscriptionSummary{text_of(item, "stream"), text_of(item, "subscriber"),
+                                                           text_of(item, "policy"), numbers_of(item, "counters"),
+                                                           numbers_of(item, "gauges")});
+        }
+      }
+      unit.subscriptions_total =
+          static_cast<std::size_t>(number_or(entry, "subscriptions_total", static_cast<double>(unit.subscriptions.size())));
       summary.units.push_back(std::move(unit));
     }
     const Array::Ptr transports = array_of(object, "transports");

@@ -128,6 +128,8 @@ std::string json_streams(const std::vector<streams::StreamDescription>& streams)
 std::string json_summary(const ControlModel& model);
 // Remote addresses of connections down that a transport of the summary names; the count of all is beside them.
 inline constexpr std::size_t kSummaryDownListed = 8;
+// Subscriptions listed per application in the summary (a publisher may have 64 per stream, 16 streams).
+inline constexpr std::size_t kSummarySubscriptionsListed = 32;
 // A reply of `status` with a JSON document as its body.
 Reply json_reply(int status, std::string body);
 

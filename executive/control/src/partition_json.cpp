@@ -28,6 +28,23 @@ Object::Ptr application_object(const ApplicationSnapshot& app) {
   for (const auto& [name, value] : app.rates) rates->set(name, number(value));
   object->set("rates", rates);
   object->set("attention", app.attention);
+  Array::Ptr subscriptions = new Array;
+  for (const SubscriptionSnapshot& subscription : app.subscriptions) {
+    Object::Ptr entry = new_object();
+    entry->set("stream", subscription.stream);
+    entry->set("subscriber", subscription.subscriber);
+    entry->set("policy", subscription.policy);
+    entry->set("delivered_per_second", number(subscription.delivered_per_second));
+    entry->set("dropped_per_second", number(subscription.dropped_per_second));
+    entry->set("skipped_per_second", number(subscription.skipped_per_second));
+    entry->set("delivered", number(subscription.delivered));
+    entry->set("dropped", number(subscription.dropped));
+    entry->set("queued", number(subscription.queued));
+    entry->set("lag", number(subscription.lag));
+    subscriptions->add(entry);
+  }
+  object->set("subscriptions", subscriptions);
+  object->set("subscriptions_total", app.subscriptions_total);
   return object;
 }
 
@@ -103,6 +120,7 @@ std::string partition_json(const PartitionSnapshot& snapshot) {
   object->set("run_seconds", number(snapshot.run_seconds));
   object->set("usual_state", snapshot.usual_state);
   object->set("fold_above", kFoldContextsAbove);
+  object->set("subscriptions_shown", kSubscriptionsShown);
   Object::Ptr totals = new_object();
   totals->set("contexts", snapshot.contexts.size());
   totals->set("contexts_unreachable", snapshot.contexts_unreachable);
@@ -112,6 +130,7 @@ std::string partition_json(const PartitionSnapshot& snapshot) {
   totals->set("connections_down", snapshot.connections_down);
   totals->set("connections_starved", snapshot.connections_starved);
   totals->set("contexts_needing_attention", snapshot.contexts_needing_attention);
+  totals->set("subscriptions", snapshot.subscriptions);
   object->set("totals", totals);
   Array::Ptr kinds = new Array;
   for (const KindSnapshot& kind : snapshot.kinds) {

@@ -106,6 +106,36 @@ std::string kinds(const PartitionSnapshot& s) {
   return html + "</table>\n";
 }
 
+// Every subscription to the streams of the partition's applications, one row each (at most kSubscriptionsShown),
+// so that an operator sees who samples which stream, at what policy, and what each one's policy dropped.
+std::string streams(const PartitionSnapshot& s) {
+  if (s.subscriptions == 0) return {};
+  std::string html = "<h2>Streams</h2>\n<table id=\"subscriptions\"><tr><th>Publisher</th><th>Stream</th><th>Subscriber</th>"
+                     "<th>Policy</th><th>delivered/s</th><th>dropped/s</th><th>skipped/s</th><th>Delivered</th>"
+                     "<th>Dropped</th><th>Queued</th><th>Lag</th></tr>\n";
+  std::size_t shown = 0;
+  for (const ContextSnapshot& context : s.contexts)
+    for (const ApplicationSnapshot& app : context.applications)
+      for (const SubscriptionSnapshot& sub : app.subscriptions) {
+        if (shown++ == kSubscriptionsShown) break;
+        const bool dropping = sub.dropped_per_second > 0;
+        html += std::string("<tr class=\"subscription\" data-tid=\"") + std::to_string(app.tid) + "\"><td>" + e(app.class_name) +
+                " " + std::to_string(app.instance) + " <span class=\"muted\">(tid " + std::to_string(app.tid) + ", " +
+                e(context.url) + ")</span></td><td>" + e(sub.stream) + "</td><td class=\"subscriber\">" + e(sub.subscriber) +
+                "</td><td class=\"policy\">" + e(sub.policy) + "</td><td class=\"number delivered\">" +
+                rate_text(sub.delivered_per_second) + "</td><td class=\"number dropped" + (dropping ? " warn" : "") + "\">" +
+                rate_text(sub.dropped_per_second) + "</td><td class=\"number\">" + rate_text(sub.skipped_per_second) +
+                "</td><td class=\"number\">" + display_number(sub.delivered) + "</td><td class=\"number\">" +
+                display_number(sub.dropped) + "</td><td class=\"number\">" + display_number(sub.queued) +
+                "</td><td class=\"number\">" + display_number(sub.lag) + "</td></tr>\n";
+      }
+  html += "</table>\n";
+  if (s.subscriptions > std::min(shown, kSubscriptionsShown))
+    html += std::string("<p class=\"muted\">") + std::to_string(s.subscriptions) +
+            " subscriptions in all: each publisher's page lists its own</p>\n";
+  return html;
+}
+
 std::string applications_table(const ContextSnapshot& context) {
   if (context.applications.empty()) return "<p class=\"muted\">no applications</p>\n";
   const bool linked = context.status == ContextSnapshot::Status::up;
@@ -290,6 +320,31 @@ function kinds(s) {
   }
   return h + '</table>\n';
 }
+const count = v => known_number(v) ? String(Math.round(v)) : '-';  // display_number() of a whole count
+function streams(s) {
+  if (!s.totals.subscriptions) return '';
+  let h = '<h2>Streams</h2>\n<table id="subscriptions"><tr><th>Publisher</th><th>Stream</th><th>Subscriber</th>' +
+          '<th>Policy</th><th>delivered/s</th><th>dropped/s</th><th>skipped/s</th><th>Delivered</th>' +
+          '<th>Dropped</th><th>Queued</th><th>Lag</th></tr>\n';
+  let shown = 0;
+  for (const c of s.contexts)
+    for (const a of c.applications)
+      for (const u of a.subscriptions || []) {
+        if (shown++ === s.subscriptions_shown) break;
+        h += '<tr class="subscription" data-tid="' + a.tid + '"><td>' + esc(a.class) + ' ' + a.instance +
+             ' <span class="muted">(tid ' + a.tid + ', ' + esc(c.url) + ')</span></td><td>' + esc(u.stream) +
+             '</td><td class="subscriber">' + esc(u.subscriber) + '</td><td class="policy">' + esc(u.policy) +
+             '</td><td class="number delivered">' + rate(u.delivered_per_second) + '</td><td class="number dropped' +
+             (u.dropped_per_second > 0 ? ' warn' : '') + '">' + rate(u.dropped_per_second) + '</td><td class="number">' +
+             rate(u.skipped_per_second) + '</td><td class="number">' + count(u.delivered) + '</td><td class="number">' +
+             count(u.dropped) + '</td><td class="number">' + count(u.queued) + '</td><td class="number">' +
+             count(u.lag) + '</td></tr>\n';
+      }
+  h += '</table>\n';
+  if (s.totals.subscriptions > Math.min(shown, s.subscriptions_shown))
+    h += '<p class="muted">' + s.totals.subscriptions + ' subscriptions in all: each publisher\'s page lists its own</p>\n';
+  return h;
+}
 function applications(c) {
   if (!c.applications.length) return '<p class="muted">no applications</p>\n';
   const linked = c.status === 'up';
@@ -369,7 +424,7 @@ function contexts(s) {
          (open ? fine : '<p class="muted">(listed at the next update)</p>\n') + '</details>\n';
 }
 function render(s) {
-  return summary(s) + kinds(s) + problems(s) + contexts(s);
+  return summary(s) + kinds(s) + problems(s) + streams(s) + contexts(s);
 }
 live('/api/partition', render);
 )JS";
@@ -382,7 +437,7 @@ std::string partition_page(const PartitionSnapshot& s) {
           "</span></h1><p class=\"links\"><a href=\"/api/partition\">JSON</a><span id=\"connection\" "
           "class=\"muted\"></span></p></header>\n";
   html += std::string("<main id=\"live\" data-interval=\"") + std::to_string(static_cast<int>(s.interval_seconds * 1000)) + "\">\n";
-  html += summary(s) + kinds(s) + problems(s) + contexts(s);
+  html += summary(s) + kinds(s) + problems(s) + streams(s) + contexts(s);
   html += "</main>\n<script>\n";
   html += script_helpers();
   html += kPartitionScript;

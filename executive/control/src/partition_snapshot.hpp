@@ -19,6 +19,17 @@ inline constexpr double kNoRate = NAN;  // not known yet (one sample so far) or 
 inline constexpr std::size_t kFoldContextsAbove = 16;
 
 
+struct SubscriptionSnapshot {  // one subscription to a stream an application publishes
+  std::string stream;
+  std::string subscriber;
+  std::string policy;
+  double delivered_per_second = kNoRate;  // records sent to it
+  double dropped_per_second = kNoRate;    // events its policy dropped
+  double skipped_per_second = kNoRate;    // events its sampling passed over
+  double delivered = 0, dropped = 0;      // since it subscribed
+  double queued = 0, lag = 0;             // records waiting to be sent to it; sent and not acknowledged
+};
+
 struct ApplicationSnapshot {
   std::uint32_t tid = 0;
   std::string class_name;
@@ -31,6 +42,8 @@ struct ApplicationSnapshot {
   double bytes_per_second = kNoRate;
   std::vector<std::pair<std::string, double>> rates;  // per second, of every counter without labels
   std::string attention;  // why it needs a look (Failed, not in the usual state, no progress), or empty
+  std::vector<SubscriptionSnapshot> subscriptions;  // to its streams: the first few the summary lists
+  std::size_t subscriptions_total = 0;
 };
 
 struct TransportSnapshot {
@@ -91,7 +104,11 @@ struct PartitionSnapshot {
   unsigned connections_starved = 0;
   std::string usual_state;  // the state most applications are in
   unsigned contexts_needing_attention = 0;  // contexts with an attention of their own or of an application
+  std::size_t subscriptions = 0;  // to the streams of every application, listed or not
 };
+
+// The streams section of the page lists at most this many subscriptions, those dropping first.
+inline constexpr std::size_t kSubscriptionsShown = 64;
 
 const char* to_string(ContextSnapshot::Status status);
 

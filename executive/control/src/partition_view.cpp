@@ -26,6 +26,7 @@ using Poco::JSON::Object;
 using http::ApplicationSnapshot;
 using http::ContextSnapshot;
 using http::PoolSnapshot;
+using http::SubscriptionSnapshot;
 using http::TransportSnapshot;
 
 std::int64_t unix_ms() {
@@ -160,6 +161,11 @@ struct PartitionView::Impl {
     return rate(state, now, prefix + name, found->second, seconds);
   }
 
+  static double value_of(const std::map<std::string, double>& values, const char* name) {
+    const auto found = values.find(name);
+    return found == values.end() || std::isnan(found->second) ? 0 : found->second;
+  }
+
   // The new picture of context `index` from its answer; `state` keeps the counters for the next rates.
   ContextSnapshot update(std::size_t index, const Answer& answer, const ContextSnapshot& before, ContextState& state,
                          Clock::time_point when) const {
@@ -171,6 +177,8 @@ struct PartitionView::Impl {
         app.reason.clear();
         app.events_per_second = app.bytes_per_second = http::kNoRate;
         app.rates.clear();
+        app.subscriptions.clear();
+        app.subscriptions_total = 0;
       }
       view.transports.clear();
       view.pools.clear();
@@ -206,6 +214,24 @@ struct PartitionView::Impl {
       app.rates = counter_rates(unit.counters, "app/" + std::to_string(app.tid) + "/", state, counters, seconds);
       app.events_per_second = pick(app.rates, kHeadlineItemCounters);
       app.bytes_per_second = pick(app.rates, kHeadlineByteCounters);
+      for (const SubscriptionSummary& subscription : unit.subscriptions) {
+        SubscriptionSnapshot row;
+        row.stream = subscription.stream;
+        row.subscriber = subscription.subscriber;
+        row.policy = subscription.policy;
+        // A subscriber that subscribes again with another policy is a new subscription: its own rates.
+        const std::string prefix = "app/" + std::to_string(app.tid) + "/stream/" + row.stream + "/" + row.subscriber +
+                                   "/" + row.policy + "/";
+        row.delivered_per_second = rate_of(subscription.counters, "delivered", prefix, state, counters, seconds);
+        row.dropped_per_second = rate_of(subscription.counters, "dropped", prefix, state, counters, seconds);
+        row.skipped_per_second = rate_of(subscription.counters, "skipped", prefix, state, counters, seconds);
+        row.delivered = value_of(subscription.counters, "delivered");
+        row.dropped = value_of(subscription.counters, "dropped");
+        row.queued = value_of(subscription.gauges, "queued");
+        row.lag = value_of(subscription.gauges, "lag");
+        app.subscriptions.push_back(std::move(row));
+      }
+      app.subscriptions_total = unit.subscriptions_total;
       view.applications.push_back(std::move(app));
     }
 
@@ -249,6 +275,7 @@ struct PartitionView::Impl {
     snapshot.applications = snapshot.failed = snapshot.contexts_unreachable = 0;
     snapshot.connections_up = snapshot.connections_down = snapshot.connections_starved = 0;
     snapshot.contexts_needing_attention = 0;
+    snapshot.subscriptions = 0;
     snapshot.run = 0;
     snapshot.run_seconds = http::kNoRate;
     auto add = [](double& sum, double value) {
@@ -267,6 +294,7 @@ struct PartitionView::Impl {
       }
       for (const ApplicationSnapshot& app : context.applications) {
         ++snapshot.applications;
+        snapshot.subscriptions += app.subscriptions_total;
         ++states[app.state];
         if (app.state == "Failed") ++snapshot.failed;
         http::KindSnapshot& kind = kinds[app.class_name];

@@ -1,10 +1,16 @@
 // GET /api/summary: one context in one small document for the watchers of a partition (daqx-launch --drive,
-// daqxctl watch, the dashboards): states, unlabelled counters and gauges, connection counts, pool levels. No help
-// texts, parameters or per-connection entries, so that its size does not grow with the partition.
+// daqxctl watch, the dashboards): states, unlabelled counters and gauges, the subscriptions to each application's
+// streams, connection counts, pool levels. No help texts, parameters or per-connection entries, so that its size
+// does not grow with the partition.
 #include <Poco/JSON/Array.h>
 #include <Poco/JSON/Object.h>
 
+#include <map>
+#include <set>
+#include <tuple>
+
 #include "control_routes.hpp"
+#include "daqx/streams/publisher.hpp"
 #include "json_writing.hpp"
 
 namespace daqx::http {
@@ -24,6 +30,51 @@ void add_metrics(Object::Ptr object, const std::vector<Metric>& metrics) {
   }
   object->set("counters", counters);
   object->set("gauges", gauges);
+}
+
+// The subscriptions to an application's streams (docs/monitoring.md, "Counters"): its metrics labelled stream,
+// subscriber and policy, one entry each with their counters and gauges under their names without "subscriber_".
+// At most kSummarySubscriptionsListed of them, so that the summary stays small; "subscriptions_total" counts all.
+void add_subscriptions(Object::Ptr object, const std::vector<Metric>& metrics) {
+  using Key = std::tuple<std::string, std::string, std::string>;  // stream, subscriber, policy
+  std::map<Key, std::pair<Object::Ptr, Object::Ptr>> found;       // its counters and gauges
+  std::set<Key> unlisted;
+  for (const Metric& metric : metrics) {
+    if (metric.labels.size() != 3 || !metric.name.starts_with(streams::kSubscriptionMetricPrefix)) continue;
+    const std::string* stream = nullptr;
+    const std::string* subscriber = nullptr;
+    const std::string* policy = nullptr;
+    for (const auto& [label, value] : metric.labels) {
+      if (label == streams::kStreamLabel) stream = &value;
+      else if (label == streams::kSubscriberLabel) subscriber = &value;
+      else if (label == streams::kPolicyLabel) policy = &value;
+    }
+    if (stream == nullptr || subscriber == nullptr || policy == nullptr) continue;
+    Key key{*stream, *subscriber, *policy};
+    auto at = found.find(key);
+    if (at == found.end()) {
+      if (found.size() >= kSummarySubscriptionsListed) {
+        unlisted.insert(std::move(key));
+        continue;
+      }
+      at = found.emplace(std::move(key), std::pair{new_object(), new_object()}).first;
+    }
+    const std::string name = metric.name.substr(streams::kSubscriptionMetricPrefix.size());
+    if (metric.kind == Metric::Kind::counter) at->second.first->set(name, number(metric.value));
+    else if (metric.kind == Metric::Kind::gauge) at->second.second->set(name, number(metric.value));
+  }
+  Array::Ptr subscriptions = new Array;
+  for (const auto& [key, values] : found) {
+    Object::Ptr entry = new_object();
+    entry->set("stream", std::get<0>(key));
+    entry->set("subscriber", std::get<1>(key));
+    entry->set("policy", std::get<2>(key));
+    entry->set("counters", values.first);
+    entry->set("gauges", values.second);
+    subscriptions->add(entry);
+  }
+  object->set("subscriptions", subscriptions);
+  object->set("subscriptions_total", found.size() + unlisted.size());
 }
 
 Object::Ptr transport_object(const TransportStatus& transport) {
@@ -86,6 +137,7 @@ std::string json_summary(const ControlModel& model) {
     entry->set("reason", application.reason);
     entry->set("run", application.run);
     add_metrics(entry, application.metrics);
+    add_subscriptions(entry, application.metrics);
     applications->add(entry);
   }
   object->set("applications", applications);

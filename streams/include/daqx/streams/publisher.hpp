@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "daqx/api/application.hpp"
@@ -21,6 +22,13 @@
 #include "daqx/streams/policy.hpp"
 
 namespace daqx::streams {
+
+// How report() names a subscription's counters: "subscriber_" then what it counts (delivered, dropped, skipped,
+// queued, lag), labelled by these three. The control port's summary and the dashboards group them by the labels.
+inline constexpr std::string_view kSubscriptionMetricPrefix = "subscriber_";
+inline constexpr std::string_view kStreamLabel = "stream";
+inline constexpr std::string_view kSubscriberLabel = "subscriber";
+inline constexpr std::string_view kPolicyLabel = "policy";
 
 using StreamId = std::uint32_t;
 

@@ -10,6 +10,14 @@
 
 namespace daqx {
 
+struct SubscriptionSummary {  // one subscription to a stream the application publishes
+  std::string stream;
+  std::string subscriber;  // "tid 300" or "client 127.0.0.1:41236"
+  std::string policy;      // its text form, "sample:100"
+  std::map<std::string, double> counters;  // delivered, dropped, skipped
+  std::map<std::string, double> gauges;    // queued, lag
+};
+
 struct UnitSummary {  // one application
   std::uint32_t tid = 0;
   std::string class_name;
@@ -20,6 +28,8 @@ struct UnitSummary {  // one application
   std::uint64_t run = 0;
   std::map<std::string, double> counters;  // its unlabelled counters (amounts that only grow within a run)
   std::map<std::string, double> gauges;    // its unlabelled gauges (values now)
+  std::vector<SubscriptionSummary> subscriptions;  // the first few (the summary's limit)
+  std::size_t subscriptions_total = 0;             // all of them
 };
 
 struct TransportSummary {
