@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """What the BU's stream of built events costs the event builder: its rate with 0, 1 and 4 subscribers (evb::Monitor,
-each its own executive) per BU for each policy, side by side in one run, on loopback over pttcp; printed as a table
-and written as CSV and a PNG plot. A benchmark, never a test.
+each in its own executive, or with --placement bu in its BU's) per BU for each policy, side by side in one run, on
+loopback over pttcp; printed as a table and written as CSV and a PNG plot. A benchmark, never a test.
 
 Usage: python3 bench/evb_streams.py [--build BUILD] [--out DIR] [--topology 2x2] [--size 16K]
                                     [--policies block,drop-newest,...] [--subscribers 0,1,4] [--verify]
+                                    [--placement own|bu] [--trigger-rate HZ]
                                     [--seconds S] [--warmup S] [--repeat N] [--quick] [--pin [CPUS]]
 Every repeat measures each point once, the points taking turns, and the median by events/s is reported. The cost
 of a point is 1 - (its events/s) / (events/s without a subscriber). The issue's targets: a sampled stream costs at
@@ -37,14 +38,18 @@ QUICK_POLICIES = "block,sample:100"
 DEFAULT_SUBSCRIBERS = "0,1,4"
 QUICK_SUBSCRIBERS = "0,1"
 
-CSV_FIELDS = ["events_per_s", "bytes_per_s", "cost", "monitor_events_per_s", "monitor_dropped_per_s", "cores",
-              "cores_bus", "cores_monitors", "other_cores", "build_latency_median_us", "seconds", "repeats"]
+CSV_FIELDS = ["events_per_s", "bytes_per_s", "cost", "paired_cost", "bu_cpu_us_per_event", "bu_cpu_cost", "monitor_events_per_s",
+              "monitor_dropped_per_s", "cores", "cores_bus", "cores_monitors", "other_cores", "build_latency_median_us",
+              "seconds", "repeats"]
 
 
-def monitors(bus, count, policy, verify):
-    """`count` evb::Monitor units per BU, each subscribed to its BU's stream `events` with `policy`."""
+def monitors(bus, count, policy, verify, placement):
+    """`count` evb::Monitor units per BU, each subscribed to its BU's stream `events` with `policy`: each in an
+    executive of its own (placement "own"), or in its BU's (placement "bu": the records handed over as shared
+    Refs, no copy and no transport)."""
     return [("monitor", "evb::Monitor", MONITOR_TID + j * MONITORS_PER_BU_MAX + k, j * count + k,
-             {"publisher": str(BU_TID + j), "policy": policy, "verify": "true" if verify else "false"})
+             {"publisher": str(BU_TID + j), "policy": policy, "verify": "true" if verify else "false"},
+             BU_TID + j if placement == "bu" else None)
             for j in range(bus) for k in range(count)]
 
 
@@ -57,6 +62,27 @@ def summary(r):
     return (f"{r['events_per_s']:.0f} ev/s, {r['bytes_per_s'] / 1e9:.3f} GB/s"
             + (f", subscribers received {received:.0f} ev/s" if received is not None else "")
             + f", {r['cores']:.2f} cores, other {r['other_cores']:.2f}")
+
+
+def bu_cpu_per_event(r):
+    """Microseconds of the BUs' processes' CPU per built event: what publishing costs the publisher itself, apart
+    from the CPU its subscribers take from the same cores."""
+    if not r or "na" in r or not r.get("events_per_s") or r.get("cores_bus") is None:
+        return None
+    return 1e6 * r["cores_bus"] / r["events_per_s"]
+
+
+def bu_cpu_cost(results, point, base):
+    r, b = bu_cpu_per_event(results.get(point)), bu_cpu_per_event(results.get(base))
+    return None if r is None or not b else r / b - 1
+
+
+def paired_cost(tries, base_tries):
+    """The median over the repeats of each repeat's cost against the reference run of the same repeat (they ran
+    seconds apart): what drifts over a run (the machine's other work, its clock) cancels out of each pair."""
+    costs = sorted(1 - r["events_per_s"] / b["events_per_s"] for r, b in zip(tries, base_tries)
+                   if "na" not in r and "na" not in b and b.get("events_per_s"))
+    return costs[(len(costs) - 1) // 2] if costs else None
 
 
 def cost(results, point, base):
@@ -73,7 +99,9 @@ def table(results, policies, counts):
     base = ("none", 0)
     shown = [c for c in counts if c]
     groups = [("", ["policy"]), ("events/s", [f"{c} sub" for c in counts]),
-              ("cost", [f"{c} sub" for c in shown]), ("received ev/s", [f"{c} sub" for c in shown]),
+              ("cost", [f"{c} sub" for c in shown]), ("paired cost", [f"{c} sub" for c in shown]),
+              ("BU CPU us/ev", [f"{c} sub" for c in counts]),
+              ("BU CPU cost", [f"{c} sub" for c in shown]), ("received ev/s", [f"{c} sub" for c in shown]),
               ("cores", [f"{c} sub" for c in counts])]
     rows = []
 
@@ -87,6 +115,11 @@ def table(results, policies, counts):
         row += [cell(get(x, "events_per_s"), 0) for x in points]
         row += ["n/a" if cost(results, (p, c), base) is None else f"{100 * cost(results, (p, c), base):+.1f}%"
                 for c in shown]
+        row += ["n/a" if get((p, c), "paired_cost") is None else f"{100 * get((p, c), 'paired_cost'):+.1f}%"
+                for c in shown]
+        row += [cell(bu_cpu_per_event(results.get(x)), 2) for x in points]
+        row += ["n/a" if bu_cpu_cost(results, (p, c), base) is None else f"{100 * bu_cpu_cost(results, (p, c), base):+.1f}%"
+                for c in shown]
         row += [cell(get((p, c), "monitor_events_per_s"), 0) for c in shown]
         row += [cell(get(x, "cores")) for x in points]
         rows.append(row)
@@ -98,7 +131,9 @@ def write_csv(path, results, rus, bus, size):
         writer = csv.writer(f)
         writer.writerow(["policy", "subscribers_per_bu", "n", "m", "size_bytes"] + CSV_FIELDS + ["note"])
         for (policy, count), r in results.items():
-            r = dict(r, cost=cost(results, (policy, count), ("none", 0)) if count else 0.0)
+            r = dict(r, cost=cost(results, (policy, count), ("none", 0)) if count else 0.0,
+                     bu_cpu_us_per_event=bu_cpu_per_event(r),
+                     bu_cpu_cost=bu_cpu_cost(results, (policy, count), ("none", 0)) if count else 0.0)
             cells = ["" if r.get(k) is None else (f"{r[k]:.6g}" if isinstance(r[k], float) else r[k])
                      for k in CSV_FIELDS]
             writer.writerow([policy, count, rus, bus, size] + cells + [r.get("na", r.get("note", ""))])
@@ -152,6 +187,12 @@ def main():
     parser.add_argument("--repeat", type=int, default=1, help="runs per point, taking turns; the median is reported (1)")
     parser.add_argument("--slots", type=int, default=16, help="BU slots (16, its default)")
     parser.add_argument("--trigger-size", type=int, default=1024, help="EvM triggerSize (1024, its default)")
+    parser.add_argument("--placement", choices=["own", "bu"], default="own",
+                        help="where each monitor runs: an executive of its own (own, the default; its records go "
+                             "over pttcp), or its BU's executive (bu: shared Refs, zero copy)")
+    parser.add_argument("--trigger-rate", type=float,
+                        help="events/s the EvM triggers at (default: none, the builder runs as fast as it can); below "
+                             "the machine's limit, a subscriber that slows nothing leaves the rate where it was")
     parser.add_argument("--pin", nargs="?", const="", metavar="CPUS",
                         help="pin each context's threads to one CPU, contexts round-robin over CPUS")
     parser.add_argument("--quick", action="store_true",
@@ -185,7 +226,9 @@ def main():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     start_load = load_average()
     print(f"== The BU's stream of built events: {rus}x{bus} event builder, S = {size_name(size)}, with 0..{max(counts)} "
-          f"evb::Monitor subscribers per BU of each policy, one executive each, on loopback over pttcp")
+          f"evb::Monitor subscribers per BU of each policy, "
+          f"{'each in its BU' + chr(39) + 's executive' if args.placement == 'bu' else 'one executive each'}, "
+          f"on loopback over pttcp")
     print(conditions_line(start_load, at_start=True))
     processes = Processes(log_dir)
     setup = Setup(args, processes, build, out)
@@ -203,12 +246,15 @@ def main():
             for policy, count in points:
                 def one(policy=policy, count=count):
                     suffix = "-streams-none" if count == 0 else f"-streams-{count}x{policy.replace(':', '')}"
-                    return run_evb(setup, rus, bus, size, others=monitors(bus, count, policy, args.verify),
+                    return run_evb(setup, rus, bus, size,
+                                   others=monitors(bus, count, policy, args.verify, args.placement),
                                    name_suffix=suffix)
                 r = attempt(f"{point_name(policy, count)} #{n_try + 1}", one, progress, summary)
                 tries.setdefault((policy, count), []).append(r)
         for point in points:
             results[point] = median_run(tries[point], "events_per_s")
+        for point in points[1:]:
+            results[point]["paired_cost"] = paired_cost(tries[point], tries[points[0]])
     except KeyboardInterrupt:
         print("\ninterrupted: stopping every executive")
         return 130
@@ -219,12 +265,24 @@ def main():
     print()
     print(f"== Event builder {rus}x{bus} with subscribers of its BUs' streams; {repeats}; {conditions_line(start_load)}")
     table(results, policies, counts)
-    print_notes(f"subscribers per BU, each an evb::Monitor in an executive of its own (verify "
+    where = "in its BU's executive (records as shared Refs)" if args.placement == "bu" else "in an executive of its own"
+    print_notes(f"subscribers per BU, each an evb::Monitor {where} (verify "
                 f"{'on' if args.verify else 'off'}); events/s from the EvM's events_completed over a {args.seconds:g} s "
                 f"window after {args.warmup:g} s; cost = 1 - events/s / events/s without a subscriber (the same "
-                f"'no subscriber' run for every row); received ev/s: the sum over the subscribers; cores: every "
+                f"'no subscriber' run for every row); paired cost: the median of each repeat's cost against the "
+                f"'no subscriber' run of the same repeat; BU CPU us/ev: the BUs' processes' CPU per built event, what "
+                f"publishing costs the publisher apart from the CPU its subscribers take from the same cores; "
+                f"received ev/s: the sum over the subscribers; cores: every "
                 f"process of the run. Targets: a sampled stream at most 2 %, a block subscriber that keeps up at "
-                f"most 5 %. BU output discard, slots {args.slots}, RU sources 1, fragmentSize S-32, pttcp throughput.")
+                f"most 5 %. BU output discard, slots {args.slots}, RU sources 1, fragmentSize S-32, pttcp throughput, "
+                f"EvM trigger rate {f'{args.trigger_rate:g} /s' if args.trigger_rate else 'none (as fast as it goes)'}.")
+    base = results.get(("none", 0), {})
+    if args.repeat > 1 and base.get("repeats"):
+        values = [float(v) for v in base["repeats"].split() if v != "n/a"]
+        if values:
+            print(f"  run-to-run spread without a subscriber: {min(values):.0f} to {max(values):.0f} ev/s "
+                  f"({100 * (max(values) - min(values)) / base['events_per_s']:.1f} % of the median): a cost "
+                  f"within it is not measured")
     for point, r in results.items():
         if "na" in r:
             print(f"  n/a {point_name(*point)}: {r['na']}")
