@@ -156,9 +156,10 @@ TEST_CASE("daqxctl presents the token from --token-file, DAQX_TOKEN_FILE or the 
   const std::string bare = write_file("ctl-bare.xml", probe_partition("ctl", url, std::nullopt));
   ExecutiveProcess executive(guarded, url);
   REQUIRE(executive.wait_ready());
-  const auto daqxctl = [](std::vector<std::string> args, std::vector<std::string> env = {}) {
-    args.insert(args.begin(), tool_program("daqxctl"));
-    return run_process(args, std::chrono::seconds(60), env);
+  const auto daqxctl = [](const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
+    std::vector<std::string> argv{tool_program("daqxctl")};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_process(argv, std::chrono::seconds(60), env);
   };
 
   ProcessResult refused = daqxctl({"--config", bare, "configure"});
@@ -252,6 +253,46 @@ TEST_CASE("over TLS with a test certificate, daqxctl with --ca-file drives the e
   CHECK(executive.transition("halt").status == 200);
   CHECK(executive.running());
   CHECK_THAT(executive.output(), Contains("did not complete a TLS handshake"));
+  CHECK(executive.stop() == 0);
+}
+
+TEST_CASE("over TLS with reads guarded by the token, daqx-evb-dump --follow reads a BU's stream with --ca-file and "
+          "--token-file, and without the token it is refused 401 and says why",
+          "[tools][process][access][tls][stream]") {
+  const TestCertificates made = make_certificates("tls-stream", "IP:127.0.0.1");
+  const std::string url = "https://127.0.0.1:" + std::to_string(free_port());
+  const std::string token = token_file("tls-stream.token");
+  PartitionBuilder builder("tls-stream");
+  ControlSettings control = tls_control(made, token);
+  control.reads = "token";
+  builder.control(control);
+  ContextBuilder context = builder.context(url);
+  context.module("libdaqx_evb.so");
+  context.application("evb::BU", 200, 0);
+  context.application("evb::RU", 100, 0);
+  context.application("evb::EvM", 10, 0);
+  const std::string partition = write_file("tls-stream.xml", builder.xml());
+  DefaultAccess access({kToken, made.ca});
+  ExecutiveProcess executive(partition, url);
+  REQUIRE(executive.wait_ready());
+  REQUIRE(executive.transition("configure").status == 200);
+  REQUIRE(executive.transition("enable").status == 200);
+  const std::string stream = url + "/api/applications/200/streams/events?policy=sample:10";
+  const std::string dump = program_directory() + "/../apps/evb/daqx-evb-dump";
+
+  const ProcessResult follow = run_process({dump, "--verify", "--count", "50", "--ca-file", made.ca, "--token-file",
+                                            token, "--follow", stream}, std::chrono::seconds(60));
+  INFO(follow.output);
+  CHECK(follow.exit_code == 0);
+  CHECK_THAT(follow.output, Contains("events 50 (first "));
+  CHECK_THAT(follow.output, Contains("result: ok"));
+
+  const ProcessResult without = run_process({dump, "--count", "5", "--ca-file", made.ca, "--follow", stream},
+                                            std::chrono::seconds(60));
+  INFO(without.output);
+  CHECK(without.exit_code == 1);
+  CHECK_THAT(without.output, Contains("401"));
+  CHECK(executive.transition("stop").status == 200);
   CHECK(executive.stop() == 0);
 }
 
