@@ -106,33 +106,35 @@ std::string kinds(const PartitionSnapshot& s) {
   return html + "</table>\n";
 }
 
-// Every subscription to the streams of the partition's applications, one row each (at most kSubscriptionsShown),
-// so that an operator sees who samples which stream, at what policy, and what each one's policy dropped.
+// Every subscription to the streams of the partition's applications, one row each, those whose policy is dropping
+// first, at most kSubscriptionsShown: who samples which stream, at what policy, and what its policy drops.
 std::string streams(const PartitionSnapshot& s) {
   if (s.subscriptions == 0) return {};
   std::string html = "<h2>Streams</h2>\n<table id=\"subscriptions\"><tr><th>Publisher</th><th>Stream</th><th>Subscriber</th>"
                      "<th>Policy</th><th>delivered/s</th><th>dropped/s</th><th>skipped/s</th><th>Delivered</th>"
                      "<th>Dropped</th><th>Queued</th><th>Lag</th></tr>\n";
   std::size_t shown = 0;
-  for (const ContextSnapshot& context : s.contexts)
-    for (const ApplicationSnapshot& app : context.applications)
-      for (const SubscriptionSnapshot& sub : app.subscriptions) {
-        if (shown++ == kSubscriptionsShown) break;
-        const bool dropping = sub.dropped_per_second > 0;
-        html += std::string("<tr class=\"subscription\" data-tid=\"") + std::to_string(app.tid) + "\"><td>" + e(app.class_name) +
-                " " + std::to_string(app.instance) + " <span class=\"muted\">(tid " + std::to_string(app.tid) + ", " +
-                e(context.url) + ")</span></td><td>" + e(sub.stream) + "</td><td class=\"subscriber\">" + e(sub.subscriber) +
-                "</td><td class=\"policy\">" + e(sub.policy) + "</td><td class=\"number delivered\">" +
-                rate_text(sub.delivered_per_second) + "</td><td class=\"number dropped" + (dropping ? " warn" : "") + "\">" +
-                rate_text(sub.dropped_per_second) + "</td><td class=\"number\">" + rate_text(sub.skipped_per_second) +
-                "</td><td class=\"number\">" + display_number(sub.delivered) + "</td><td class=\"number\">" +
-                display_number(sub.dropped) + "</td><td class=\"number\">" + display_number(sub.queued) +
-                "</td><td class=\"number\">" + display_number(sub.lag) + "</td></tr>\n";
-      }
+  for (const bool dropping : {true, false})
+    for (const ContextSnapshot& context : s.contexts)
+      for (const ApplicationSnapshot& app : context.applications)
+        for (const SubscriptionSnapshot& sub : app.subscriptions) {
+          if ((sub.dropped_per_second > 0) != dropping || shown == kSubscriptionsShown) continue;
+          ++shown;
+          html += std::string("<tr class=\"subscription\" data-tid=\"") + std::to_string(app.tid) + "\"><td>" +
+                  e(app.class_name) + " " + std::to_string(app.instance) + " <span class=\"muted\">(tid " +
+                  std::to_string(app.tid) + ", " + e(context.url) + ")</span></td><td>" + e(sub.stream) +
+                  "</td><td class=\"subscriber\">" + e(sub.subscriber) + "</td><td class=\"policy\">" + e(sub.policy) +
+                  "</td><td class=\"number delivered\">" + rate_text(sub.delivered_per_second) +
+                  "</td><td class=\"number dropped" + (dropping ? " warn" : "") + "\">" +
+                  rate_text(sub.dropped_per_second) + "</td><td class=\"number\">" + rate_text(sub.skipped_per_second) +
+                  "</td><td class=\"number\">" + display_number(sub.delivered) + "</td><td class=\"number\">" +
+                  display_number(sub.dropped) + "</td><td class=\"number\">" + display_number(sub.queued) +
+                  "</td><td class=\"number\">" + display_number(sub.lag) + "</td></tr>\n";
+        }
   html += "</table>\n";
-  if (s.subscriptions > std::min(shown, kSubscriptionsShown))
-    html += std::string("<p class=\"muted\">") + std::to_string(s.subscriptions) +
-            " subscriptions in all: each publisher's page lists its own</p>\n";
+  if (s.subscriptions > shown)
+    html += std::string("<p class=\"muted\">") + std::to_string(shown) + " of " + std::to_string(s.subscriptions) +
+            " subscriptions listed: each publisher's page lists its own</p>\n";
   return html;
 }
 
@@ -327,22 +329,25 @@ function streams(s) {
           '<th>Policy</th><th>delivered/s</th><th>dropped/s</th><th>skipped/s</th><th>Delivered</th>' +
           '<th>Dropped</th><th>Queued</th><th>Lag</th></tr>\n';
   let shown = 0;
-  for (const c of s.contexts)
-    for (const a of c.applications)
-      for (const u of a.subscriptions || []) {
-        if (shown++ === s.subscriptions_shown) break;
-        h += '<tr class="subscription" data-tid="' + a.tid + '"><td>' + esc(a.class) + ' ' + a.instance +
-             ' <span class="muted">(tid ' + a.tid + ', ' + esc(c.url) + ')</span></td><td>' + esc(u.stream) +
-             '</td><td class="subscriber">' + esc(u.subscriber) + '</td><td class="policy">' + esc(u.policy) +
-             '</td><td class="number delivered">' + rate(u.delivered_per_second) + '</td><td class="number dropped' +
-             (u.dropped_per_second > 0 ? ' warn' : '') + '">' + rate(u.dropped_per_second) + '</td><td class="number">' +
-             rate(u.skipped_per_second) + '</td><td class="number">' + count(u.delivered) + '</td><td class="number">' +
-             count(u.dropped) + '</td><td class="number">' + count(u.queued) + '</td><td class="number">' +
-             count(u.lag) + '</td></tr>\n';
-      }
+  for (const dropping of [true, false])
+    for (const c of s.contexts)
+      for (const a of c.applications)
+        for (const u of a.subscriptions || []) {
+          if ((u.dropped_per_second > 0) !== dropping || shown === s.subscriptions_shown) continue;
+          ++shown;
+          h += '<tr class="subscription" data-tid="' + a.tid + '"><td>' + esc(a.class) + ' ' + a.instance +
+               ' <span class="muted">(tid ' + a.tid + ', ' + esc(c.url) + ')</span></td><td>' + esc(u.stream) +
+               '</td><td class="subscriber">' + esc(u.subscriber) + '</td><td class="policy">' + esc(u.policy) +
+               '</td><td class="number delivered">' + rate(u.delivered_per_second) + '</td><td class="number dropped' +
+               (dropping ? ' warn' : '') + '">' + rate(u.dropped_per_second) + '</td><td class="number">' +
+               rate(u.skipped_per_second) + '</td><td class="number">' + count(u.delivered) + '</td><td class="number">' +
+               count(u.dropped) + '</td><td class="number">' + count(u.queued) + '</td><td class="number">' +
+               count(u.lag) + '</td></tr>\n';
+        }
   h += '</table>\n';
-  if (s.totals.subscriptions > Math.min(shown, s.subscriptions_shown))
-    h += '<p class="muted">' + s.totals.subscriptions + ' subscriptions in all: each publisher\'s page lists its own</p>\n';
+  if (s.totals.subscriptions > shown)
+    h += '<p class="muted">' + shown + ' of ' + s.totals.subscriptions +
+         ' subscriptions listed: each publisher\'s page lists its own</p>\n';
   return h;
 }
 function applications(c) {

@@ -39,6 +39,18 @@ class MovingModel final : public daqx::ControlModel {
     const double built = static_cast<double>(events.load());
     app.metrics = {{"events_built", daqx::Metric::Kind::counter, built, "events", {}},
                    {"bytes_built", daqx::Metric::Kind::counter, built * 1000, "bytes", {}}};
+    // Subscriptions to its stream "events", as a streams::Publisher reports them: the last two are dropping.
+    const std::size_t count = subscriptions.load();
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::vector<std::pair<std::string, std::string>> labels{
+          {"stream", "events"}, {"subscriber", "tid " + std::to_string(1000 + i)}, {"policy", "drop-newest"}};
+      const double dropped = i + 2 >= count ? built : 0;
+      app.metrics.push_back({"subscriber_delivered", daqx::Metric::Kind::counter, built, "", labels});
+      app.metrics.push_back({"subscriber_dropped", daqx::Metric::Kind::counter, dropped, "", labels});
+      app.metrics.push_back({"subscriber_skipped", daqx::Metric::Kind::counter, 0, "", labels});
+      app.metrics.push_back({"subscriber_queued", daqx::Metric::Kind::gauge, 3, "", labels});
+      app.metrics.push_back({"subscriber_lag", daqx::Metric::Kind::gauge, 5, "", labels});
+    }
     return {app};
   }
   std::optional<daqx::ApplicationStatus> application(daqx::Tid tid) const override {
@@ -72,6 +84,7 @@ class MovingModel final : public daqx::ControlModel {
 
   mutable std::atomic<int> reads{0};
   std::atomic<std::uint64_t> events{0};
+  std::atomic<std::size_t> subscriptions{0};
 
  private:
   std::string url_;
@@ -216,6 +229,70 @@ TEST_CASE("a partition view's rates come from counter differences, and a context
   CHECK(kept->getValue<std::string>("name") == "test/unit/0");
   CHECK(kept->getValue<std::string>("state") == "Unknown");
   CHECK(kept->isNull("events_per_second"));
+  view.stop();
+}
+
+TEST_CASE("each subscription to an application's stream is a row of the partition's JSON and page with its rates, "
+          "the summary lists the first 32 of an application's and counts all, and the page puts those dropping first",
+          "[partition-view][stream]") {
+  ThreeContexts contexts;
+  contexts.model->subscriptions = 32;  // the summary's limit per application
+  constexpr std::size_t kAll = 40;
+  daqx::PartitionView view(contexts.partition, {}, quick());
+  view.start();
+  std::atomic<bool> moving{true};
+  std::thread counter([&] {
+    while (moving.load()) {
+      contexts.model->events.fetch_add(100);
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  });
+  // Rates need two answers; the last two of the 32 listed (tid 1030, 1031) drop as they deliver.
+  const Object::Ptr rated = until(view, [](const Object::Ptr& v) {
+    const Poco::JSON::Array::Ptr rows = context(v, 0)->getArray("applications")->getObject(0)->getArray("subscriptions");
+    if (!rows || rows->size() == 0) return false;
+    const Object::Ptr last = rows->getObject(static_cast<unsigned>(rows->size() - 1));
+    return !last->isNull("dropped_per_second") && last->getValue<double>("dropped_per_second") > 0;
+  });
+  const Object::Ptr app = context(rated, 0)->getArray("applications")->getObject(0);
+  const Poco::JSON::Array::Ptr rows = app->getArray("subscriptions");
+  REQUIRE(rows->size() == 32);
+  CHECK(app->getValue<std::size_t>("subscriptions_total") == 32);
+  const Object::Ptr first = rows->getObject(0);
+  CHECK(first->getValue<std::string>("stream") == "events");
+  CHECK(first->getValue<std::string>("subscriber") == "tid 1000");
+  CHECK(first->getValue<std::string>("policy") == "drop-newest");
+  CHECK(first->getValue<double>("delivered_per_second") > 0);
+  CHECK(first->getValue<double>("dropped_per_second") == 0);
+  CHECK(first->getValue<double>("queued") == 3);
+  CHECK(first->getValue<double>("lag") == 5);
+  CHECK(rows->getObject(31)->getValue<std::string>("subscriber") == "tid 1031");
+  CHECK(rows->getObject(31)->getValue<double>("dropped_per_second") > 0);
+
+  // The page (as the server draws it, before its script): every listed subscription a row, the two dropping ones
+  // first and marked.
+  const std::string html = view.html();
+  const std::string page = html.substr(0, html.find("<script>"));
+  std::size_t row_count = 0;
+  for (std::size_t at = page.find("<tr class=\"subscription\""); at != std::string::npos;
+       at = page.find("<tr class=\"subscription\"", at + 1))
+    ++row_count;
+  CHECK(row_count == 32);
+  const std::size_t first_row = page.find("<tr class=\"subscription\"");
+  REQUIRE(first_row != std::string::npos);
+  const std::string first_html = page.substr(first_row, page.find("</tr>", first_row) - first_row);
+  CHECK_THAT(first_html, Catch::Contains("tid 1030") && Catch::Contains("dropped warn"));
+
+  // More subscriptions than the summary lists: the first 32, and the count of all.
+  contexts.model->subscriptions = kAll;
+  const Object::Ptr more = until(view, [](const Object::Ptr& v) {
+    return v->getObject("totals")->getValue<std::size_t>("subscriptions") == kAll;
+  });
+  moving = false;
+  counter.join();
+  CHECK(more->getObject("totals")->getValue<std::size_t>("subscriptions") == kAll);
+  CHECK(context(more, 0)->getArray("applications")->getObject(0)->getArray("subscriptions")->size() == 32);
+  CHECK_THAT(view.html(), Catch::Contains("32 of 40 subscriptions listed"));
   view.stop();
 }
 

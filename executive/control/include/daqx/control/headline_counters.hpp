@@ -13,11 +13,12 @@ struct HeadlineCounter {
 };
 
 // In order of preference, the first one an application reports is its headline: built events for a BU,
-// completed ones for the EvM, super-fragments for an RU (one per event), frames, round trips and echoes for the
-// test applications.
-inline constexpr std::array<HeadlineCounter, 7> kHeadlineItemCounters{{
+// completed ones for the EvM, events from a stream for a Monitor, super-fragments for an RU (one per event),
+// frames, round trips and echoes for the test applications.
+inline constexpr std::array<HeadlineCounter, 8> kHeadlineItemCounters{{
     {"events_built", "events"},
     {"events_completed", "events"},
+    {"events_received", "events"},
     {"fragments_sent", "fragments"},
     {"frames_received", "frames"},
     {"frames_sent", "frames"},
