@@ -127,6 +127,25 @@ struct ThreeContexts {
   }
 };
 
+// Moves the model's counters (100 events every 10 ms) from a thread of its own until stopped.
+class MovingCounter {
+ public:
+  explicit MovingCounter(MovingModel& model)
+      : thread_([&model](std::stop_token stop) {
+          while (!stop.stop_requested()) {
+            model.events.fetch_add(100);
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          }
+        }) {}
+  void stop() {
+    thread_.request_stop();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::jthread thread_;
+};
+
 daqx::PartitionViewOptions quick() {
   daqx::PartitionViewOptions options;
   options.interval = std::chrono::milliseconds(200);
@@ -196,19 +215,12 @@ TEST_CASE("a partition view's rates come from counter differences, and a context
   ThreeContexts contexts;
   daqx::PartitionView view(contexts.partition, {}, quick());
   view.start();
-  std::atomic<bool> moving{true};
-  std::thread counter([&] {
-    while (moving.load()) {
-      contexts.model->events.fetch_add(100);
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-  });
+  MovingCounter moving(*contexts.model);
   const Object::Ptr rated = until(view, [](const Object::Ptr& v) {
     const Object::Ptr app = context(v, 0)->getArray("applications")->getObject(0);
     return !app->isNull("events_per_second") && app->getValue<double>("events_per_second") > 0;
   });
-  moving = false;
-  counter.join();
+  moving.stop();
   const Object::Ptr app = context(rated, 0)->getArray("applications")->getObject(0);
   REQUIRE_FALSE(app->isNull("events_per_second"));
   CHECK(app->getValue<double>("events_per_second") > 0);
@@ -240,13 +252,7 @@ TEST_CASE("each subscription to an application's stream is a row of the partitio
   constexpr std::size_t kAll = 40;
   daqx::PartitionView view(contexts.partition, {}, quick());
   view.start();
-  std::atomic<bool> moving{true};
-  std::thread counter([&] {
-    while (moving.load()) {
-      contexts.model->events.fetch_add(100);
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-  });
+  MovingCounter moving(*contexts.model);
   // Rates need two answers; the last two of the 32 listed (tid 1030, 1031) drop as they deliver.
   const Object::Ptr rated = until(view, [](const Object::Ptr& v) {
     const Poco::JSON::Array::Ptr rows = context(v, 0)->getArray("applications")->getObject(0)->getArray("subscriptions");
@@ -288,8 +294,7 @@ TEST_CASE("each subscription to an application's stream is a row of the partitio
   const Object::Ptr more = until(view, [](const Object::Ptr& v) {
     return v->getObject("totals")->getValue<std::size_t>("subscriptions") == kAll;
   });
-  moving = false;
-  counter.join();
+  moving.stop();
   CHECK(more->getObject("totals")->getValue<std::size_t>("subscriptions") == kAll);
   CHECK(context(more, 0)->getArray("applications")->getObject(0)->getArray("subscriptions")->size() == 32);
   CHECK_THAT(view.html(), Catch::Contains("32 of 40 subscriptions listed"));
