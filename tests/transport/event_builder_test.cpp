@@ -220,7 +220,13 @@ TEST_CASE("2x2_stallBU: a BU that stalls (SIGSTOP) is dropped within 2 s and tak
   run.require_progress(bu(0), "events_built", built + 2000);
   ::kill(run.process(bu(1)).pid(), SIGCONT);
   REQUIRE(wait_until([&] { return run.metric(kEvm, "bus_alive") == 2; }, std::chrono::seconds(60)));
-  CHECK(run.metric(kEvm, "bu_readmissions") == 1);
+  // Taken in again once it resumed. On a slow machine (the emulated guest: once in CI) a BU that resumes may miss
+  // its timeout once more while it catches up, and be dropped and taken in again: every drop is followed by its
+  // readmission, with both BUs alive.
+  CHECK(run.metric(kEvm, "bu_readmissions") >= 1);
+  CHECK(wait_until([&] {
+    return run.metric(kEvm, "bus_alive") == 2 && run.metric(kEvm, "bu_readmissions") == run.metric(kEvm, "bu_drops");
+  }, std::chrono::seconds(60)));
   const double resumed = run.metric(bu(1), "events_built");
   run.require_progress(bu(1), "events_built", resumed + 1000);
   run.stop_run();
