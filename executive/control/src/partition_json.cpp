@@ -13,6 +13,21 @@ namespace {
 using Poco::JSON::Array;
 using Poco::JSON::Object;
 
+Object::Ptr subscription_object(const SubscriptionSnapshot& subscription) {
+  Object::Ptr object = new_object();
+  object->set("stream", subscription.stream);
+  object->set("subscriber", subscription.subscriber);
+  object->set("policy", subscription.policy);
+  object->set("delivered_per_second", number(subscription.delivered_per_second));
+  object->set("dropped_per_second", number(subscription.dropped_per_second));
+  object->set("skipped_per_second", number(subscription.skipped_per_second));
+  object->set("delivered", number(subscription.delivered));
+  object->set("dropped", number(subscription.dropped));
+  object->set("queued", number(subscription.queued));
+  object->set("lag", number(subscription.lag));
+  return object;
+}
+
 Object::Ptr application_object(const ApplicationSnapshot& app) {
   Object::Ptr object = new_object();
   object->set("tid", app.tid);
@@ -29,20 +44,7 @@ Object::Ptr application_object(const ApplicationSnapshot& app) {
   object->set("rates", rates);
   object->set("attention", app.attention);
   Array::Ptr subscriptions = new Array;
-  for (const SubscriptionSnapshot& subscription : app.subscriptions) {
-    Object::Ptr entry = new_object();
-    entry->set("stream", subscription.stream);
-    entry->set("subscriber", subscription.subscriber);
-    entry->set("policy", subscription.policy);
-    entry->set("delivered_per_second", number(subscription.delivered_per_second));
-    entry->set("dropped_per_second", number(subscription.dropped_per_second));
-    entry->set("skipped_per_second", number(subscription.skipped_per_second));
-    entry->set("delivered", number(subscription.delivered));
-    entry->set("dropped", number(subscription.dropped));
-    entry->set("queued", number(subscription.queued));
-    entry->set("lag", number(subscription.lag));
-    subscriptions->add(entry);
-  }
+  for (const SubscriptionSnapshot& subscription : app.subscriptions) subscriptions->add(subscription_object(subscription));
   object->set("subscriptions", subscriptions);
   object->set("subscriptions_total", app.subscriptions_total);
   return object;
