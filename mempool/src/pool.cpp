@@ -430,12 +430,13 @@ Ref SizeClass::allocate_view(Block* parent, std::byte* memory, std::size_t size)
   return ref;
 }
 
-Ref SizeClass::allocate_foreign(std::byte* memory, std::size_t size, std::uint64_t token) noexcept {
+Ref SizeClass::allocate_foreign(std::byte* memory, std::size_t size, std::uint64_t token,
+                                Chunk* registrations) noexcept {
   Ref ref = take_view(memory, size);
   if (!ref) return ref;
   Block* block = ref.head();
   block->parent_ = nullptr;
-  block->chunk_ = &no_chunk;
+  block->chunk_ = registrations != nullptr ? registrations : &no_chunk;
   block->foreign_ = true;
   block->token_ = token;
   return ref;
@@ -765,9 +766,9 @@ std::vector<Chunk> Pool::chunks() const {
   return list;
 }
 
-Ref Pool::wrap_foreign(std::byte* memory, std::size_t size, std::uint64_t token) noexcept {
+Ref Pool::wrap_foreign(std::byte* memory, std::size_t size, std::uint64_t token, Chunk* registrations) noexcept {
   if (!views_) return {};
-  return views_->allocate_foreign(memory, size, token);
+  return views_->allocate_foreign(memory, size, token, registrations);
 }
 
 std::size_t Pool::views_in_use() const noexcept {

@@ -291,6 +291,31 @@ TEST_CASE("a foreign block shows memory the pool does not own, and its release t
   CHECK(log.tokens.size() == 1);
 }
 
+TEST_CASE("a foreign block wrapped with a registration record answers its keys, and so do its views, so that a "
+          "transport can pass it on",
+          "[ref][foreign]") {
+  Pool pool = make_pool_with_views(4);
+  ReleaseLog log;
+  pool.set_foreign_release(&log);
+  std::vector<std::byte> elsewhere(256);
+  Chunk record;
+  int marker = 0;
+  record.keys[1].descriptor = &marker;
+  record.keys[1].key = 7;
+  Ref block = pool.wrap_foreign(elsewhere.data(), 200, 9, &record);
+  REQUIRE(block);
+  CHECK(block.head()->is_foreign());
+  CHECK(block.head()->key(1).descriptor == &marker);
+  CHECK(block.head()->key(1).key == 7);
+  CHECK(block.head()->key(0).handle == nullptr);  // other registrars' slots stay empty
+  Ref part = block.view(10, 20);
+  REQUIRE(part);
+  CHECK(part.head()->key(1).descriptor == &marker);
+  block.reset();
+  part.reset();
+  CHECK(log.tokens == std::vector<std::uint64_t>{9});  // released as any foreign block
+}
+
 TEST_CASE("a ref ring keeps its frames in order while its slots grow to the longest queue it has had, never past "
           "its capacity, and gives every block back when cleared",
           "[ref][ring]") {

@@ -123,6 +123,21 @@ TEST_CASE("2x2 with two monitors on a BU's stream: the block one gets every even
     CHECK(run.metric(m, "subscriptions") == 1);
   }
   CHECK(run.metric(bu(0), "stream_subscribers_lost") == 0);
+  if (transport.capabilities.shared_memory_pools) {
+    // Over shared memory the records go by reference, the RUs' blocks in them included: the BU passes the RUs'
+    // chunks on to the monitors. It copies a record only while the memfd of one of its chunks is on its way from
+    // the RU (asked once per chunk): never because a subscriber held too much (it holds at most its depth of
+    // records, 64 here, of a few blocks each, well under passOnBlocks), not even the stopped sampler.
+    ExecutiveProcess& publisher = run.process(bu(0));
+    const double copied = transport_metric(publisher, "frames_copied");
+    const double passed_on = transport_metric(publisher, "chunks_passed_on");
+    std::printf("BU %u: frames_copied %.0f, pass_on_waits %.0f, chunks_passed_on %.0f, records to the recorder %.0f\n",
+                bu(0), copied, transport_metric(publisher, "pass_on_waits"), passed_on,
+                run.metric(recorder, "events_received"));
+    CHECK(passed_on > 0);
+    CHECK(transport_metric(publisher, "pass_on_limited") == 0);
+    CHECK(copied == transport_metric(publisher, "pass_on_waits"));
+  }
   for (std::uint32_t b : {bu(0), bu(1)}) CHECK(run.receive_pool_at_rest(b));
   for (std::uint32_t r : {ru(0), ru(1), kEvm}) CHECK(run.pool_empty(r, "evb/"));
   run.finish();

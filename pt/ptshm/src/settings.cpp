@@ -22,6 +22,12 @@ std::vector<ParamSpec> parameter_specs() {
           {"copyPoolSize", ParamType::unsigned_integer, "67108864", "bytes",
            "shared pool that frames from pools not in shared memory are copied into (counted in frames_copied)",
            1u << 20, std::uint64_t{1} << 36},
+          {"passOnBlocks", ParamType::unsigned_integer, "4096", "blocks",
+           "blocks received from a peer that one connection passes on to another peer by reference at once (the BU's "
+           "records to a monitor, say); more are copied into the copy pool (frames_copied), so that a slow or stopped "
+           "receiver holds at most this many of third contexts' blocks (a stream's depth bounds its records first). "
+           "0: always copied",
+           0, 1u << 20},
       });
 }
 
@@ -32,6 +38,7 @@ Settings Settings::from(const ParamSet& params) {
     throw std::invalid_argument("ringEntries must be a power of two, not " + std::to_string(s.ring_entries));
   s.receive_descriptors = params.unsigned_integer("receiveDescriptors");
   s.copy_pool_bytes = params.unsigned_integer("copyPoolSize");
+  s.pass_on_blocks = params.unsigned_integer("passOnBlocks");
   return s;
 }
 

@@ -19,6 +19,7 @@ struct Settings {
   std::uint32_t ring_entries = 4096;        // block references in flight per connection (each direction's ring)
   std::size_t receive_descriptors = 65536;  // peer blocks this context's applications can hold at once
   std::size_t copy_pool_bytes = std::size_t{64} << 20;  // the pool frames not in shared memory are copied into
+  std::size_t pass_on_blocks = 4096;  // peers' blocks one connection holds by reference at once (passed on)
 
   static Settings from(const ParamSet& params);
 };

@@ -78,11 +78,7 @@ Mapping::~Mapping() {
   if (base != nullptr) munmap(base, bytes);
 }
 
-void ShmTransport::ReturnPath::unmap_if_done() noexcept {
-  if (open || outstanding.load(std::memory_order_acquire) != 0) return;
-  chunks.clear();
-  segment = Mapping{};
-}
+ShmTransport::PeerChunk::~PeerChunk() { close_fd(fd); }
 
 // ---- life cycle -------------------------------------------------------------------------------------------
 
@@ -125,6 +121,13 @@ ShmTransport::~ShmTransport() {
     std::lock_guard lock(path.mutex);
     if (path.outstanding.load() == 0) continue;
     for (Mapping& chunk : path.chunks) chunk.base = nullptr;
+    // The blocks out point at their chunks' registration records (Block::key): those stay too, for as long as
+    // the process (as the mappings do).
+    static std::mutex kept_mutex;
+    static std::vector<std::unique_ptr<PeerChunk>> kept;
+    std::lock_guard keep(kept_mutex);
+    for (auto& chunk : path.peer_chunks)
+      if (chunk) kept.push_back(std::move(chunk));
     path.segment.base = nullptr;
   }
   for (std::size_t id = 0; id < chunk_count_.load(); ++id) close_fd(chunks_[id].fd);
@@ -179,16 +182,123 @@ void ShmTransport::deregister_chunk(const mem::RegistrationKey& key) noexcept {
   chunk->base = nullptr;  // never announced again; peers that mapped it keep their mapping
 }
 
-ShmTransport::ChainFacts ShmTransport::chain_facts(const mem::Ref& frame) const noexcept {
+ShmTransport::ChainFacts ShmTransport::chain_facts(const mem::Ref& frame) noexcept {
   ChainFacts facts;
-  const std::size_t slot = registration_slot();
   for (const mem::Block* block = frame.head(); block != nullptr; block = block->next()) {
-    const mem::RegistrationKey& key = block->key(slot);
-    if (key.handle == nullptr) facts.shared = false;
-    facts.highest_chunk = std::max<std::size_t>(facts.highest_chunk, key.key);
+    std::size_t id = 0;
+    bool peer = false, waiting = false;
+    if (shared_chunk_of(*block, id, peer, waiting) == nullptr) facts.shared = false;
+    facts.highest_chunk = std::max(facts.highest_chunk, id);
+    facts.peer_blocks += peer ? 1 : 0;
+    facts.waiting = facts.waiting || waiting;
     ++facts.blocks;
   }
   return facts;
+}
+
+const ShmTransport::SharedChunk* ShmTransport::shared_chunk_of(const mem::Block& block, std::size_t& id,
+                                                               bool& peer, bool& waiting) noexcept {
+  const mem::RegistrationKey& key = block.key(registration_slot());
+  peer = false;
+  if (key.handle != nullptr) {  // our own pools' memory
+    id = key.key;
+    return static_cast<const SharedChunk*>(key.handle);
+  }
+  if (key.descriptor == nullptr) return nullptr;  // memory no peer can map
+  peer = true;
+  auto& chunk = *static_cast<PeerChunk*>(key.descriptor);
+  const std::uint32_t passed = chunk.passed_on.load(std::memory_order_acquire);
+  if (passed == 0) return pass_on(chunk, id, waiting);
+  if (passed == kNeverPassedOn) return nullptr;
+  id = passed - 1;
+  return &chunks_[id];
+}
+
+const ShmTransport::SharedChunk* ShmTransport::pass_on(PeerChunk& chunk, std::size_t& id, bool& waiting) noexcept {
+  // The block being passed on keeps its path and this record (outstanding > 0). First its memfd, from the peer.
+  using Memfd = PeerChunk::Memfd;
+  int fd = -1;
+  bool refused = false;
+  {
+    std::lock_guard lock(chunk.path->mutex);
+    if (chunk.memfd == Memfd::not_asked) {
+      ChunkRequest request;
+      request.id = chunk.id;
+      const bool sent = chunk.path->socket >= 0 &&
+                        send_message(chunk.path->socket, &request, sizeof request, nullptr, 0).empty();
+      chunk.memfd = sent ? Memfd::asked : Memfd::refused;  // a peer gone (or its socket full): copied for good
+    }
+    if (chunk.memfd == Memfd::asked) {
+      waiting = true;  // this frame is copied; the answer comes to the receive thread (take_chunk)
+      return nullptr;
+    }
+    refused = chunk.memfd == Memfd::refused;
+    fd = std::exchange(chunk.fd, -1);  // here: ours to give to the table (-1: another thread took it just now)
+  }
+  std::lock_guard lock(chunks_mutex_);
+  std::uint32_t passed = chunk.passed_on.load(std::memory_order_relaxed);
+  if (passed == 0 && fd < 0 && !refused) {
+    waiting = true;  // the thread that took the memfd is about to enter it
+    return nullptr;
+  }
+  if (passed == 0) {
+    const std::size_t next = chunk_count_.load(std::memory_order_relaxed);
+    // Ids are never reused (a peer keeps its mapping under an id): a peer's chunk takes one for as long as we run.
+    if (fd >= 0 && next < kMaxSharedChunks) {
+      chunks_[next] = SharedChunk{chunk.base, chunk.bytes, std::exchange(fd, -1)};
+      chunk_count_.store(next + 1, std::memory_order_release);
+      passed = static_cast<std::uint32_t>(next + 1);
+      shm_counters_.chunks_passed_on.add();
+    } else {
+      passed = kNeverPassedOn;  // its blocks are copied, and counted in frames_copied
+      if (next >= kMaxSharedChunks)
+        host().log(LogLevel::warning, "more than " + std::to_string(kMaxSharedChunks) +
+                                          " shared chunks: frames in a peer's chunk are copied");
+    }
+    chunk.passed_on.store(passed, std::memory_order_release);
+  }
+  close_fd(fd);
+  if (passed == kNeverPassedOn) return nullptr;
+  id = passed - 1;
+  return &chunks_[id];
+}
+
+bool ShmTransport::answer_requests(Outgoing& c, std::string& error) noexcept {
+  for (;;) {
+    union {
+      ChunkRequest request;
+      std::byte raw[64];
+    } message{};
+    int fds[1];
+    const long got = receive_message(c.socket, &message, sizeof message, fds, 1, error);
+    close_fd(fds[0]);  // a request carries none
+    if (got == -1) return true;  // nothing more now
+    if (got == 0) {
+      error = "closed by the peer";
+      return false;
+    }
+    if (got < 0) return false;
+    if (got != sizeof(ChunkRequest) || message.request.magic != kChunkRequestMagic) {
+      error = "the receiver sent a message that is not a chunk request";
+      return false;
+    }
+    const std::uint32_t id = message.request.id;
+    if (id >= c.announced || (id < c.chunk_sent_again.size() && c.chunk_sent_again[id])) {
+      error = "the receiver asked for chunk " + std::to_string(id) + " (announced: " + std::to_string(c.announced) +
+              ", each at most once)";
+      return false;
+    }
+    if (c.chunk_sent_again.size() <= id) c.chunk_sent_again.resize(id + 1);
+    c.chunk_sent_again[id] = true;
+    std::lock_guard lock(chunks_mutex_);
+    const SharedChunk& chunk = chunks_[id];
+    if (chunk.base == nullptr || chunk.fd < 0) continue;  // gone since: the receiver copies its blocks
+    ChunkMessage answer;
+    answer.id = id;
+    answer.bytes = chunk.bytes;
+    // Unanswered (the socket full), the receiver copies that chunk's blocks: nothing else depends on it.
+    if (send_message(c.socket, &answer, sizeof answer, &chunk.fd, 1).empty()) shm_counters_.chunk_requests_answered.add();
+  }
 }
 
 mem::Ref ShmTransport::shared_copy(const mem::Ref& frame) noexcept {
@@ -303,7 +413,7 @@ std::string ShmTransport::open_link(Outgoing& c) {
   for (std::size_t slot = settings_.ring_entries; slot-- > 0;) c.free_slots.push_back(static_cast<std::uint32_t>(slot));
   c.blocks_in_flight = 0;
   c.announced = 0;
-  // Nothing is ever read from the socket: readable means the peer has gone.
+  // Readable: a chunk request (answer_requests), or the peer has gone.
   send_waiter().add(c.socket, &c.socket_tag, EPOLLIN | EPOLLRDHUP);
   send_waiter().add(c.returns_wake, &c.wake_tag, EPOLLIN);
   // Every chunk there is now; those made later go before the first frame in them.
@@ -311,6 +421,8 @@ std::string ShmTransport::open_link(Outgoing& c) {
 }
 
 std::string ShmTransport::announce_chunks(Outgoing& c, std::size_t up_to) noexcept {
+  // Under the table's lock: a peer's chunk we passed on is retired (its memfd closed) when its path unmaps.
+  std::lock_guard lock(chunks_mutex_);
   for (; c.announced < up_to; ++c.announced) {
     const SharedChunk& chunk = chunks_[c.announced];
     if (chunk.base == nullptr || chunk.fd < 0) continue;
@@ -337,10 +449,13 @@ std::size_t ShmTransport::close_link(pt::OutgoingConnection& base) noexcept {
   for (Slot& slot : c.slots) {
     slot.frame.reset();
     slot.outstanding = 0;
+    slot.peer_blocks = 0;
   }
   c.free_slots.clear();
   c.blocks_in_flight = 0;
+  c.peer_blocks_in_flight = 0;
   c.announced = 0;
+  c.chunk_sent_again.clear();
   return 0;
 }
 
@@ -369,7 +484,6 @@ void ShmTransport::pump(pt::OutgoingConnection& base) noexcept {
       return;
     }
   }
-  const std::size_t slot_index = registration_slot();
   std::uint64_t frames_put = 0;  // counted once for the lot
   std::uint64_t bytes_put = 0;
   // Puts a frame of `facts` on the ring under a free slot (the caller checked the room); the slot keeps it.
@@ -377,19 +491,23 @@ void ShmTransport::pump(pt::OutgoingConnection& base) noexcept {
     const std::uint32_t slot = c.free_slots.back();
     c.free_slots.pop_back();
     for (const mem::Block* block = frame.head(); block != nullptr; block = block->next()) {
-      const mem::RegistrationKey& key = block->key(slot_index);
-      const auto* chunk = static_cast<const SharedChunk*>(key.handle);
+      // chain_facts found every block's chunk (facts.shared): known now, no lock, no lookup.
+      std::size_t id = 0;
+      bool peer = false, waiting = false;
+      static_cast<void>(shared_chunk_of(*block, id, peer, waiting));
       FrameEntry entry;
-      entry.chunk = static_cast<std::uint32_t>(key.key);
+      entry.chunk = static_cast<std::uint32_t>(id);
       entry.flags = block->next() == nullptr ? kLastBlock | flags : 0;
-      entry.offset = static_cast<std::uint64_t>(block->data() - chunk->base);
+      entry.offset = static_cast<std::uint64_t>(block->data() - chunks_[id].base);
       entry.length = static_cast<std::uint32_t>(block->size());
       entry.token = slot;
       c.frames.write(entry);
     }
     *room -= facts.blocks;
     c.blocks_in_flight += facts.blocks;
+    c.peer_blocks_in_flight += facts.peer_blocks;
     c.slots[slot].outstanding = static_cast<std::uint32_t>(facts.blocks);
+    c.slots[slot].peer_blocks = static_cast<std::uint32_t>(facts.peer_blocks);
     c.slots[slot].frame = std::move(frame);
   };
   auto announced = [&](const ChainFacts& facts) {
@@ -425,9 +543,16 @@ void ShmTransport::pump(pt::OutgoingConnection& base) noexcept {
     mem::Ref& front = c.queue.front();
     // One walk of the chain per frame tells all the send path needs of it.
     ChainFacts facts = chain_facts(front);
-    if (!facts.shared || facts.blocks > settings_.ring_entries) {
-      // From a pool that is not shared (the heap), or of more blocks than the ring holds (a multipart message of
-      // thousands of parts): copied once into ours (blocks of up to 1 MiB), and counted, so zero copy is provable.
+    // Blocks received from a peer and passed on by reference keep that peer's memory until this receiver gives
+    // them back: a slow or stopped receiver may hold passOnBlocks of them, so that it cannot take a third
+    // context's pool away from it (a BU's records hold the RUs' blocks).
+    const bool pass_on_full =
+        facts.peer_blocks > 0 && c.peer_blocks_in_flight + facts.peer_blocks > settings_.pass_on_blocks;
+    const bool facts_before_copy_waiting = facts.waiting;
+    if (!facts.shared || facts.blocks > settings_.ring_entries || pass_on_full) {
+      // From a pool that is not shared (the heap), of more blocks than the ring holds (a multipart message of
+      // thousands of parts), or of a peer's blocks beyond passOnBlocks: copied once into ours (blocks of up to
+      // 1 MiB), and counted, so zero copy is provable.
       mem::Ref copy = shared_copy(front);
       if (!copy) {
         shm_counters_.copy_pool_waits.add();
@@ -438,6 +563,8 @@ void ShmTransport::pump(pt::OutgoingConnection& base) noexcept {
       facts = chain_facts(front);
       c.frames_copied.fetch_add(1, std::memory_order_relaxed);
       shm_counters_.frames_copied.add();
+      if (pass_on_full) shm_counters_.pass_on_limited.add();
+      if (facts_before_copy_waiting) shm_counters_.pass_on_waits.add();
     }
     const std::size_t blocks = facts.blocks;
     if (blocks > settings_.ring_entries) {
@@ -485,7 +612,9 @@ bool ShmTransport::take_returns(Outgoing& c, bool& any, std::string& error) noex
     Slot& slot = c.slots[entry.token];
     --c.blocks_in_flight;
     if (--slot.outstanding == 0) {
-      slot.frame.reset();  // every block of the frame is back: to its pool
+      c.peer_blocks_in_flight -= slot.peer_blocks;
+      slot.peer_blocks = 0;
+      slot.frame.reset();  // every block of the frame is back: to its pool (a peer's: to that peer)
       c.free_slots.push_back(entry.token);
     }
   }
@@ -528,8 +657,9 @@ void ShmTransport::on_send_ready(void* tag, std::uint32_t) {
   with_lock(c, [&] {
     if (c.state != State::up) return;
     if (t->kind == Tag::socket) {
-      // The receiver never writes to the socket: readable or hung up means it has gone.
-      teardown(c, "closed by the peer");
+      // The receiver writes only chunk requests to the socket; hung up means it has gone.
+      std::string error;
+      if (!answer_requests(c, error)) teardown(c, error);
       return;
     }
     drain(c.returns_wake);
@@ -661,6 +791,7 @@ bool ShmTransport::take_hello(Incoming& c, const HelloMessage& hello, const int*
     path->returns = RingProducer<ReturnEntry>(&header->returns,
                                               reinterpret_cast<ReturnEntry*>(memory + layout.returns_at), entries);
     path->returns_wake = fds[2];
+    path->socket = c.socket;
     path->open = true;
   }
   const_cast<int*>(fds)[2] = -1;
@@ -678,7 +809,27 @@ bool ShmTransport::take_hello(Incoming& c, const HelloMessage& hello, const int*
   return true;
 }
 
-bool ShmTransport::take_chunk(Incoming& c, const ChunkMessage& chunk, int fd) {
+bool ShmTransport::take_chunk(Incoming& c, const ChunkMessage& chunk, int& fd) {
+  ReturnPath& path = *c.return_path;
+  if (chunk.id < path.chunks.size() && path.chunks[chunk.id].base != nullptr) {
+    // Mapped already: the memfd we asked for to pass the chunk on (pass_on), else a chunk announced twice.
+    std::lock_guard lock(path.mutex);
+    PeerChunk& peer = *path.peer_chunks[chunk.id];
+    if (peer.memfd == PeerChunk::Memfd::asked) {
+      if (fd >= 0 && chunk.bytes == peer.bytes && sealed_against_shrinking(fd) && descriptor_size(fd) >= peer.bytes) {
+        peer.fd = std::exchange(fd, -1);
+        peer.memfd = PeerChunk::Memfd::here;
+        shm_counters_.chunk_memfds_received.add();
+      } else {
+        // Not what was asked for, or dropped on the way (this process at its open-file limit): the chunk's blocks
+        // are copied when passed on, and the connection goes on.
+        peer.memfd = PeerChunk::Memfd::refused;
+        host().log(LogLevel::warning, "chunk " + std::to_string(chunk.id) + " of " + c.remote +
+                                          " came back without a usable memfd: its blocks are copied when passed on");
+      }
+      return true;
+    }
+  }
   std::string problem;
   if (fd < 0) {
     problem = "without its memfd";
@@ -695,14 +846,43 @@ bool ShmTransport::take_chunk(Incoming& c, const ChunkMessage& chunk, int fd) {
     close_incoming(c, "bad chunk " + std::to_string(chunk.id) + ": " + problem, pt::Ending::bad);
     return false;
   }
+  auto peer = std::make_unique<PeerChunk>();
+  peer->path = c.return_path;
+  peer->id = chunk.id;
+  peer->base = memory;
+  peer->bytes = chunk.bytes;
+  peer->registration.base = memory;
+  peer->registration.bytes = chunk.bytes;
+  if (registration_slot() < mem::kMaxRegistrars) peer->registration.keys[registration_slot()].descriptor = peer.get();
   {
     std::lock_guard lock(c.return_path->mutex);
     auto& chunks = c.return_path->chunks;
-    if (chunks.size() <= chunk.id) chunks.resize(chunk.id + 1);
+    if (chunks.size() <= chunk.id) {
+      chunks.resize(chunk.id + 1);
+      c.return_path->peer_chunks.resize(chunk.id + 1);
+    }
     chunks[chunk.id] = Mapping(memory, chunk.bytes);
+    c.return_path->peer_chunks[chunk.id] = std::move(peer);
   }
   shm_counters_.chunks_mapped.add();
   return true;
+}
+
+void ShmTransport::unmap_if_done(ReturnPath& path) noexcept {
+  if (path.open || path.outstanding.load(std::memory_order_acquire) != 0) return;
+  {
+    // Its chunks we passed on are announced to no new peer; the peers that mapped them keep their mappings.
+    std::lock_guard lock(chunks_mutex_);
+    for (const auto& chunk : path.peer_chunks) {
+      const std::uint32_t passed = chunk ? chunk->passed_on.load(std::memory_order_relaxed) : 0;
+      if (passed == 0 || passed == kNeverPassedOn) continue;
+      close_fd(chunks_[passed - 1].fd);
+      chunks_[passed - 1].base = nullptr;
+    }
+  }
+  path.peer_chunks.clear();
+  path.chunks.clear();
+  path.segment = Mapping{};
 }
 
 ShmTransport::ReturnPath* ShmTransport::open_path(std::uint32_t& index) {
@@ -793,7 +973,8 @@ bool ShmTransport::serve(Incoming& c) {
       return took;
     }
     mem::Ref block = receive_pool_->wrap_foreign(chunk.base + entry.offset, entry.length,
-                                                 make_token(c.path, path.generation, entry.token));
+                                                 make_token(c.path, path.generation, entry.token),
+                                                 &path.peer_chunks[entry.chunk]->registration);
     if (!block) {
       // Back-pressure: our applications hold every descriptor; read on when one is released.
       events().receive_pool_waits.add();
@@ -872,6 +1053,10 @@ void ShmTransport::close_wire(pt::IncomingConnection& base) noexcept {
   auto& c = static_cast<Incoming&>(base);
   if (c.socket >= 0) receive_waiter().remove(c.socket);
   if (c.frames_wake >= 0) receive_waiter().remove(c.frames_wake);
+  if (c.return_path != nullptr) {
+    std::lock_guard lock(c.return_path->mutex);
+    c.return_path->socket = -1;  // before it closes: a posting thread may be about to ask for a chunk on it
+  }
   close_fd(c.socket);
   close_fd(c.frames_wake);
   c.frames = {};
@@ -880,7 +1065,7 @@ void ShmTransport::close_wire(pt::IncomingConnection& base) noexcept {
     c.return_path->open = false;
     c.return_path->returns = {};
     close_fd(c.return_path->returns_wake);
-    c.return_path->unmap_if_done();
+    unmap_if_done(*c.return_path);
   }
   // A frame half assembled, a pack half delivered: their blocks are released (their returns go nowhere now).
   c.partial.reset();
@@ -910,7 +1095,7 @@ void ShmTransport::released(std::uint64_t token) noexcept {
   if (path->generation != generation || path->outstanding.load(std::memory_order_relaxed) == 0) return;
   path->outstanding.fetch_sub(1, std::memory_order_acq_rel);
   if (!path->open) {
-    path->unmap_if_done();
+    unmap_if_done(*path);
     return;
   }
   // The sender never has more blocks out than the ring holds, so an honest one always leaves room.

@@ -50,6 +50,16 @@ struct ShmCounters : CounterSet {
   Counter wakeups_sent{*this, "wakeups_sent", "eventfd writes to a peer that had said it sleeps"};
   Counter frames_packed{*this, "frames_packed",
                         "small frames copied into packs in throughput mode (one reference and one return per pack)"};
+  Counter chunks_passed_on{*this, "chunks_passed_on",
+                           "peers' chunks announced to other peers, so that blocks received in them go on by reference"};
+  Counter pass_on_waits{*this, "pass_on_waits",
+                        "frames of peers' blocks copied while their chunk's memfd was on its way from that peer"};
+  Counter pass_on_limited{*this, "pass_on_limited",
+                          "frames of peers' blocks copied because their connection held passOnBlocks of them"};
+  Counter chunk_requests_answered{*this, "chunk_requests_answered",
+                                  "chunks' memfds sent again to a receiver that passes blocks of them on"};
+  Counter chunk_memfds_received{*this, "chunk_memfds_received",
+                                "peers' chunks' memfds received again, to pass their blocks on"};
 };
 
 class ShmTransport final : public pt::ConnectionTransport, private mem::ForeignRelease {
@@ -77,6 +87,7 @@ class ShmTransport final : public pt::ConnectionTransport, private mem::ForeignR
   struct Slot {
     mem::Ref frame;
     std::uint32_t outstanding = 0;  // blocks not given back yet
+    std::uint32_t peer_blocks = 0;  // of them, blocks of a peer's chunk (passed on)
   };
 
   struct Outgoing : pt::OutgoingConnection {
@@ -92,14 +103,42 @@ class ShmTransport final : public pt::ConnectionTransport, private mem::ForeignR
     std::vector<Slot> slots;
     std::vector<std::uint32_t> free_slots;
     std::size_t blocks_in_flight = 0;  // on the ring or held by the receiver: at most ring_entries
+    std::size_t peer_blocks_in_flight = 0;  // of them, peers' blocks passed on: at most passOnBlocks
     std::size_t announced = 0;         // chunk ids below this are known to the receiver
     std::atomic<std::uint64_t> frames_copied{0};
+    std::vector<bool> chunk_sent_again;  // chunk ids the receiver asked for (once each); send thread
     std::uint64_t frames_seen_by_reaper = 0;  // send thread: counters.frames_sent at its last look (reap_send)
     std::size_t pumps_since_returns = 0;      // posting threads, under mutex (pump)
     std::size_t bytes_since_returns = 0;      // put on the ring since that look; the same
     Tag socket_tag{this, Tag::socket};
     Tag wake_tag{this, Tag::wake};
   };
+
+  struct ReturnPath;
+  // A peer's chunk mapped here. Blocks received in it carry `registration` (Block::key), whose slot of this
+  // transport points back here: an application that sends such a block on over ptshm (a BU's record to a
+  // monitor) has it go by reference, the chunk being announced to the next peer as one of ours (pass_on). Its
+  // memfd is not kept from the announcement (a descriptor per chunk and peer, most never passed on): the first
+  // block passed on asks the peer for it once more, and is copied meanwhile. The receive thread makes it
+  // (take_chunk); it lives as long as its mapping (unmap_if_done).
+  struct PeerChunk {
+    enum class Memfd : std::uint8_t { not_asked, asked, here, refused };
+    ReturnPath* path = nullptr;
+    std::uint32_t id = 0;  // the peer's
+    std::byte* base = nullptr;
+    std::size_t bytes = 0;
+    // Where its memfd is; `fd` holds it while `here` until pass_on moves it into chunks_. Under the path's mutex.
+    Memfd memfd = Memfd::not_asked;
+    int fd = -1;
+    mem::Chunk registration;
+    // Its id in chunks_ plus one once passed on; kNeverPassedOn when it cannot be. Set under chunks_mutex_.
+    std::atomic<std::uint32_t> passed_on{0};
+    PeerChunk() = default;
+    PeerChunk(const PeerChunk&) = delete;
+    PeerChunk& operator=(const PeerChunk&) = delete;
+    ~PeerChunk();
+  };
+  static constexpr std::uint32_t kNeverPassedOn = ~std::uint32_t{0};
 
   // The way back for the blocks of one incoming connection: any application thread that releases one of them
   // writes its token into the returns ring, under the path's mutex (the ring has one producer at a time). It
@@ -115,9 +154,10 @@ class ShmTransport final : public pt::ConnectionTransport, private mem::ForeignR
     bool unpublished = false;  // returns written by the receive thread and not yet made visible (see released)
     RingProducer<ReturnEntry> returns;
     int returns_wake = -1;
+    int socket = -1;  // the connection's, while it is open: chunk requests go on it (pass_on)
     std::vector<Mapping> chunks;  // the peer's chunks by id (receive thread adds, under the mutex)
+    std::vector<std::unique_ptr<PeerChunk>> peer_chunks;  // the same ids: what passes them on
     Mapping segment;
-    void unmap_if_done() noexcept;  // under mutex: closed and nothing out
   };
   static constexpr std::size_t kMaxPaths = 65535;
 
@@ -161,9 +201,18 @@ class ShmTransport final : public pt::ConnectionTransport, private mem::ForeignR
   struct ChainFacts {
     bool shared = true;
     std::size_t blocks = 0;
+    std::size_t peer_blocks = 0;  // blocks of peers' chunks (passed on)
+    bool waiting = false;         // one in a peer's chunk whose memfd is on its way: not shared yet
     std::size_t highest_chunk = 0;
   };
-  ChainFacts chain_facts(const mem::Ref& frame) const noexcept;
+  ChainFacts chain_facts(const mem::Ref& frame) noexcept;
+  // The chunk of ours a block is in, or null when no peer can map it (the heap, a full table): one of our pools'
+  // (the registrar's), or a peer's chunk, announced as ours from its first block passed on (pass_on).
+  const SharedChunk* shared_chunk_of(const mem::Block& block, std::size_t& id, bool& peer, bool& waiting) noexcept;
+  const SharedChunk* pass_on(PeerChunk& chunk, std::size_t& id, bool& waiting) noexcept;
+  // Send thread, under c's mutex: the receiver asks for chunk memfds again; false (with error) for a request
+  // that is not one.
+  bool answer_requests(Outgoing& c, std::string& error) noexcept;
   std::string announce_chunks(Outgoing& c, std::size_t up_to) noexcept;
   std::size_t close_link(pt::OutgoingConnection& c) noexcept override;
   void on_send_ready(void* tag, std::uint32_t events) override;
@@ -179,7 +228,7 @@ class ShmTransport final : public pt::ConnectionTransport, private mem::ForeignR
   // Reads the socket's messages (hello, chunks); false when the connection was closed.
   bool read_messages(Incoming& c);
   bool take_hello(Incoming& c, const HelloMessage& hello, const int* fds);
-  bool take_chunk(Incoming& c, const ChunkMessage& chunk, int fd);
+  bool take_chunk(Incoming& c, const ChunkMessage& chunk, int& fd);  // may keep fd (then sets it to -1)
   // Reads the ring and delivers; true when it took any entry.
   bool serve(Incoming& c);
   // Delivers the frames of the packs taken so far; false when it must stop (busy, no view, closed).
@@ -194,6 +243,9 @@ class ShmTransport final : public pt::ConnectionTransport, private mem::ForeignR
   void stop_endpoints() noexcept override;
   void report_wire(MetricSink& sink) const override;
   ReturnPath* open_path(std::uint32_t& index);
+  // Under the path's mutex: once it is closed and nothing of it is out, its mappings go, and the chunks of it we
+  // passed on are no longer announced.
+  void unmap_if_done(ReturnPath& path) noexcept;
 
   // mem::ForeignRelease: an application released a block of a peer (any thread).
   void released(std::uint64_t token) noexcept override;

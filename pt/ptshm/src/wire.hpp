@@ -1,6 +1,8 @@
 // ptshm's connection set-up: the Unix socket an endpoint listens on, and the messages on it, each with the
 // descriptors it carries (SCM_RIGHTS): hello (the connection's segment and its two eventfds) and chunk (one
-// memfd of the sender's pools, announced before the first frame that uses it).
+// memfd of the sender's pools, announced before the first frame that uses it). The only message the receiver
+// sends back is a chunk request: the memfd of a chunk it mapped once more (answered with a chunk message), when
+// it passes blocks of that chunk on to a third context.
 #pragma once
 
 #include <sys/socket.h>
@@ -14,6 +16,7 @@ namespace daqx::ptshm {
 
 inline constexpr std::uint32_t kHelloMagic = 0x4c454844;  // "DHEL"
 inline constexpr std::uint32_t kChunkMagic = 0x4b4e4843;  // "CHNK"
+inline constexpr std::uint32_t kChunkRequestMagic = 0x51524843;  // "CHRQ"
 // Chunk ids a receiver accepts: its table of mappings is indexed by them.
 inline constexpr std::uint32_t kMaxChunks = 65536;
 
@@ -31,6 +34,12 @@ struct ChunkMessage {
   std::uint32_t id = 0;
   std::uint64_t bytes = 0;
   // descriptor: the chunk's memfd
+};
+
+// Receiver to sender: send chunk `id`'s memfd again (once per chunk and connection; it was announced).
+struct ChunkRequest {
+  std::uint32_t magic = kChunkRequestMagic;
+  std::uint32_t id = 0;
 };
 
 // The socket address of an shm endpoint: "daqx-shm/<host>:<port>" in the abstract namespace, so that shm

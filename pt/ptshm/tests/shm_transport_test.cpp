@@ -31,7 +31,15 @@ using test::wait_until;
 // The shared test host with ptshm's parameters.
 class TestHost : public test::TransportTestHost {
  public:
-  TestHost() : TransportTestHost("shm", ParamSet(parameter_specs())) {}
+  explicit TestHost(const std::vector<std::pair<std::string, std::string>>& values = {})
+      : TransportTestHost("shm", with_values(values)) {}
+
+ private:
+  static ParamSet with_values(const std::vector<std::pair<std::string, std::string>>& values) {
+    ParamSet params(parameter_specs());
+    for (const auto& [name, value] : values) REQUIRE(params.set(name, value).empty());
+    return params;
+  }
 };
 
 // The mapping of this process that holds address, as /proc/self/maps names it.
@@ -48,6 +56,14 @@ std::string mapping_of(const void* address) {
 }
 
 std::uint16_t unique_port(int which) { return static_cast<std::uint16_t>(20000 + (getpid() * 7 + which) % 40000); }
+
+// Posts frame from sender to peer and takes it out of receiver's host once it arrived there.
+Frame post_and_take(ShmTransport& sender, PeerId peer, TestHost& receiver, mem::Ref frame) {
+  const std::size_t before = receiver.delivered();
+  REQUIRE(sender.post(peer, frame) == SendStatus::ok);
+  REQUIRE(wait_until([&] { return receiver.delivered() == before + 1; }));
+  return receiver.take(before);
+}
 
 // A sender on one side, a receiver on the other, connected.
 struct Pair {
@@ -76,12 +92,7 @@ struct Pair {
                                 allocator);
   }
   // Posts frame and takes it out of the receiver once it arrived.
-  Frame send_one(mem::Ref frame) {
-    const std::size_t before = receiver_host.delivered();
-    REQUIRE(sender->post(peer, frame) == SendStatus::ok);
-    REQUIRE(wait_until([&] { return receiver_host.delivered() == before + 1; }));
-    return receiver_host.take(before);
-  }
+  Frame send_one(mem::Ref frame) { return post_and_take(*sender, peer, receiver_host, std::move(frame)); }
 };
 
 TEST_CASE(
@@ -150,6 +161,139 @@ TEST_CASE("a shared copy sent to two peers reaches both, and its blocks go back 
   sender->stop();
   first_receiver->stop();
   second_receiver->stop();
+}
+
+// A relay: the first context sends to the second, which sends what it received on to the third (as a BU
+// passes the RUs' blocks on to a monitor).
+struct Relay {
+  TestHost first_host, second_host, third_host;
+  EndpointAddress second_address{"shm", "127.0.0.1", 0, "local"};
+  EndpointAddress third_address{"shm", "127.0.0.1", 0, "local"};
+  std::unique_ptr<ShmTransport> first, second, third;
+  PeerId to_second = 0, to_third = 0;
+
+  explicit Relay(int which, const std::vector<std::pair<std::string, std::string>>& second_params = {})
+      : second_host(second_params) {
+    second_address.port = unique_port(which);
+    third_address.port = unique_port(which + 1);
+    third = std::make_unique<ShmTransport>(third_host);
+    third->listen(third_address);
+    second = std::make_unique<ShmTransport>(second_host);
+    second->listen(second_address);
+    first = std::make_unique<ShmTransport>(first_host);
+    to_second = first->connect(second_address);
+    to_third = second->connect(third_address);
+    REQUIRE(wait_until([&] {
+      return !first->connections().empty() && first->connections()[0].up && !second->connections().empty() &&
+             second->connections()[0].up;
+    }));
+  }
+  ~Relay() {
+    first->stop();
+    second->stop();
+    third->stop();
+  }
+  // Sends frame from the first to the second and returns what the second received.
+  Frame to_relay(mem::Ref frame) { return post_and_take(*first, to_second, second_host, std::move(frame)); }
+  // The first block of one of the first's chunks that the second passes on is copied while the second asks the
+  // first for that chunk's memfd (once); from then on, that chunk's blocks go by reference.
+  void prime(mem::Pool& pool, std::uint32_t bytes) {
+    const double copied = metric(*second, "frames_copied"), received = metric(*second, "chunk_memfds_received");
+    Frame first_block = pass_on(to_relay(frame_of(pool, bytes, std::byte{0x01})).data);
+    CHECK(metric(*second, "frames_copied") == copied + 1);
+    CHECK(metric(*second, "pass_on_waits") >= 1);
+    REQUIRE(wait_until([&] { return metric(*second, "chunk_memfds_received") == received + 1; }));
+    CHECK(metric(*first, "chunk_requests_answered") == received + 1);
+  }
+  // The second passes data on to the third; what the third received.
+  Frame pass_on(mem::Ref data) { return post_and_take(*second, to_third, third_host, std::move(data)); }
+};
+
+TEST_CASE(
+    "a block received from a peer and sent on to a third context goes by reference: the third sees the first's "
+    "block itself, nothing is copied, and it goes back to the first once the third released it",
+    "[ptshm]") {
+  Relay relay(30);
+  mem::Pool& pool = relay.first_host.add_pool("app/pool", mem::PoolConfig::geometric("", 4096, 65536, 1 << 20, 4 << 20),
+                                              "shm");
+  relay.prime(pool, 16384);
+  mem::Ref frame = frame_of(pool, 16384, std::byte{0x61});
+  std::byte* sent = frame.data();
+  Frame relayed = relay.to_relay(std::move(frame));
+  REQUIRE(relayed.data.head()->is_foreign());
+  Frame received = relay.pass_on(std::move(relayed.data));
+  REQUIRE(received.data.total_size() == 16384);
+  CHECK(received.data.data()[9000] == std::byte{0x61});
+  received.data.data()[200] = std::byte{0x7e};  // the same physical block as the first's
+  CHECK(sent[200] == std::byte{0x7e});
+  CHECK(metric(*relay.second, "frames_copied") == 1);  // the one that primed the chunk
+  CHECK(metric(*relay.second, "chunks_passed_on") == 1);
+  CHECK(pool.blocks_in_use() == 1);  // held through the second's connection to the third
+  received.data.reset();
+  CHECK(wait_until([&] { return pool.blocks_in_use() == 0; }));
+
+  SECTION("a chain mixing the relay's own block and views of a peer's blocks keeps its bytes and order") {
+    mem::Pool& own = relay.second_host.add_pool("app/own", mem::PoolConfig::geometric("", 4096, 4096, 1 << 20, 1 << 20),
+                                                "shm");
+    Frame a = relay.to_relay(frame_of(pool, 16384, std::byte{0x01}));
+    Frame b = relay.to_relay(frame_of(pool, 16384, std::byte{0x02}));
+    // A frame whose header is the relay's own block, followed by a view of each received frame's payload.
+    mem::Ref head = frame_of(own, 64, std::byte{0x00});
+    FrameHeader header = decode_header(head.data());  // to 7 from 3, as frame_of makes it
+    header.total_length = 64 + 1000 + 2000;
+    encode_header(header, head.data());
+    head.append(a.data.view(kFrameHeaderSize, 1000));
+    head.append(b.data.view(kFrameHeaderSize + 100, 2000));
+    a.data.reset();
+    b.data.reset();
+    Frame c = relay.pass_on(std::move(head));
+    REQUIRE(c.data.total_size() == 3064);
+    std::vector<std::byte> bytes;
+    for (const mem::Block* block = c.data.head(); block != nullptr; block = block->next())
+      bytes.insert(bytes.end(), block->data(), block->data() + block->size());
+    REQUIRE(bytes.size() == 3064);
+    CHECK(bytes[64] == std::byte{0x01});
+    CHECK(bytes[64 + 999] == std::byte{0x01});
+    CHECK(bytes[64 + 1000] == std::byte{0x02});
+    CHECK(bytes[3063] == std::byte{0x02});
+    CHECK(metric(*relay.second, "frames_copied") == 1);
+    CHECK(metric(*relay.second, "chunks_passed_on") == 1);  // the same chunk of the first's: passed on once
+    c.data.reset();
+    CHECK(wait_until([&] { return pool.blocks_in_use() == 0 && own.blocks_in_use() == 0; }));
+  }
+
+  SECTION("when the first goes away, what the third holds stays readable, and comes back when released") {
+    Frame kept = relay.pass_on(relay.to_relay(frame_of(pool, 4096, std::byte{0x33})).data);
+    // Its connection to the second closes: its slots give its blocks back to its pool at once, while the second
+    // and the third keep their mappings of its chunk for as long as they hold blocks of it.
+    relay.first->stop();
+    CHECK(wait_until([&] { return pool.blocks_in_use() == 0; }));
+    CHECK(kept.data.data()[4000] == std::byte{0x33});
+    kept.data.reset();
+    CHECK(wait_until([&] { return relay.second_host.blocks_in_use() == 0; }));
+  }
+}
+
+TEST_CASE(
+    "a relay passes on at most passOnBlocks of a peer's blocks at once to one receiver: beyond, it copies them "
+    "(counted), so a stopped receiver cannot hold a third context's pool",
+    "[ptshm]") {
+  Relay relay(40, {{"passOnBlocks", "4"}});
+  mem::Pool& pool = relay.first_host.add_pool("app/pool", mem::PoolConfig::geometric("", 4096, 4096, 1 << 20, 1 << 20),
+                                              "shm");
+  relay.prime(pool, 4096);
+  std::vector<Frame> held;
+  for (int i = 0; i < 10; ++i)
+    held.push_back(relay.pass_on(relay.to_relay(frame_of(pool, 4096, static_cast<std::byte>(i))).data));
+  for (int i = 0; i < 10; ++i) CHECK(held[static_cast<std::size_t>(i)].data.data()[4000] == static_cast<std::byte>(i));
+  CHECK(metric(*relay.second, "frames_copied") == 7);  // 6 and the one that primed the chunk
+  CHECK(metric(*relay.second, "pass_on_limited") == 6);
+  CHECK(pool.blocks_in_use() == 4);  // the first's blocks the third holds: the rest went back when copied
+  held.clear();
+  CHECK(wait_until([&] { return pool.blocks_in_use() == 0; }));
+  // Given back, the room is there again: the next goes by reference.
+  Frame next = relay.pass_on(relay.to_relay(frame_of(pool, 4096, std::byte{0x77})).data);
+  CHECK(metric(*relay.second, "frames_copied") == 7);
 }
 
 TEST_CASE(
@@ -232,6 +376,55 @@ TEST_CASE(
   }
   CHECK(wait_until([&] { return pool.blocks_in_use() == 0; }));
   CHECK(metric(*pair.sender, "send_errors") == 0);
+}
+
+TEST_CASE(
+    "a receiver that writes the sender anything but a chunk request it may make loses its connection, with the "
+    "reason, and a valid request is answered with the chunk's memfd once",
+    "[ptshm][faults]") {
+  struct Case {
+    const char* what;
+    std::vector<ChunkRequest> requests;  // sent in order; garbage if empty
+    const char* logged;
+  };
+  const std::vector<Case> cases{
+      {"not a request", {}, "not a chunk request"},
+      {"a chunk never announced", {ChunkRequest{kChunkRequestMagic, 60000}}, "asked for chunk 60000"},
+      {"the same chunk twice", {ChunkRequest{kChunkRequestMagic, 0}, ChunkRequest{kChunkRequestMagic, 0}},
+       "each at most once"},
+  };
+  int which = 50;
+  for (const Case& c : cases) {
+    INFO(c.what);
+    // The "receiver" is a bare socket at the address: it accepts the sender, reads what the sender announces and
+    // then writes the requests.
+    const std::uint16_t port = unique_port(which++);
+    socklen_t length = 0;
+    sockaddr_un name = endpoint_socket_address("127.0.0.1", port, length);
+    const int listener = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&name), length) == 0);
+    REQUIRE(::listen(listener, 1) == 0);
+    TestHost host;
+    auto sender = std::make_unique<ShmTransport>(host);
+    host.add_pool("app/pool", mem::PoolConfig::geometric("", 4096, 4096, 1 << 20, 1 << 20), "shm");  // chunks to announce
+    sender->connect(EndpointAddress{"shm", "127.0.0.1", port, "local"});
+    const int peer = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    REQUIRE(peer >= 0);
+    REQUIRE(wait_until([&] { return !sender->connections().empty() && sender->connections()[0].up; }));
+    if (c.requests.empty()) {
+      const char garbage[5] = {'h', 'e', 'l', 'l', 'o'};
+      REQUIRE(send_message(peer, garbage, sizeof garbage, nullptr, 0).empty());
+    }
+    for (const ChunkRequest& request : c.requests) REQUIRE(send_message(peer, &request, sizeof request, nullptr, 0).empty());
+    CHECK(wait_until([&] { return sender->connections().empty() || !sender->connections()[0].up; }));
+    bool named = false;
+    for (const auto& change : host.connection_changes()) named = named || change.reason.find(c.logged) != std::string::npos;
+    CHECK(named);
+    if (c.requests.size() == 2) CHECK(metric(*sender, "chunk_requests_answered") == 1);
+    sender->stop();
+    ::close(peer);
+    ::close(listener);
+  }
 }
 
 TEST_CASE("when the receiver goes away, every block it held comes back to the sender's pool", "[ptshm][faults]") {

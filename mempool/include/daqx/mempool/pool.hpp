@@ -114,7 +114,7 @@ class SizeClass {
   // A view of size bytes at memory inside parent (which gains an owner); empty when none is left.
   Ref allocate_view(Block* parent, std::byte* memory, std::size_t size) noexcept;
   // A descriptor over foreign memory (Pool::wrap_foreign).
-  Ref allocate_foreign(std::byte* memory, std::size_t size, std::uint64_t token) noexcept;
+  Ref allocate_foreign(std::byte* memory, std::size_t size, std::uint64_t token, Chunk* registrations) noexcept;
   void free(Block* block) noexcept;
 
   SizeClassStats stats() const noexcept;
@@ -197,8 +197,10 @@ class Pool {
   // A block over memory this pool does not own (a peer's, mapped here), window (0, size), from the view
   // descriptors; when its last owner releases it, the ForeignRelease is told token. Empty when no descriptor is
   // left (on_available says when one is back). The normal blocks' hot path is untouched: only the views' free
-  // path looks at the flag.
-  Ref wrap_foreign(std::byte* memory, std::size_t size, std::uint64_t token) noexcept;
+  // path looks at the flag. `registrations`, when given, is what Block::key() answers for the block and its views
+  // (a transport's record of the peer's memory, so that it can pass such a block on to a third peer); it must
+  // outlive them. Without it the block has no registration: a transport that needs one copies it.
+  Ref wrap_foreign(std::byte* memory, std::size_t size, std::uint64_t token, Chunk* registrations = nullptr) noexcept;
   // Who is told of foreign releases; nullptr: nobody (releases after the teller is gone only free descriptors).
   void set_foreign_release(ForeignRelease* release) noexcept { foreign_release_.store(release, std::memory_order_release); }
   // Views of this pool's blocks out now (Ref::view), and how many there may be.
