@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """What the BU's stream of built events costs the event builder: its rate with 0, 1 and 4 subscribers (evb::Monitor,
 each in its own executive, or with --placement bu in its BU's) per BU for each policy, side by side in one run, on
-loopback over pttcp; printed as a table and written as CSV and a PNG plot. A benchmark, never a test.
+loopback over pttcp (or ptshm: --transport shm); printed as a table and written as CSV and a PNG plot. A benchmark,
+never a test.
 
 Usage: python3 bench/evb_streams.py [--build BUILD] [--out DIR] [--topology 2x2] [--size 16K]
                                     [--policies block,drop-newest,...] [--subscribers 0,1,4] [--verify]
-                                    [--placement own|bu] [--trigger-rate HZ]
+                                    [--placement own|bu] [--transport tcp|shm] [--trigger-rate HZ]
                                     [--seconds S] [--warmup S] [--repeat N] [--quick] [--pin [CPUS]]
 Every repeat measures each point once, the points taking turns, and the median by events/s is reported. The cost
 of a point is 1 - (its events/s) / (events/s without a subscriber). The issue's targets: a sampled stream costs at
@@ -28,7 +29,7 @@ from daqx.bench import (  # noqa: E402  (the repository's package, found from th
     Processes, Progress, attempt, cell, conditions_line, load_average, median_run, parse_size, print_notes,
     print_table, pyplot, ratio, size_name)
 from daqx.evb_bench import (  # noqa: E402
-    BU_TID, EVB, Setup, parse_cpus, parse_topology, run_evb)
+    BU_TID, EVB, TRANSPORT_MODULES, Setup, parse_cpus, parse_topology, run_evb)
 
 MONITOR_TID = 300  # monitor k of BU j: 300 + j * MONITORS_PER_BU_MAX + k
 MONITORS_PER_BU_MAX = 100
@@ -189,7 +190,10 @@ def main():
     parser.add_argument("--trigger-size", type=int, default=1024, help="EvM triggerSize (1024, its default)")
     parser.add_argument("--placement", choices=["own", "bu"], default="own",
                         help="where each monitor runs: an executive of its own (own, the default; its records go "
-                             "over pttcp), or its BU's executive (bu: shared Refs, zero copy)")
+                             "over the transport), or its BU's executive (bu: shared Refs, zero copy)")
+    parser.add_argument("--transport", choices=["tcp", "shm"], default="tcp",
+                        help="every context's endpoint: tcp (pttcp, the default) or shm (ptshm: the records go to a "
+                             "monitor of its own by reference, the RUs' blocks in them included)")
     parser.add_argument("--trigger-rate", type=float,
                         help="events/s the EvM triggers at (default: none, the builder runs as fast as it can); below "
                              "the machine's limit, a subscriber that slows nothing leaves the rate where it was")
@@ -228,13 +232,13 @@ def main():
     print(f"== The BU's stream of built events: {rus}x{bus} event builder, S = {size_name(size)}, with 0..{max(counts)} "
           f"evb::Monitor subscribers per BU of each policy, "
           f"{'each in its BU' + chr(39) + 's executive' if args.placement == 'bu' else 'one executive each'}, "
-          f"on loopback over pttcp")
+          f"on loopback over {'ptshm' if args.transport == 'shm' else 'pttcp'}")
     print(conditions_line(start_load, at_start=True))
     processes = Processes(log_dir)
     setup = Setup(args, processes, build, out)
-    missing = setup.missing([EVB])
+    missing = setup.missing([EVB, TRANSPORT_MODULES[args.transport]])
     if missing:
-        print(f"cannot run: {missing} (build with: ninja -C {build} daqx-executive daqx_evb daqx_pttcp)")
+        print(f"cannot run: {missing} (build with: ninja -C {build} daqx-executive daqx_evb daqx_pt{args.transport})")
         return 2
 
     points = [("none", 0)] + [(p, c) for p in policies for c in counts if c]
@@ -274,7 +278,7 @@ def main():
                 f"publishing costs the publisher apart from the CPU its subscribers take from the same cores; "
                 f"received ev/s: the sum over the subscribers; cores: every "
                 f"process of the run. Targets: a sampled stream at most 2 %, a block subscriber that keeps up at "
-                f"most 5 %. BU output discard, slots {args.slots}, RU sources 1, fragmentSize S-32, pttcp throughput, "
+                f"most 5 %. BU output discard, slots {args.slots}, RU sources 1, fragmentSize S-32, pt{args.transport} throughput, "
                 f"EvM trigger rate {f'{args.trigger_rate:g} /s' if args.trigger_rate else 'none (as fast as it goes)'}.")
     base = results.get(("none", 0), {})
     if args.repeat > 1 and base.get("repeats"):
@@ -290,7 +294,7 @@ def main():
             print(f"  note {point_name(*point)}: {r['note']}")
     write_csv(os.path.join(out, "evb_streams.csv"), results, rus, bus, size)
     plot(os.path.join(out, "evb_streams.png"), results, policies, counts,
-         f"{rus}x{bus}, S = {size_name(size)}, loopback, {os.cpu_count()} CPUs shared by all processes; {repeats}")
+         f"{rus}x{bus}, S = {size_name(size)}, {'shm' if args.transport == 'shm' else 'loopback'}, {os.cpu_count()} CPUs shared by all processes; {repeats}")
     print(f"{time.monotonic() - started:.0f} s in all; logs in {log_dir}")
     return 0
 
