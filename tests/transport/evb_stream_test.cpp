@@ -54,7 +54,9 @@ void start_with_monitors(EvbRun& run, const std::vector<std::uint32_t>& bus, con
 void check_event_builder(EvbRun& run, const std::vector<std::uint32_t>& bus) {
   const double assigned = run.metric(kEvm, "events_assigned");
   INFO("assigned " << assigned << ", completed " << run.metric(kEvm, "events_completed") << ", lost "
-                   << run.metric(kEvm, "events_lost"));
+                   << run.metric(kEvm, "events_lost") << "; BU drops " << run.metric(kEvm, "bu_drops")
+                   << ", readmissions " << run.metric(kEvm, "bu_readmissions") << ", RU downs "
+                   << run.metric(kEvm, "ru_downs") << "; the EvM: " << run.state(kEvm) << " " << run.reason(kEvm));
   CHECK(run.metric(kEvm, "drained") == 1);
   CHECK(run.metric(kEvm, "events_lost") == 0);
   CHECK(run.metric(kEvm, "events_completed") == assigned);
@@ -80,7 +82,7 @@ TEST_CASE("2x2 with two monitors on a BU's stream: the block one gets every even
           "again after SIGCONT", "[transport][process][evb][stream][native]") {
   const TransportProfile& transport = suite_transport();
   const std::uint32_t recorder = monitor(0), sampler = monitor(1);
-  EvbRun run(transport, "evb-2x2-stream", 2, 2, {{"buTimeout", "10", ""}},
+  EvbRun run(transport, "evb-2x2-stream", 2, 2, {{"buTimeout", "10", ""}, {"drainTimeout", "120", ""}},
              {{"fragmentSize", "3000", "unsigned"}, {"fragmentSpread", "2000", "unsigned"}}, {}, {},
              {monitor_of(bu(0), 0, "block"), monitor_of(bu(0), 1, "sample:100")});
   start_with_monitors(run, {bu(0), bu(1)}, {recorder, sampler}, bu(0));
@@ -147,7 +149,7 @@ TEST_CASE("a monitor killed (SIGKILL) mid-run is counted lost by its BU, which b
           "its place receives", "[transport][process][evb][stream][failure]") {
   const TransportProfile& transport = suite_transport();
   const std::uint32_t watcher = monitor(0);
-  EvbRun run(transport, "evb-2x2-stream-kill", 2, 2, {{"buTimeout", "10", ""}},
+  EvbRun run(transport, "evb-2x2-stream-kill", 2, 2, {{"buTimeout", "10", ""}, {"drainTimeout", "120", ""}},
              {{"fragmentSize", "3000", "unsigned"}, {"fragmentSpread", "2000", "unsigned"}}, {}, {},
              {monitor_of(bu(0), 0, "drop-oldest,depth:16")});
   start_with_monitors(run, {bu(0), bu(1)}, {watcher}, bu(0));
