@@ -548,7 +548,7 @@ void ShmTransport::pump(pt::OutgoingConnection& base) noexcept {
     // context's pool away from it (a BU's records hold the RUs' blocks).
     const bool pass_on_full =
         facts.peer_blocks > 0 && c.peer_blocks_in_flight + facts.peer_blocks > settings_.pass_on_blocks;
-    const bool facts_before_copy_waiting = facts.waiting;
+    const bool waiting_for_memfd = facts.waiting;  // facts are of the copy below
     if (!facts.shared || facts.blocks > settings_.ring_entries || pass_on_full) {
       // From a pool that is not shared (the heap), of more blocks than the ring holds (a multipart message of
       // thousands of parts), or of a peer's blocks beyond passOnBlocks: copied once into ours (blocks of up to
@@ -564,7 +564,7 @@ void ShmTransport::pump(pt::OutgoingConnection& base) noexcept {
       c.frames_copied.fetch_add(1, std::memory_order_relaxed);
       shm_counters_.frames_copied.add();
       if (pass_on_full) shm_counters_.pass_on_limited.add();
-      if (facts_before_copy_waiting) shm_counters_.pass_on_waits.add();
+      if (waiting_for_memfd) shm_counters_.pass_on_waits.add();
     }
     const std::size_t blocks = facts.blocks;
     if (blocks > settings_.ring_entries) {
