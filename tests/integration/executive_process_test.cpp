@@ -4,11 +4,14 @@
 #include <numaif.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <Poco/JSON/Parser.h>
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <optional>
 #include <set>
 #include <string_view>
@@ -460,4 +463,56 @@ TEST_CASE("a partition whose names hold a byte that is not UTF-8 or a control ch
                                   .extract<Poco::JSON::Object::Ptr>();
   CHECK(executive_json->getValue<std::string>("partition") == "p-\xc3\xa9\xe2\x82\xac-<b>");
   CHECK(executive.stop() == 0);
+}
+
+TEST_CASE("free_port never gives two test programs running at once the same port", "[executive][process]") {
+  // Two children pick ports as two test programs under ctest -j2 would, each holding its ports until both are
+  // done. Chosen at random alone, 1500 picks each of about 22,000 ports would share about a hundred.
+  constexpr int kPicks = 1500;
+  std::vector<std::set<std::uint16_t>> picked(2);
+  std::vector<pid_t> children;
+  int go[2];
+  REQUIRE(pipe(go) == 0);
+  std::vector<int> results;
+  for (int child = 0; child < 2; ++child) {
+    int out[2];
+    REQUIRE(pipe(out) == 0);
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      close(out[0]);
+      close(go[1]);
+      for (int i = 0; i < kPicks; ++i) {
+        const std::uint16_t port = free_port();
+        if (write(out[1], &port, sizeof port) != static_cast<ssize_t>(sizeof port)) _exit(2);
+      }
+      close(out[1]);
+      char ignored;
+      while (read(go[0], &ignored, 1) > 0) {
+      }  // until the parent has both lists: the claims last as long as the program that made them
+      _exit(0);
+    }
+    close(out[1]);
+    children.push_back(pid);
+    results.push_back(out[0]);
+  }
+  close(go[0]);
+  for (std::size_t child = 0; child < results.size(); ++child) {
+    std::uint16_t port = 0;
+    while (read(results[child], &port, sizeof port) == static_cast<ssize_t>(sizeof port)) picked[child].insert(port);
+    close(results[child]);
+  }
+  close(go[1]);
+  for (pid_t pid : children) {
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  }
+  CHECK(picked[0].size() == static_cast<std::size_t>(kPicks));
+  CHECK(picked[1].size() == static_cast<std::size_t>(kPicks));
+  std::vector<std::uint16_t> shared;
+  std::set_intersection(picked[0].begin(), picked[0].end(), picked[1].begin(), picked[1].end(),
+                        std::back_inserter(shared));
+  INFO(shared.size() << " ports given to both");
+  CHECK(shared.empty());
 }

@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -63,13 +64,37 @@ bool port_free(std::uint16_t port) {
   return shm_free;
 }
 
+// Claims a port among every test program running on this machine at once: a lock on the port's byte of one shared
+// file, held by an open file description of this process until it exits (the kernel drops it then, however the
+// process ends). Without it two programs (ctest -j2) could each find a port free and each give it to an executive
+// that binds it later: one of the two executives then fails with "Address already in use".
+bool claim_port(std::uint16_t port) {
+  // Opened once per process: a forked child that picks ports claims them for itself, not through its parent's
+  // description (a lock there would be its parent's, and exclude nothing between the two).
+  static int claims = -1;
+  static pid_t owner = 0;
+  if (owner != getpid()) {
+    if (claims >= 0) close(claims);  // the parent's claims stay: the parent holds the description too
+    claims = open("/tmp/daqx-test-ports.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (claims >= 0) fchmod(claims, 0666);  // whoever runs the next test program may claim too
+    owner = getpid();
+  }
+  if (claims < 0) return true;  // nowhere to coordinate: the check that the port is free still holds
+  struct flock lock {};
+  lock.l_type = F_WRLCK;
+  lock.l_whence = SEEK_SET;
+  lock.l_start = port;
+  lock.l_len = 1;
+  return fcntl(claims, F_OFD_SETLK, &lock) == 0;
+}
+
 }  // namespace
 
 std::uint16_t free_port() {
   // Below the kernel's ephemeral range: a port it may give an outgoing connection as its source (a partition of a
   // hundred executives opens thousands at once) could otherwise be taken before the executive meant to listen on
-  // it has started. Chosen at random there, and remembered, so that two endpoints of one partition never share
-  // one and two test programs seldom try the same.
+  // it has started. Chosen at random there, remembered so that two endpoints of one partition never share one,
+  // and claimed so that no other test program running at the same time gives it out.
   static std::mutex mutex;
   static std::set<std::uint16_t> given;
   static std::minstd_rand random(static_cast<std::uint32_t>(getpid()) * 7919u + static_cast<std::uint32_t>(time(nullptr)));
@@ -84,7 +109,7 @@ std::uint16_t free_port() {
   for (;;) {
     const auto port = static_cast<std::uint16_t>(low + random() % (high - low + 1));
     if (given.count(port) != 0) continue;
-    if (port_free(port) && given.insert(port).second) return port;
+    if (claim_port(port) && port_free(port) && given.insert(port).second) return port;
   }
 }
 

@@ -180,6 +180,17 @@ std::size_t TransportTestHost::blocks_in_use() {
   return blocks;
 }
 
+std::size_t TransportTestHost::blocks_in_use(std::string_view suffix) {
+  std::lock_guard lock(mutex_);
+  std::size_t blocks = 0;
+  for (auto& pool : pools_) {
+    const std::string& name = pool->name();
+    if (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+      blocks += pool->blocks_in_use() + pool->views_in_use();
+  }
+  return blocks;
+}
+
 std::string TransportTestHost::pools_in_use() {
   std::lock_guard lock(mutex_);
   std::string text;

@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "daqx/api/transport.hpp"
@@ -80,6 +81,8 @@ class TransportTestHost : public TransportHost {
   mem::Pool* pool(const std::string& name);
   // Blocks out of every pool made here (transport's and application's).
   std::size_t blocks_in_use();
+  // Blocks out of the pools whose name ends in `suffix` ("/credit": credit messages still being sent).
+  std::size_t blocks_in_use(std::string_view suffix);
   // "pt/tcp/recv 3, app/pool 1": the pools with blocks out, for messages.
   std::string pools_in_use();
   std::size_t threads_running() const noexcept { return threads_running_.load(); }
