@@ -10,7 +10,7 @@ constexpr std::size_t kRequestFixedBytes = 24;  // run .. total_slots
 constexpr std::size_t kSlotBytes = 4;
 constexpr std::size_t kDiscardBytes = 24;
 constexpr std::size_t kCountBytes = 4;
-constexpr std::size_t kAllocateFixedBytes = 8;  // run, assignment count
+constexpr std::size_t kAllocateFixedBytes = allocate_bytes(0);  // run, assignment count
 constexpr std::size_t kRuStatusBytes = 32;
 constexpr std::size_t kControlFixedBytes = 20;  // kind .. text length
 
@@ -117,7 +117,7 @@ std::optional<std::size_t> encode(const Allocate& a, std::byte* out, std::size_t
 std::optional<std::size_t> encode_allocate(std::uint32_t run, std::span<const Assignment> assignments, std::byte* out,
                                            std::size_t room) noexcept {
   if (assignments.size() > assignments_that_fit(room)) return std::nullopt;
-  const std::size_t size = kAllocateFixedBytes + assignments.size() * kAssignmentBytes;
+  const std::size_t size = allocate_bytes(assignments.size());
   ByteWriter w(out, room);
   w.put<std::uint32_t>(run);
   w.put<std::uint32_t>(static_cast<std::uint32_t>(assignments.size()));

@@ -162,6 +162,8 @@ struct Allocate {
   std::uint32_t run = 0;
   std::vector<Assignment> assignments;
 };
+// The payload bytes of an Allocate of n assignments.
+constexpr std::size_t allocate_bytes(std::size_t assignments) noexcept { return 8 + kAssignmentBytes * assignments; }
 
 // ---- Fragments (RU or EvM -> BU) ---------------------------------------------------------------------------
 // A block: BlockHeader, then piece_count pieces, each a PieceHeader and `size` bytes padded to 8. A piece is
