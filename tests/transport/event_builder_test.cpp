@@ -52,9 +52,10 @@ TEST_CASE("2x2 builds every assigned event exactly once and every event passes i
   // This test is about integrity: a BU timeout of 10 s keeps an emulated guest on a loaded machine, where a
   // heartbeat's round trip can take over a second, from dropping a live BU (the failure tests below cover drops;
   // "BU timeouts far too short" covers false ones).
-  const double events = static_cast<double>(transport.work(20000));
+  const std::uint64_t max_events = transport.work(20000);
+  const auto events = static_cast<double>(max_events);
   EvbRun run(transport, "evb-2x2", 2, 2,
-             {{"maxEvents", std::to_string(transport.work(20000)), "unsigned"}, {"buTimeout", "10", ""}},
+             {{"maxEvents", std::to_string(max_events), "unsigned"}, {"buTimeout", "10", ""}},
              {{"fragmentSize", "3000", "unsigned"}, {"fragmentSpread", "2000", "unsigned"}});
   run.start_run();
   // As long as events keep completing: an emulated guest under a sanitizer on a busy machine is slow, not stuck.
