@@ -95,6 +95,9 @@ in_root ip link set lo up || fail "cannot bring lo up"
 # The dummy module makes dummy0 itself unless told numdummies=0; make it only if it is not there.
 in_root ip link show dummy0 >/dev/null 2>&1 || in_root ip link add dummy0 type dummy || fail "cannot create dummy0"
 in_root ip addr add "$DAQX_VM_ADDRESS" dev dummy0 || fail "cannot give dummy0 $DAQX_VM_ADDRESS"
+# Jumbo frames, as a RoCE fabric is set up: rxe then runs at an active MTU of 4096 instead of 1024, a quarter of
+# the packets per message (the 2x2 event builder over ptibv: 35 s at 1500, 24 s at 9000 in one boot).
+in_root ip link set dummy0 mtu 9000 || fail "cannot give dummy0 an MTU of 9000"
 in_root ip link set dummy0 up || fail "cannot bring dummy0 up"
 in_root rdma link add rxe0 type rxe netdev dummy0 || fail "rdma link add rxe0 failed"
 

@@ -140,8 +140,9 @@ if [[ -f /usr/share/qemu/qboot.rom ]]; then firmware=(-bios /usr/share/qemu/qboo
 
 # quiet + loglevel: only the command's output on the console. panic=-1 with -no-reboot: a dying guest ends
 # QEMU at once instead of hanging until the timeout. mitigations=off: speculation barriers cost a lot under
-# emulation and protect nothing in a throwaway guest.
-append="console=ttyS0 quiet loglevel=1 panic=-1 mitigations=off"
+# emulation and protect nothing in a throwaway guest. numa_balancing=disable: with two nodes the kernel otherwise
+# migrates the executives' huge pages between them (clearing 2 MiB each time, 6 % of a profiled event-builder run).
+append="console=ttyS0 quiet loglevel=1 panic=-1 mitigations=off numa_balancing=disable"
 qemu_args=("${machine[@]}" "${firmware[@]}" -nographic -vga none -nic none -no-reboot
   -kernel "$kernel" -initrd "$initrd" -append "$append"
   -fsdev "local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap"

@@ -5,7 +5,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
 #include <stdexcept>
+#include <string>
+
+#include <unistd.h>
 
 #include <Poco/JSON/Array.h>
 #include <Poco/JSON/Object.h>
@@ -107,14 +113,49 @@ void skip_test(const std::string& reason) {
 
 namespace {
 
-// What `daqx-executive --capabilities MODULE [provider=...]` says the profile's transport offers.
-TransportCapabilities read_capabilities(const TransportProfile& profile) {
+// Where a suite that runs each case in a process of its own keeps what the first case was told, named for the
+// module and the executive as built (path, size, time) and the provider: DAQX_TEST_CAPABILITIES_CACHE, a
+// directory, or "" for none. In the emulated guest a query costs one to three seconds (libfabric's start reads
+// /proc/kallsyms twice), paid again by every one of the suite's cases.
+std::string capabilities_cache_file(const TransportProfile& profile) {
+  const char* directory = std::getenv("DAQX_TEST_CAPABILITIES_CACHE");
+  if (directory == nullptr || *directory == '\0') return "";
+  std::string key = profile.provider;
+  for (const std::string& path : {profile.module_path(), executive_program()}) {
+    std::error_code error;
+    const auto size = std::filesystem::file_size(path, error);
+    const auto written = std::filesystem::last_write_time(path, error);
+    if (error) return "";
+    key += "|" + path + "|" + std::to_string(size) + "|" + std::to_string(written.time_since_epoch().count());
+  }
+  return std::string(directory) + "/" + profile.module + "-" + std::to_string(std::hash<std::string>{}(key)) + ".json";
+}
+
+// What `daqx-executive --capabilities MODULE [provider=...]` prints, from the suite's cache when it has it.
+std::string capabilities_output(const TransportProfile& profile) {
+  const std::string cached = capabilities_cache_file(profile);
+  if (!cached.empty()) {
+    std::ifstream in(cached);
+    std::stringstream text;
+    if (in && text << in.rdbuf()) return text.str();
+  }
   std::vector<std::string> command{executive_program(), "--capabilities", profile.module_path()};
   if (!profile.provider.empty()) command.push_back("provider=" + profile.provider);
   const ProcessResult result = run_process(command, std::chrono::seconds(30));
   if (!result.exited || result.exit_code != 0)
     throw std::runtime_error("daqx-executive --capabilities " + profile.module + " failed:\n" + result.output);
-  Poco::JSON::Array::Ptr transports = Poco::JSON::Parser().parse(result.output).extract<Poco::JSON::Array::Ptr>();
+  if (!cached.empty()) {
+    // Written whole and then renamed: a case that starts meanwhile reads all of it or none.
+    const std::string partial = cached + "." + std::to_string(getpid());
+    if (std::ofstream(partial) << result.output) std::filesystem::rename(partial, cached);
+  }
+  return result.output;
+}
+
+// What the profile's transport offers, as `daqx-executive --capabilities` says.
+TransportCapabilities read_capabilities(const TransportProfile& profile) {
+  const std::string output = capabilities_output(profile);
+  Poco::JSON::Array::Ptr transports = Poco::JSON::Parser().parse(output).extract<Poco::JSON::Array::Ptr>();
   for (std::size_t i = 0; i < transports->size(); ++i) {
     Poco::JSON::Object::Ptr transport = transports->getObject(static_cast<unsigned>(i));
     if (transport->getValue<std::string>("protocol") != profile.protocol) continue;

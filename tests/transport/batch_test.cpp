@@ -14,12 +14,13 @@ namespace {
 
 constexpr std::uint32_t kSender = 11, kReceiver = 21;
 constexpr std::uint32_t kFrameSize = 256;
+constexpr std::uint64_t kFrames = 20000;  // a run's frames, a quarter of them in the soft-RoCE guest (work)
 
 struct Shape {
   std::uint64_t sender_batch = 1;  // the Sender's batch: frames per send_batch call (1: one send per frame)
   bool receiver_batch = false;     // the Receiver's batch: a batch handler (bind_batch)
   std::string dispatch;            // the Receiver's dispatch: inline or thread
-  std::uint64_t frames = 20000;    // the Sender's frameCount
+  std::uint64_t frames = kFrames;  // the Sender's frameCount
 };
 
 // What the receiver's host counted of its handler calls.
@@ -87,7 +88,7 @@ TEST_CASE("a sender of batches to a receiver of batches delivers every frame onc
           "[transport][process][batch]") {
   const TransportProfile& transport = suite_transport();
   const std::string dispatch = GENERATE("inline", "thread");
-  const Dispatched dispatched = run(transport, {32, true, dispatch});
+  const Dispatched dispatched = run(transport, {32, true, dispatch, transport.work(kFrames)});
   INFO(dispatched.frames << " frames in " << dispatched.batches << " calls");
   // That batches formed at all (frames come 32 to a call from the sender, packed by the transport); how large
   // they are depends on timing.
@@ -100,7 +101,7 @@ TEST_CASE("a sender of batches to a receiver that takes frames one at a time del
           "[transport][process][batch]") {
   const TransportProfile& transport = suite_transport();
   const std::string dispatch = GENERATE("inline", "thread");
-  const Dispatched dispatched = run(transport, {32, false, dispatch});
+  const Dispatched dispatched = run(transport, {32, false, dispatch, transport.work(kFrames)});
   CHECK(dispatched.batches == 0);
 }
 
@@ -108,7 +109,7 @@ TEST_CASE("a sender of single frames to a receiver of batches delivers every fra
           "[transport][process][batch]") {
   const TransportProfile& transport = suite_transport();
   const std::string dispatch = GENERATE("inline", "thread");
-  const Dispatched dispatched = run(transport, {1, true, dispatch});
+  const Dispatched dispatched = run(transport, {1, true, dispatch, transport.work(kFrames)});
   CHECK(dispatched.batches > 0);
 }
 

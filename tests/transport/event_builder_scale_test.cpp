@@ -135,22 +135,23 @@ TEST_CASE("4x2 whose receive pools hold recvDepth buffers for two incoming conne
   const TransportProfile& transport = suite_transport();
   constexpr int kRus = 4;
   constexpr int kBus = 2;
-  constexpr double kEvents = 5000;
+  const std::uint64_t max_events = transport.work(5000);
+  const auto events = static_cast<double>(max_events);
   // recvDepth (64) x recvBufferSize (128 KiB) is 8 MiB per incoming connection; a BU has five (4 RUs, the EvM),
   // the EvM six. A pool of 16 MiB gave the first two every buffer and the others none.
   PartitionProperties endpoint;
   if (transport.capabilities.posted_receive_buffers) endpoint.push_back({"recvPoolSize", "16777216", "unsigned"});
   EvbRun run(transport, "evb-4x2-small-pools", kRus, kBus,
-             {{"maxEvents", "5000", "unsigned"}, {"buTimeout", "30", ""}},
+             {{"maxEvents", std::to_string(max_events), "unsigned"}, {"buTimeout", "30", ""}},
              {{"fragmentSize", "1024", "unsigned"}, {"evmTimeout", "30", ""}},
              // What the slots may hold stays below the three quarters of the pool the budget leaves to received frames.
              {{"memoryBudget", "6291456", "unsigned"}, {"evmTimeout", "30", ""}}, endpoint);
   const std::vector<std::uint32_t> rus = units(ru, kRus);
   const std::vector<std::uint32_t> bus = units(bu, kBus);
   run.start_run();
-  run.require_progress(kEvm, "events_completed", kEvents);
+  run.require_progress(kEvm, "events_completed", events);
   run.stop_run();
-  check_every_event(run, rus, bus, kEvents);
+  check_every_event(run, rus, bus, events);
   check_no_starved_connection(run);
   if (transport.capabilities.posted_receive_buffers) {
     // The budget (a quarter of 16 MiB in 128 KiB buffers) shared by the BU's five connections.
@@ -171,8 +172,10 @@ TEST_CASE("4x2 whose send depth lets a send completion queue hold two connection
   if (transport.protocol != "ibv") skip_test("its completion queues are not reserved per connection");
   constexpr int kRus = 4;
   constexpr int kBus = 2;
-  constexpr double kEvents = 2000;
-  EvbRun run(transport, "evb-4x2-deep-sends", kRus, kBus, {{"maxEvents", "2000", "unsigned"}, {"buTimeout", "30", ""}},
+  const std::uint64_t max_events = transport.work(2000);
+  const auto events = static_cast<double>(max_events);
+  EvbRun run(transport, "evb-4x2-deep-sends", kRus, kBus,
+             {{"maxEvents", std::to_string(max_events), "unsigned"}, {"buTimeout", "30", ""}},
              {{"fragmentSize", "1024", "unsigned"}, {"evmTimeout", "30", ""}}, {{"evmTimeout", "30", ""}},
              {{"sendDepth", "16000", "unsigned"}});
   const std::vector<std::uint32_t> rus = units(ru, kRus);
@@ -180,9 +183,9 @@ TEST_CASE("4x2 whose send depth lets a send completion queue hold two connection
   CHECK(plan_of(run.process(kEvm)).outgoing_connections == kRus + kBus);
   CHECK(transport_metric(run.process(kEvm), "send_completion_queues") >= 2);
   run.start_run();
-  run.require_progress(kEvm, "events_completed", kEvents);
+  run.require_progress(kEvm, "events_completed", events);
   run.stop_run();
-  check_every_event(run, rus, bus, kEvents);
+  check_every_event(run, rus, bus, events);
   check_no_starved_connection(run);
   CHECK(transport_metric(run.process(kEvm), "completion_errors") == 0);
   check_pools_back(run, rus, bus);

@@ -95,7 +95,7 @@ TEST_CASE("2x2 with a short BU timeout and BUs paused over and over: each pause 
   EvbRun run(transport, "evb-2x2-pauses", 2, 2, {{"buTimeout", "0.2", ""}, {"heartbeatInterval", "0.05", ""}},
              {{"fragmentSize", "3000", "unsigned"}, {"fragmentSpread", "2000", "unsigned"}});
   run.start_run();
-  run.require_progress(kEvm, "events_completed", 500);
+  run.require_progress(kEvm, "events_completed", static_cast<double>(transport.work(500)));
   for (int pause = 0; pause < 6; ++pause) {
     const pid_t paused = run.process(bu(pause % 2)).pid();
     ::kill(paused, SIGSTOP);
@@ -105,7 +105,8 @@ TEST_CASE("2x2 with a short BU timeout and BUs paused over and over: each pause 
   }
   // Both BUs build again after their last pause.
   REQUIRE(wait_until([&] { return run.metric(kEvm, "bus_alive") == 2; }, std::chrono::seconds(60)));
-  run.require_progress(kEvm, "events_completed", run.metric(kEvm, "events_completed") + 1000);
+  run.require_progress(kEvm, "events_completed",
+                       run.metric(kEvm, "events_completed") + static_cast<double>(transport.work(1000)));
   run.stop_run();
   const double assigned = run.metric(kEvm, "events_assigned");
   const double completed = run.metric(kEvm, "events_completed");
@@ -135,7 +136,7 @@ TEST_CASE("2x2_failBU: a BU killed mid-run is dropped within 2 s, its events cou
   const TransportProfile& transport = suite_transport();
   EvbRun run(transport, "evb-2x2-failbu", 2, 2, {});
   run.start_run();
-  run.require_progress(bu(1), "events_built", 2000);
+  run.require_progress(bu(1), "events_built", static_cast<double>(transport.work(2000)));
   run.process(bu(1)).kill_now();
   const DropSeen drop = wait_for_drop(run, 1, Clock::now(), std::chrono::seconds(5));
   REQUIRE(drop.seen);
@@ -158,7 +159,7 @@ TEST_CASE("2x2_failBU: a BU killed mid-run is dropped within 2 s, its events cou
     // takes the BU in once more. What matters is that it ends up building (below).
     CHECK(run.metric(kEvm, "bu_readmissions") >= 1);
   }
-  const ExecutiveProcess::Progress building = run.process(bu(1)).wait_progress(bu(1), "events_built", 1000);
+  const ExecutiveProcess::Progress building = run.process(bu(1)).wait_progress(bu(1), "events_built", static_cast<double>(transport.work(1000)));
   INFO("restarted BU: " << building.trace << "; stale blocks " << run.metric(bu(1), "stale_blocks")
        << ", protocol errors " << run.metric(bu(1), "protocol_errors") << ", resets " << run.metric(bu(1), "resets")
        << "; EvM assigned to it " << run.metric(kEvm, "events_assigned") << ", BUs alive " << run.metric(kEvm, "bus_alive"));
@@ -193,7 +194,7 @@ TEST_CASE("2x2_failRU: an RU killed mid-run fails the run with the reason on eve
   const TransportProfile& transport = suite_transport();
   EvbRun run(transport, "evb-2x2-failru", 2, 2, {{"ruFailurePolicy", "fail", ""}});
   run.start_run();
-  run.require_progress(bu(0), "events_built", 2000);
+  run.require_progress(bu(0), "events_built", static_cast<double>(transport.work(2000)));
   run.process(ru(1)).kill_now();
   REQUIRE(run.wait_state(kEvm, "Failed", std::chrono::seconds(60)));  // ruTimeout is 5 s; a bound against a hang
   CHECK_THAT(run.reason(kEvm), Contains("RU 101"));
@@ -213,14 +214,14 @@ TEST_CASE("2x2_stallBU: a BU that stalls (SIGSTOP) is dropped within 2 s and tak
   const TransportProfile& transport = suite_transport();
   EvbRun run(transport, "evb-2x2-stallbu", 2, 2, {});
   run.start_run();
-  run.require_progress(bu(1), "events_built", 2000);
+  run.require_progress(bu(1), "events_built", static_cast<double>(transport.work(2000)));
   ::kill(run.process(bu(1)).pid(), SIGSTOP);
   const DropSeen drop = wait_for_drop(run, 1, Clock::now(), std::chrono::seconds(5));
   REQUIRE(drop.seen);
   INFO("dropped between " << drop.at_least << " s and " << drop.at_most << " s after the stop");
   CHECK(drop.at_least < 2.0);
   const double built = run.metric(bu(0), "events_built");
-  run.require_progress(bu(0), "events_built", built + 2000);
+  run.require_progress(bu(0), "events_built", built + static_cast<double>(transport.work(2000)));
   ::kill(run.process(bu(1)).pid(), SIGCONT);
   REQUIRE(wait_until([&] { return run.metric(kEvm, "bus_alive") == 2; }, std::chrono::seconds(60)));
   // Taken in again once it resumed. On a slow machine (the emulated guest: once in CI) a BU that resumes may miss
@@ -231,7 +232,7 @@ TEST_CASE("2x2_stallBU: a BU that stalls (SIGSTOP) is dropped within 2 s and tak
     return run.metric(kEvm, "bus_alive") == 2 && run.metric(kEvm, "bu_readmissions") == run.metric(kEvm, "bu_drops");
   }, std::chrono::seconds(60)));
   const double resumed = run.metric(bu(1), "events_built");
-  run.require_progress(bu(1), "events_built", resumed + 1000);
+  run.require_progress(bu(1), "events_built", resumed + static_cast<double>(transport.work(1000)));
   run.stop_run();
   CHECK(run.metric(kEvm, "drained") == 1);
   CHECK(run.metric(kEvm, "events_completed") + run.metric(kEvm, "events_lost") == run.metric(kEvm, "events_assigned"));
@@ -250,7 +251,7 @@ TEST_CASE("1x1_failEvM: the EvM killed mid-run fails every unit with a clear rea
   const TransportProfile& transport = suite_transport();
   EvbRun run(transport, "evb-1x1-failevm", 1, 1, {});
   run.start_run();
-  run.require_progress(bu(0), "events_built", 1000);
+  run.require_progress(bu(0), "events_built", static_cast<double>(transport.work(1000)));
   run.process(kEvm).kill_now();
   for (std::uint32_t t : {ru(0), bu(0)}) {
     REQUIRE(run.wait_state(t, "Failed", std::chrono::seconds(60)));  // evmTimeout is 5 s; a bound against a hang
@@ -267,11 +268,11 @@ TEST_CASE("3x1_incompleteEvents: an RU killed mid-run makes the BU build events 
   const TransportProfile& transport = suite_transport();
   EvbRun run(transport, "evb-3x1-incomplete", 3, 1, {{"ruFailurePolicy", "incomplete", ""}});
   run.start_run();
-  run.require_progress(bu(0), "events_built", 2000);
+  run.require_progress(bu(0), "events_built", static_cast<double>(transport.work(2000)));
   run.process(ru(2)).kill_now();
-  run.require_progress(bu(0), "events_incomplete", 1000);
+  run.require_progress(bu(0), "events_incomplete", static_cast<double>(transport.work(1000)));
   const double built = run.metric(bu(0), "events_built");
-  run.require_progress(bu(0), "events_built", built + 2000);
+  run.require_progress(bu(0), "events_built", built + static_cast<double>(transport.work(2000)));
   CHECK(run.state(kEvm) == "Enabled");
   CHECK(run.metric(kEvm, "ru_downs") == 1);
   run.stop_run({ru(2)});
