@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -135,9 +134,8 @@ std::string capabilities_cache_file(const TransportProfile& profile) {
 std::string capabilities_output(const TransportProfile& profile) {
   const std::string cached = capabilities_cache_file(profile);
   if (!cached.empty()) {
-    std::ifstream in(cached);
-    std::stringstream text;
-    if (in && text << in.rdbuf()) return text.str();
+    std::string text = read_text(cached);
+    if (!text.empty()) return text;
   }
   std::vector<std::string> command{executive_program(), "--capabilities", profile.module_path()};
   if (!profile.provider.empty()) command.push_back("provider=" + profile.provider);
@@ -147,7 +145,10 @@ std::string capabilities_output(const TransportProfile& profile) {
   if (!cached.empty()) {
     // Written whole and then renamed: a case that starts meanwhile reads all of it or none.
     const std::string partial = cached + "." + std::to_string(getpid());
-    if (std::ofstream(partial) << result.output) std::filesystem::rename(partial, cached);
+    // A cache that cannot be written costs only time: the next case asks again.
+    std::error_code ignored;
+    if (std::ofstream(partial) << result.output) std::filesystem::rename(partial, cached, ignored);
+    std::filesystem::remove(partial, ignored);
   }
   return result.output;
 }
