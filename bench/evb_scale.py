@@ -360,14 +360,28 @@ class ScaleRun:
     def cpu_all(self):
         return {u.tid: cpu_seconds(u.executive.process.pid) for u in self.units}
 
+    def wait_all_alive(self):
+        """Until the EvM counts every RU and BU alive: at 257 contexts on two cores the units' first statuses
+        reach it many seconds after the enable, and a window that starts before measures a partition still
+        starting (bounded by the ready timeout; the window starts anyway then, and its figures say so)."""
+        deadline = time.monotonic() + self.ready_timeout
+        while True:
+            m = self.evm_metrics()
+            if (m.get("bus_alive", 0) >= self.n and m.get("rus_alive", 0) >= self.n) or time.monotonic() > deadline:
+                return
+            time.sleep(0.5)
+
     def measure(self):
-        """The window: from `warmup` s after enable to `seconds` s after enable; events/s from the EvM's
-        events_completed over it, which must grow. Then every context is sampled."""
+        """The window: it starts `warmup` s after enable once the EvM counts every unit alive, and lasts
+        `seconds` - `warmup` s; events/s from the EvM's events_completed over it, which must grow. Then every
+        context is sampled."""
         enabled = time.monotonic()
         self.sleep_until(enabled + self.args.warmup)
+        self.wait_all_alive()
+        self.timing["all_alive_s"] = time.monotonic() - enabled
         t0, first = time.monotonic(), self.evm_metrics()
         cpu0, busy0 = self.cpu_all(), machine_busy()
-        self.sleep_until(enabled + max(self.args.seconds, self.args.warmup + 1))
+        self.sleep_until(t0 + max(self.args.seconds - self.args.warmup, 1))
         t1, second = time.monotonic(), self.evm_metrics()
         cpu1, busy1 = self.cpu_all(), machine_busy()
         built = second.get("events_completed", 0) - first.get("events_completed", 0)
@@ -515,6 +529,7 @@ def run_point(setup, transport, contexts):
 
 def point_summary(r):
     return (f"{r['events_per_s']:.0f} ev/s, ready {r['ready_s']:.1f} s, enabled {r['to_enabled_s']:.1f} s, "
+            f"all alive {r['all_alive_s']:.1f} s after, "
             f"BU RSS median {fmt(r.get('bu.rss.median'), MIB, '.1f')} MiB, other {r['other_cores']:.2f} cores")
 
 
@@ -635,8 +650,8 @@ def ratio_table(results, transport, sizes):
     return [(transport, small, large, g) for g in grown]
 
 
-PARTITION_FIELDS = ["n", "ready_s", "spawn_s", "configure_s", "connect_s", "enable_s", "to_enabled_s", "window_s",
-                    "sample_s", "events_per_s", "events_completed", "events_per_request", "connections_starved",
+PARTITION_FIELDS = ["n", "ready_s", "spawn_s", "configure_s", "connect_s", "enable_s", "to_enabled_s", "all_alive_s",
+                    "window_s", "sample_s", "events_per_s", "events_completed", "events_per_request", "connections_starved",
                     "receive_starvations", "connections_over_limit", "cores_ours", "other_cores",
                     "min_mem_available_gib", "evm_nofile_soft", "build", "repeats"]
 
@@ -728,9 +743,11 @@ def main():
     parser.add_argument("--transports", default="tcp,ofi", type=lambda t: parse_list(t, str),
                         help="from tcp (pttcp), ofi (ptofi, provider tcp) (tcp,ofi)")
     parser.add_argument("--seconds", type=float, default=10.0,
-                        help="s of running after the last enable before every context is sampled (10)")
+                        help="s from the last enable to the sample of every context, not counting the wait for every unit to be "
+                             "alive at the EvM after the warm-up (10)")
     parser.add_argument("--warmup", type=float,
-                        help="s from the last enable to the start of the events/s window (a fifth of --seconds)")
+                        help="s from the last enable to the start of the events/s window, which waits then for every unit to be "
+                             "alive at the EvM (a fifth of --seconds, at most 2)")
     parser.add_argument("--repeat", type=int, default=1,
                         help="runs per point, the transports taking turns; each figure's median is reported (1)")
     parser.add_argument("--quick", action="store_true", help=f"sizes {','.join(map(str, QUICK_SIZES))} only")
@@ -770,7 +787,8 @@ def main():
     print(conditions_line(start_load, at_start=True))
     print(limits_line())
     print(f"one executive per context, every process shares these {conditions['usable_cpus']} CPUs (nothing pinned); "
-          f"C = {', '.join(map(str, sizes))}; sampled {args.seconds:g} s after the last enable; "
+          f"C = {', '.join(map(str, sizes))}; events/s over {args.seconds - args.warmup:g} s from {args.warmup:g} s after the last enable "
+          f"and every unit alive at the EvM; "
           f"{'median of ' + str(args.repeat) + ' runs' if args.repeat > 1 else 'one run'} per point")
 
     processes = Processes(log_dir)
