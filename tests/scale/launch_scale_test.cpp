@@ -80,12 +80,14 @@ TEST_CASE("daqx-launch --drive brings up a 128x128 event builder (257 contexts) 
   const std::string partition = scratch_directory() + "/evb-128x128.xml";
   const std::uint16_t base = port_base(2 * kUnits + 1);
   // A low rate (this is about how many, not how fast) and generous unit timeouts: 257 executives on two busy
-  // cores answer heartbeats late. Every fragment carries a pattern and a CRC that the BUs check.
+  // cores answer heartbeats late, and the BUs' reports of events built reach the EvM seconds after the events
+  // (a CI run lost 3984 events at the default 5 s drain, every one of them built). Every fragment carries a
+  // pattern and a CRC that the BUs check.
   const ProcessResult generated = run_process(
       {"/usr/bin/env", "python3", config_directory() + "/../apps/evb/tools/evb_partition.py", "--rus",
        std::to_string(kUnits), "--bus", std::to_string(kUnits), "--base-port", std::to_string(base), "--trigger-rate",
        "300", "--fragment-size", "256", "--check-data", "true", "--pattern", "true", "--bu-timeout", "60",
-       "--ru-timeout", "60", "--evm-timeout", "60", "--name", "evb-128x128", "-o", partition},
+       "--ru-timeout", "60", "--evm-timeout", "60", "--drain-timeout", "45", "--name", "evb-128x128", "-o", partition},
       30s);
   INFO(generated.output);
   REQUIRE(generated.exit_code == 0);

@@ -83,6 +83,9 @@ PARAMETERS = [
               "seconds a BU may be silent before it is dropped"),
     Parameter("ru-timeout", "ruTimeout", "double", ("evm",), "EvM",
               "seconds an RU may be silent before it is declared down"),
+    Parameter("drain-timeout", "drainTimeout", "double", ("evm",), "EvM",
+              "seconds a stop waits for the BUs to report the assigned events built (keep it below the launcher's "
+              "60 s wait for a transition)"),
     # blockSize goes to the EvM too: it sends the trigger fragment the way an RU sends its fragments.
     Parameter("sources", "sources", "unsigned", ("ru",), "RU", "fragment sources per RU"),
     Parameter("fragment-size", "fragmentSize", "unsigned", ("ru",), "RU", "mean fragment size per source, bytes"),
