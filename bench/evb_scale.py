@@ -363,11 +363,16 @@ class ScaleRun:
     def wait_all_alive(self):
         """Until the EvM counts every RU and BU alive: at 257 contexts on two cores the units' first statuses
         reach it many seconds after the enable, and a window that starts before measures a partition still
-        starting (bounded by the ready timeout; the window starts anyway then, and its figures say so)."""
+        starting (bounded by the ready timeout; the window starts anyway then, and the point's note says so)."""
         deadline = time.monotonic() + self.ready_timeout
         while True:
             m = self.evm_metrics()
-            if (m.get("bus_alive", 0) >= self.n and m.get("rus_alive", 0) >= self.n) or time.monotonic() > deadline:
+            if m.get("bus_alive", 0) >= self.n and m.get("rus_alive", 0) >= self.n:
+                return
+            if time.monotonic() > deadline:
+                self.notes.append(f"the window started with {m.get('bus_alive', 0)} of {self.n} BUs and "
+                                  f"{m.get('rus_alive', 0)} of {self.n} RUs alive at the EvM "
+                                  f"({self.ready_timeout:.0f} s after the warm-up)")
                 return
             time.sleep(0.5)
 
@@ -651,8 +656,8 @@ def ratio_table(results, transport, sizes):
 
 
 PARTITION_FIELDS = ["n", "ready_s", "spawn_s", "configure_s", "connect_s", "enable_s", "to_enabled_s", "all_alive_s",
-                    "window_s", "sample_s", "events_per_s", "events_completed", "events_per_request", "connections_starved",
-                    "receive_starvations", "connections_over_limit", "cores_ours", "other_cores",
+                    "window_s", "sample_s", "events_per_s", "events_completed", "events_per_request",
+                    "connections_starved", "receive_starvations", "connections_over_limit", "cores_ours", "other_cores",
                     "min_mem_available_gib", "evm_nofile_soft", "build", "repeats"]
 
 
@@ -743,11 +748,11 @@ def main():
     parser.add_argument("--transports", default="tcp,ofi", type=lambda t: parse_list(t, str),
                         help="from tcp (pttcp), ofi (ptofi, provider tcp) (tcp,ofi)")
     parser.add_argument("--seconds", type=float, default=10.0,
-                        help="s from the last enable to the sample of every context, not counting the wait for every unit to be "
-                             "alive at the EvM after the warm-up (10)")
+                        help="s from the last enable to the sample of every context, not counting the wait for "
+                             "every unit to be alive at the EvM after the warm-up (10)")
     parser.add_argument("--warmup", type=float,
-                        help="s from the last enable to the start of the events/s window, which waits then for every unit to be "
-                             "alive at the EvM (a fifth of --seconds, at most 2)")
+                        help="s from the last enable to the start of the events/s window, which waits then for "
+                             "every unit to be alive at the EvM (a fifth of --seconds, at most 2)")
     parser.add_argument("--repeat", type=int, default=1,
                         help="runs per point, the transports taking turns; each figure's median is reported (1)")
     parser.add_argument("--quick", action="store_true", help=f"sizes {','.join(map(str, QUICK_SIZES))} only")
@@ -787,8 +792,8 @@ def main():
     print(conditions_line(start_load, at_start=True))
     print(limits_line())
     print(f"one executive per context, every process shares these {conditions['usable_cpus']} CPUs (nothing pinned); "
-          f"C = {', '.join(map(str, sizes))}; events/s over {args.seconds - args.warmup:g} s from {args.warmup:g} s after the last enable "
-          f"and every unit alive at the EvM; "
+          f"C = {', '.join(map(str, sizes))}; events/s over {args.seconds - args.warmup:g} s from "
+          f"{args.warmup:g} s after the last enable and every unit alive at the EvM; "
           f"{'median of ' + str(args.repeat) + ' runs' if args.repeat > 1 else 'one run'} per point")
 
     processes = Processes(log_dir)
