@@ -157,13 +157,21 @@ mem::PoolConfig credit_pool_config() {
   return credit;
 }
 
-mem::PoolConfig small_frame_pool_config() {
-  return mem::PoolConfig::geometric("small", 256, kSmallFrameLimit, 256 << 10, 16 << 20);
+std::size_t small_message_limit(const MessageSettings& settings) {
+  return std::clamp(settings.receive_buffer_size / 4, kSmallMessageFloor, kSmallMessageCeiling);
+}
+
+mem::PoolConfig small_frame_pool_config(const MessageSettings& settings) {
+  mem::PoolConfig small = mem::PoolConfig::geometric("small", 256, small_message_limit(settings), 256 << 10, 16 << 20);
+  // A copied frame is one block: the parts of a multipart message (take_parts), or any window an application
+  // takes of it, are views of that block.
+  small.views = kSmallFrameViews;
+  return small;
 }
 
 std::size_t message_pool_bytes(const MessageSettings& settings) {
   return receive_pool_config(settings).max_bytes() + credit_pool_config().max_bytes() +
-         small_frame_pool_config().max_bytes();
+         small_frame_pool_config(settings).max_bytes();
 }
 
 }  // namespace daqx::pt

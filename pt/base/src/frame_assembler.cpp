@@ -45,9 +45,9 @@ FrameAssembler::Result FrameAssembler::next(Frame& out) {
       }
       const FrameHeader header = decode_header(at);
       const std::size_t bytes = std::min<std::size_t>(header.total_length, remaining);
-      // Whole in a small message (control frames sent at once, alone or packed with a few others): a copy, so
-      // that the buffer goes back as soon as its last frame is copied instead of when the application lets go
-      // of every frame of it. Frames of larger messages stay zero copy.
+      // Whole in a small message (control frames, a BU's super-fragments, alone or packed with a few others): a
+      // copy, so that the buffer goes back as soon as its last frame is copied instead of when the application
+      // lets go of every frame of it. Frames of larger messages stay zero copy.
       if (length <= copy_limit_ && bytes == header.total_length && copy_pool_ != nullptr) {
         if (mem::Ref copy = copy_pool_->allocate(bytes)) {
           std::memcpy(copy.data(), at, bytes);

@@ -10,10 +10,10 @@ MessageTransport::MessageTransport(TransportHost& host, Describe describe)
     : ConnectionTransport(host, describe),
       messages_(MessageSettings::from(host.params())),
       receive_budget_(std::max<std::size_t>(1, messages_.receive_pool_bytes / messages_.receive_buffer_size / 4)),
-      small_frames_(&host.make_pool("small", small_frame_pool_config())) {}
+      small_frames_(&host.make_pool("small", small_frame_pool_config(messages_))) {}
 
 void MessageTransport::prepare_incoming(MessageIncoming& c) noexcept {
-  c.assembler.copy_small_frames(small_frames_, kSmallFrameLimit);
+  c.assembler.copy_small_frames(small_frames_, small_message_limit(messages_));
 }
 
 void MessageTransport::cap_receive_budget(std::size_t buffers) noexcept {

@@ -59,3 +59,19 @@ TEST_CASE("a choice among words says every word it expected", "[pt][settings]") 
   CHECK_THROWS_WITH(pt::choice(params, "colour", {"red", "green", "blue"}),
                     Catch::Equals("parameter colour is 'mauve': expected red, green or blue"));
 }
+
+TEST_CASE("messages of up to a quarter of a receive buffer, from 4 to 32 KiB, are copied out, into a pool whose "
+          "classes reach that size and whose blocks can be split into views",
+          "[pt][settings]") {
+  const auto limit_for = [](const char* buffer_size) {
+    return pt::small_message_limit(pt::MessageSettings::from(with({{"recvBufferSize", buffer_size}})));
+  };
+  CHECK(limit_for("4096") == 4096);       // a quarter would be 1 KiB: control frames still go copied
+  CHECK(limit_for("65536") == 16384);
+  CHECK(limit_for("131072") == 32768);    // the default
+  CHECK(limit_for("1048576") == 32768);   // above, a copy costs more than the memory it saves
+  const mem::PoolConfig small = pt::small_frame_pool_config(pt::MessageSettings::from(with({})));
+  REQUIRE_FALSE(small.classes.empty());
+  CHECK(small.classes.back().block_size == 32768);
+  CHECK(small.views > 0);
+}

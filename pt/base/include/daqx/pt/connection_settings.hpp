@@ -63,14 +63,20 @@ struct MessageSettings {
 
 // Credit messages (ptofi, ptibv): a few bytes each, from a pool of their own.
 inline constexpr std::size_t kCreditBufferSize = 64;
-// Frames up to this size are copied out of their receive buffer into the small-frame pool: a control frame,
-// never a data block.
-inline constexpr std::size_t kSmallFrameLimit = 4096;
+// A message of at most small_message_limit bytes has its frames copied out of its receive buffer into the
+// small-frame pool, and the buffer goes back at once (MessageTransport::prepare_incoming). Control frames, and the
+// super-fragments a BU keeps until their events are whole, then hold memory in proportion to their size instead
+// of a whole receive buffer each (at 128 RUs a BU's super-fragments are about 16 KiB: a 2 MiB batch over the RUs);
+// fuller messages (a sender streaming, large frames) stay zero copy.
+inline constexpr std::size_t kSmallMessageFloor = 4096;
+inline constexpr std::size_t kSmallMessageCeiling = 32768;  // above, copying costs more than the memory it saves
+std::size_t small_message_limit(const MessageSettings& settings);  // recvBufferSize / 4, from 4 to 32 KiB
+inline constexpr std::size_t kSmallFrameViews = 16384;  // views of the copies (the parts of multipart messages)
 
 // The pools of a message transport, made from these settings at configure and counted by its capabilities.
 mem::PoolConfig receive_pool_config(const MessageSettings& settings);  // "recv": recvBufferSize blocks up to recvPoolSize
 mem::PoolConfig credit_pool_config();                                 // "credit"
-mem::PoolConfig small_frame_pool_config();                            // "small"
+mem::PoolConfig small_frame_pool_config(const MessageSettings& settings);  // "small": up to small_message_limit
 // What the three grow to at most.
 std::size_t message_pool_bytes(const MessageSettings& settings);
 

@@ -153,8 +153,8 @@ class MessageTransport : public ConnectionTransport {
   std::size_t send_depth_ = 1;
   std::size_t receive_depth_ = 2;
   std::size_t receive_budget_ = 2;
-  // Control frames (requests, statuses, acknowledgements) arrive one per message: copied into blocks of this pool
-  // and the receive buffer taken back at once, instead of pinning it for as long as an application keeps them.
+  // The frames of small messages (small_message_limit) are copied into blocks of this pool and the receive buffer
+  // taken back at once, instead of pinning it for as long as an application keeps them.
   mem::Pool* small_frames_ = nullptr;
   // Buffers all incoming connections hold (the budget's use): the receive thread counts, reports read.
   std::atomic<std::size_t> receive_held_{0};
