@@ -549,11 +549,12 @@ TEST_CASE("small frames posted back to back in throughput mode go packed and arr
           "[conformance]") {
   const TransportUnderTest& t = transport_under_test();
   Settings throughput{{"mode", "throughput"}};
-  if (!t.capabilities(throughput).coalescing) skip_test("it does not pack frames together (no coalescing)");
+  const auto capabilities = t.capabilities(throughput);
+  if (!capabilities.coalescing) skip_test("it does not pack frames together (no coalescing)");
   // A transport of messages copies the frames of a message that fills at most a quarter of its receive buffer
   // (the buffer goes back at once) and hands out those of fuller messages as views into it: with 16 KiB buffers,
   // messages beyond 4 KiB.
-  const bool of_messages = t.capabilities(throughput).gather_limit != 0;
+  const bool of_messages = capabilities.gather_limit != 0;
   if (of_messages) throughput.emplace_back("recvBufferSize", "16384");
   Pair pair(throughput, throughput, 4096);
   const std::size_t at_rest = blocks_at_rest(pair.receiver);  // posted receive buffers, where it keeps them

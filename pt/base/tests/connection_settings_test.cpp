@@ -69,7 +69,7 @@ TEST_CASE("messages of up to a quarter of a receive buffer, from 4 to 32 KiB, ar
   CHECK(limit_for("4096") == 4096);       // a quarter would be 1 KiB: control frames still go copied
   CHECK(limit_for("65536") == 16384);
   CHECK(limit_for("131072") == 32768);    // the default
-  CHECK(limit_for("1048576") == 32768);   // above, a copy costs more than the memory it saves
+  CHECK(limit_for("1048576") == 32768);   // the ceiling: a bound on the copy of one message
   const mem::PoolConfig small = pt::small_frame_pool_config(pt::MessageSettings::from(with({})));
   REQUIRE_FALSE(small.classes.empty());
   CHECK(small.classes.back().block_size == 32768);

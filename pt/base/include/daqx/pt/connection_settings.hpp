@@ -69,7 +69,7 @@ inline constexpr std::size_t kCreditBufferSize = 64;
 // of a whole receive buffer each (at 128 RUs a BU's super-fragments are about 16 KiB: a 2 MiB batch over the RUs);
 // fuller messages (a sender streaming, large frames) stay zero copy.
 inline constexpr std::size_t kSmallMessageFloor = 4096;
-inline constexpr std::size_t kSmallMessageCeiling = 32768;  // above, copying costs more than the memory it saves
+inline constexpr std::size_t kSmallMessageCeiling = 32768;  // bounds the copy one message costs
 std::size_t small_message_limit(const MessageSettings& settings);  // recvBufferSize / 4, from 4 to 32 KiB
 inline constexpr std::size_t kSmallFrameViews = 16384;  // views of the copies (the parts of multipart messages)
 
