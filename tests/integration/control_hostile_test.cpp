@@ -25,6 +25,7 @@
 
 #include "../support/executive_metrics.hpp"
 #include "../support/executive_process.hpp"
+#include "../support/exposition_check.hpp"
 #include "../support/partition_builder.hpp"
 #include "../support/probe_context.hpp"
 #include "../support/raw_client.hpp"
@@ -180,11 +181,12 @@ TEST_CASE("connect waits are parked off the request threads: 32 wait at once, tw
   std::vector<std::future<daqx::HttpReply>> waits;
   for (int i = 0; i < kWaits; ++i)
     waits.push_back(std::async(std::launch::async, [&] { return executive.post("/api/connect?timeout=60000", ""); }));
-  // Give them time to be taken in: had they kept their threads, 16 would still be queued and the 33rd behind them.
-  std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+  // Until all are taken in (the server's gauge says so), however busy the machine: had they kept their threads,
+  // 16 would still be queued, the gauge would stay at 16 and the 33rd would wait behind them for 60 s.
+  REQUIRE(wait_until([&] { return exposed_value(port, "daqx_control_connect_waits") == kWaits; }));
   const auto asked = Clock::now();
   daqx::HttpReply extra = executive.post("/api/connect?timeout=60000", "");
-  CHECK(Clock::now() - asked < std::chrono::seconds(3));
+  CHECK(Clock::now() - asked < std::chrono::seconds(10));
   CHECK(extra.status == 503);
   CHECK_THAT(json_error_of(extra.body), Contains("busy: 32 connect waits"));
   CHECK(control_refusals(executive.get("/metrics"), "busy") == 1);

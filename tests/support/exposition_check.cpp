@@ -6,6 +6,8 @@
 #include <set>
 #include <string_view>
 
+#include "http_exchange.hpp"
+
 namespace daqx::test {
 
 namespace {
@@ -163,5 +165,12 @@ ExpositionCheck check_exposition(const std::string& text) {
   return check;
 }
 
+double exposed_value(std::uint16_t port, const std::string& name, const std::map<std::string, std::string>& labels) {
+  const HttpAnswer answer = get(port, "/metrics");
+  if (answer.status != 200) return std::nan("");
+  const ExpositionCheck check = check_exposition(answer.body);
+  const Sample* sample = check.find(name, labels);
+  return sample == nullptr ? std::nan("") : sample->value;
+}
 
 }  // namespace daqx::test

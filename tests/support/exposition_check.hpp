@@ -3,6 +3,7 @@
 // another, a series twice), and the samples, types and help texts it read.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -40,5 +41,9 @@ struct ExpositionCheck {
 
 // Reads a whole exposition (what GET /metrics answers).
 ExpositionCheck check_exposition(const std::string& text);
+
+// The value of the first sample `name` with `labels` that GET /metrics of the server on 127.0.0.1:`port` answers;
+// NaN when the answer is not 200 or has no such sample.
+double exposed_value(std::uint16_t port, const std::string& name, const std::map<std::string, std::string>& labels = {});
 
 }  // namespace daqx::test

@@ -188,8 +188,24 @@ class Router {
   Reply metrics() {
     Reply reply;
     reply.content_type = kMetricsType;
-    reply.body = prometheus_metrics(model_, access_.metrics());
+    reply.body = prometheus_metrics(model_, control_metrics());
     return reply;
+  }
+
+  // The control server's own: its refusals, and how many of its places for connect waits and streaming clients
+  // are taken, so that an operator answered 503 busy sees what ran out.
+  std::vector<Metric> control_metrics() const {
+    MetricSink sink;
+    sink.gauge("connect_waits", static_cast<double>(pages_.connect_waits.load(std::memory_order_relaxed)),
+               "POST /api/connect waits in progress; at most " + std::to_string(kMaxConnectWaits) +
+                   ", more are answered 503 busy");
+    const unsigned streaming = pages_.stream_clients ? pages_.stream_clients->load(std::memory_order_relaxed) : 0;
+    sink.gauge("stream_clients", static_cast<double>(streaming),
+               "streaming clients connected; at most " + std::to_string(kMaxStreamClients) +
+                   ", more are answered 503 busy");
+    std::vector<Metric> metrics = access_.metrics();
+    metrics.insert(metrics.end(), sink.metrics().begin(), sink.metrics().end());
+    return metrics;
   }
 
   Reply application_page(std::string_view text) {

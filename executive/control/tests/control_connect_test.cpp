@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "../../../tests/support/exposition_check.hpp"
 #include "../../../tests/support/fake_control_model.hpp"
 #include "../../../tests/support/http_exchange.hpp"
 #include "../../../tests/support/json_reader.hpp"
@@ -75,14 +76,21 @@ TEST_CASE("connect waits leave the request threads: a server of 2 threads parks 
     waits.back()->send("POST /api/connect?timeout=20000 HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n");
     if (i % 2 == 0) waits.back()->finish_sending();  // a client may half-close after its request
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // Until the server has taken in all 32 (its gauge says so), however busy the machine: a wait parked in time
+  // would otherwise be refused as the 33rd. Had they kept their threads, 30 would be queued behind 2 and the
+  // gauge would stay at 2 until those timed out.
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  while (exposed_value(port, "daqx_control_connect_waits") != kWaits && std::chrono::steady_clock::now() < limit)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  REQUIRE(exposed_value(port, "daqx_control_connect_waits") == kWaits);
   const auto asked = std::chrono::steady_clock::now();
   const HttpAnswer extra = post(port, "/api/connect?timeout=20000", "");
   require_json_error(extra, 503);
   CHECK(parse_json(extra.body)["error"].string.find("busy: 32 connect waits") != std::string::npos);
   CHECK(still_answers(port));
   CHECK(get(port, "/api/transports").status == 200);
-  CHECK(std::chrono::steady_clock::now() - asked < std::chrono::seconds(3));
+  // Not behind the waits' 20 s: a bound far below it and far above a busy machine's delays.
+  CHECK(std::chrono::steady_clock::now() - asked < std::chrono::seconds(10));
 
   served.model.down_connection_comes_up = true;  // the next ask (every 250 ms per wait) brings it up
   for (auto& wait : waits) {
