@@ -7,7 +7,7 @@ descriptors, threads and CPU; for the partition the events built per second, the
 connect and enable, and the transport's starvation counters. A benchmark, never a test.
 
 Usage: python3 bench/evb_scale.py [--build BUILD] [--out DIR] [--sizes 9,33,65,129,257] [--transports tcp,ofi]
-                                  [--seconds S] [--repeat N] [--quick]
+                                  [--seconds S] [--trigger-rate HZ] [--repeat N] [--quick]
 The goal it checks (printed as ratios): every per-context figure flat within 2x from the smallest C to the largest.
 Shares its process, HTTP and table helpers with the other drivers (python/daqx/bench.py).
 """
@@ -44,7 +44,7 @@ EVM_TID, RU_FIRST_TID, BU_FIRST_TID = 10, 1000, 5000
 ROLES = ["evm", "ru", "bu"]
 ROLE_NAME = {"evm": "EvM", "ru": "RU", "bu": "BU"}
 
-# A low rate and small fragments: this measures how many, not how fast.
+# A low rate and small fragments: this measures how many, not how fast (--trigger-rate).
 TRIGGER_RATE = 200.0
 FRAGMENT_SIZE = 256
 # Hundreds of executives on two busy cores answer heartbeats late: with the defaults (BU 1 s, RU 5 s) the EvM
@@ -113,10 +113,10 @@ class Unit:
         self.executive = None
 
 
-def make_units(n, ports):
+def make_units(n, ports, trigger_rate):
     """BUs first, RUs next, the EvM last: the order of the partition, of configure and of enable (receivers ready
     before the EvM starts the flow)."""
-    evm = {"triggerRate": TRIGGER_RATE, "buTimeout": UNIT_TIMEOUT, "ruTimeout": UNIT_TIMEOUT}
+    evm = {"triggerRate": trigger_rate, "buTimeout": UNIT_TIMEOUT, "ruTimeout": UNIT_TIMEOUT}
     ru = {"fragmentSize": FRAGMENT_SIZE, "fragmentSpread": 0, "evmTimeout": UNIT_TIMEOUT}
     bu = {"evmTimeout": UNIT_TIMEOUT}
     spec = [("bu", "evb::BU", BU_FIRST_TID + j, j, bu) for j in range(n)]
@@ -252,7 +252,7 @@ class ScaleRun:
         self.protocol, self.module, self.pool_prefix, _ = TRANSPORTS[transport]
         self.contexts = contexts
         self.n = (contexts - 1) // 2
-        self.units = make_units(self.n, setup.ports.take(2 * contexts))
+        self.units = make_units(self.n, setup.ports.take(2 * contexts), self.args.trigger_rate)
         setup.serial += 1
         self.name = f"{setup.serial:03d}-{transport}-c{contexts}"
         self.path = os.path.join(setup.config_dir, f"{self.name}.xml")
@@ -753,6 +753,9 @@ def main():
     parser.add_argument("--warmup", type=float,
                         help="s from the last enable to the start of the events/s window, which waits then for "
                              "every unit to be alive at the EvM (a fifth of --seconds, at most 2)")
+    parser.add_argument("--trigger-rate", type=float, default=TRIGGER_RATE,
+                        help=f"the EvM's triggerRate, events/s: low enough for the largest partition to keep up on "
+                             f"this machine, else its BUs hold the events in flight ({TRIGGER_RATE:g})")
     parser.add_argument("--repeat", type=int, default=1,
                         help="runs per point, the transports taking turns; each figure's median is reported (1)")
     parser.add_argument("--quick", action="store_true", help=f"sizes {','.join(map(str, QUICK_SIZES))} only")
@@ -775,6 +778,8 @@ def main():
             parser.error(f"--transports: '{t}' is none of {', '.join(TRANSPORTS)}")
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
+    if args.trigger_rate < 0:
+        parser.error("--trigger-rate must be 0 (as fast as the BUs ask) or more")
     args.warmup = args.warmup if args.warmup is not None else min(2.0, args.seconds / 5)
 
     build = os.path.abspath(args.build)
@@ -840,7 +845,7 @@ def main():
     print()
     print_notes(f"Partition: C contexts = 1 evb::EvM (tid {EVM_TID}) + N evb::RU (tid {RU_FIRST_TID}+i) + N evb::BU "
                 f"(tid {BU_FIRST_TID}+j), one daqx-executive each, control and data on 127.0.0.1 (ports below the "
-                f"ephemeral range); EvM triggerRate {TRIGGER_RATE:g}/s, RU fragmentSize {FRAGMENT_SIZE} B, "
+                f"ephemeral range); EvM triggerRate {args.trigger_rate:g}/s, RU fragmentSize {FRAGMENT_SIZE} B, "
                 f"fragmentSpread 0, every other application parameter at its default except the unit timeouts "
                 f"(EvM buTimeout and ruTimeout, RU and BU evmTimeout {UNIT_TIMEOUT} s: units on a loaded machine answer "
                 f"late); every transport parameter at its default (ptofi provider=tcp). Order: start all, wait for "
@@ -871,7 +876,7 @@ def main():
             print(f"  {TRANSPORTS[t][3]} C={small} -> C={large}: {g}")
     write_csvs(out, results, transports, sizes)
     plot(out, results, transports, sizes,
-         f"event-builder scale on loopback, {conditions['usable_cpus']} CPUs shared, triggerRate {TRIGGER_RATE:g}/s; "
+         f"event-builder scale on loopback, {conditions['usable_cpus']} CPUs shared, triggerRate {args.trigger_rate:g}/s; "
          f"{repeats}")
     with open(os.path.join(out, "evb_scale_machine.txt"), "w") as f:
         f.write(conditions_line(start_load) + "\n" + limits_line() + "\n" + " ".join(sys.argv) + "\n")

@@ -4,9 +4,13 @@
 // getting as many batches as the others; every batch comes back and nothing stays in flight.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <set>
+#include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "evm/evm.hpp"
@@ -38,10 +42,12 @@ struct ManagerWithPeers {
   std::uint64_t trigger_batches_twice = 0;
   std::map<Tid, std::uint32_t> generation;       // by BU, from its reset
 
-  ManagerWithPeers(std::size_t ru_count, std::size_t bu_count, std::uint32_t slots_per_bu, std::uint64_t max_events)
+  ManagerWithPeers(std::size_t ru_count, std::size_t bu_count, std::uint32_t slots_per_bu, std::uint64_t max_events,
+                   const std::vector<std::pair<std::string, std::string>>& more_params = {},
+                   std::uint32_t events_per_batch = kEventsPerBatch)
       : bus(test::tids(kFirstBu, bu_count)), rus(test::tids(kFirstRu, ru_count)), slots(slots_per_bu),
-        context(kEvm, "evb::EvM", test::evm_params(bus, rus, kEventsPerBatch, max_events)), evm(context),
-        told(ru_count, 0) {
+        context(kEvm, "evb::EvM", with(test::evm_params(bus, rus, events_per_batch, max_events), more_params)),
+        evm(context), told(ru_count, 0) {
     context.watch(function::allocate, [this](Tid ru, const mem::Ref& frame) {
       const auto allocate = decode_allocate(frame.data() + kFrameHeaderSize, frame.size() - kFrameHeaderSize);
       REQUIRE(allocate.has_value());
@@ -58,6 +64,11 @@ struct ManagerWithPeers {
       if ((h.flags & block_flags::last_of_batch) == 0) return;
       if (!trigger_batches.emplace(h.batch_first_event, bu).second) ++trigger_batches_twice;
     });
+  }
+
+  static ParamSet with(ParamSet params, const std::vector<std::pair<std::string, std::string>>& more) {
+    for (const auto& [name, value] : more) test::set(params, name, value);
+    return params;
   }
 
   static bool same(const Assignment& a, const Assignment& b) {
@@ -162,6 +173,34 @@ TEST_CASE("an EvM with 512 RUs and 512 BUs assigns every event once to exactly o
   CHECK(test::metric(rig.evm, "bus_alive") == kUnits);
   CHECK(test::metric(rig.evm, "rus_alive") == kUnits);
   CHECK(test::metric(rig.evm, "malformed_frames") == 0);
+  CHECK(rig.context.failures().empty());
+  rig.evm.halt();
+}
+
+TEST_CASE("at a slow trigger a short batch waits until its oldest event has waited batchWait, however long the BUs' "
+          "credits have waited: each holds at least rate x batchWait events, not one event per round",
+          "[evb][evm]") {
+  // 1000 events/s and batches of 4096 events, which take 4 s to fill: every batch is a short one. The clock is
+  // real here (the trigger rate is in wall time); only the batch sizes are checked, which a slow machine makes
+  // larger, never smaller.
+  constexpr double kRate = 1000, kWait = 0.1;
+  ManagerWithPeers rig(8, 8, 4, 0, {{"triggerRate", "1000"}, {"batchWait", "0.1"}}, 4096);
+  rig.start();
+  rig.every_bu_asks(4);  // 32 credits wait from here on
+  // RU statuses, each a round of assignment, a millisecond apart, until three batches are out.
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (std::uint64_t round = 1; rig.order.size() < 3 && std::chrono::steady_clock::now() < limit; ++round) {
+    rig.context.deliver(function::ru_status, rig.rus[0], test::ru_status_payload({kRun, 1, round, round * 64}));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  REQUIRE(rig.order.size() >= 3);
+  std::uint64_t next = 1;
+  for (const Assignment& a : rig.order) {
+    INFO("batch from event " << a.first_event);
+    CHECK(a.first_event == next);
+    CHECK(a.count >= static_cast<std::uint32_t>(kRate * kWait));
+    next = a.first_event + a.count;
+  }
   CHECK(rig.context.failures().empty());
   rig.evm.halt();
 }

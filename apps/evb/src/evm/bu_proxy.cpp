@@ -66,7 +66,7 @@ BuProxy::Returned BuProxy::take_request(const Request& request, Clock::time_poin
       ++returned.unexpected;  // a slot offered while its batch is out: the BU lost track
       continue;
     }
-    credits_.push_back({slot, now});
+    credits_.push_back({slot});
   }
   return returned;
 }

@@ -59,11 +59,9 @@ class BuProxy {
     std::uint64_t unexpected = 0;  // discards of batches not out to it, slots offered while their batch is out
   };
   // Takes a request: its priority and output state, the batches it completed (discards) and its free slots
-  // (credits, each since now).
+  // (credits).
   Returned take_request(const Request& request, Clock::time_point now);
 
-  // Since when its front credit waits (has_credit() only).
-  Clock::time_point front_credit_since() const { return credits_.front().since; }
   // Gives count events from first_event to its front credit (has_credit() only).
   Assignment assign_front_credit(std::uint32_t count, std::uint64_t first_event);
 
@@ -81,7 +79,6 @@ class BuProxy {
  private:
   struct Credit {
     std::uint32_t slot;
-    Clock::time_point since;
   };
   struct Batch {
     std::uint64_t first_event;

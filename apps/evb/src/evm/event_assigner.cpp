@@ -2,6 +2,7 @@
 #include "evm/event_assigner.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace daqx::evb::evm {
 
@@ -18,6 +19,12 @@ std::uint64_t EventAssigner::events_available(const Limits& limits, double secon
     limit = std::min(limit, total + 1 > next_event_ ? total + 1 - next_event_ : 0);
   }
   return limit;
+}
+
+double EventAssigner::oldest_waiting(const Limits& limits, double seconds_since_start) const {
+  if (limits.trigger_rate <= 0) return std::numeric_limits<double>::infinity();
+  // Event k exists from k / rate into the run (events_available: floor(rate x t) of them at t).
+  return seconds_since_start - static_cast<double>(next_event_) / limits.trigger_rate;
 }
 
 std::uint64_t EventAssigner::take(std::uint32_t count) {

@@ -21,6 +21,10 @@ class EventAssigner {
   // Events that may be numbered now, `seconds_since_start` into the run (UINT64_MAX: no limit).
   std::uint64_t events_available(const Limits& limits, double seconds_since_start) const;
 
+  // How long the oldest event not numbered yet has existed, `seconds_since_start` into the run: negative while it
+  // does not exist yet; infinite without a trigger rate (events exist as soon as they are asked for).
+  double oldest_waiting(const Limits& limits, double seconds_since_start) const;
+
   // Numbers `count` events and returns the first.
   std::uint64_t take(std::uint32_t count);
   std::uint64_t next_event() const { return next_event_; }

@@ -277,9 +277,10 @@ void EvM::assign() {
   if (!ready) return;
   const Clock::time_point now = Clock::now();
   bool assigned = false;
+  const EventAssigner::Limits limits{config_.max_events, config_.trigger_rate};
+  const double into_run = seconds_between(run_start_, now);
   for (;;) {
-    const std::uint64_t available =
-        assigner_.events_available({config_.max_events, config_.trigger_rate}, seconds_between(run_start_, now));
+    const std::uint64_t available = assigner_.events_available(limits, into_run);
     if (available == 0) break;
     // The highest priority among the BUs holding credits, round-robin among equals.
     const std::optional<std::size_t> chosen = ranking_.choose();
@@ -287,10 +288,12 @@ void EvM::assign() {
     BuProxy* bu = &bus_[*chosen];
     const std::uint32_t batch = batch_sizer_.events_per_batch();
     const auto count = static_cast<std::uint32_t>(std::min<std::uint64_t>(batch, available));
-    // A short batch because the trigger is slow waits up to batchWait for more; one cut by maxEvents goes now.
+    // A short batch because the trigger is slow waits for more until its oldest event has waited batchWait; one
+    // cut by maxEvents goes now. The wait is the event's, not the credit's: at a low rate the BUs' credits have
+    // all waited long, and timing the credit would send a batch of one event per round, each costing an
+    // Allocate to every RU and a frame from every RU.
     const bool last_events = config_.max_events != 0 && assigner_.next_event() + count > config_.max_events;
-    if (count < batch && !last_events &&
-        now - bu->front_credit_since() < seconds(config_.batch_wait)) {
+    if (count < batch && !last_events && assigner_.oldest_waiting(limits, into_run) < config_.batch_wait) {
       ranking_.turn_again(*chosen);
       break;
     }

@@ -45,7 +45,7 @@ std::vector<ParamSpec> evm_parameters() {
       param("triggerRate", ParamType::real, to_text(d.trigger_rate), "Hz",
             "events per second the trigger gives; 0: as fast as the builders ask", 0),
       param("batchWait", ParamType::real, to_text(d.batch_wait), "s",
-            "how long a slot waits for a full batch before a smaller one is sent (slow trigger)", 0, 60),
+            "how long an event waits for its batch to fill before a smaller batch is sent (slow trigger)", 0, 60),
       param("maxEvents", ParamType::unsigned_integer, "0", "events",
             "events to assign in a run, then stop assigning; 0: no limit", 0),
       param("triggerSize", ParamType::unsigned_integer, to_text(std::uint64_t{d.trigger.mean_size}), "bytes",

@@ -20,7 +20,7 @@ struct EvmConfiguration {
   std::uint32_t min_events_per_request = 8;     // bounds of a sized batch
   std::uint32_t max_events_per_request = 4096;
   double trigger_rate = 0;              // events per second; 0: as fast as the BUs ask
-  double batch_wait = 0.01;             // s a slot waits for a full batch before a smaller one goes (slow trigger)
+  double batch_wait = 0.01;             // s an event waits for a full batch before a smaller one goes (slow trigger)
   std::uint64_t max_events = 0;         // events to assign in the run, then stop assigning; 0: no limit
   FragmentShape trigger{1, 1024, 0, 1u << 24, true, 0};  // the EvM's own fragment: one source, 1 KiB
   std::size_t block_size = 65536;       // bytes per fragment block
