@@ -76,7 +76,7 @@ void BU::enable() {
     evm_.request(true);
   });
   output_.start(context().run_number());
-  ticker_.start(context(), seconds(std::min(0.01, config_.request_interval / 2)), [this] { tick(); });
+  ticker_.start(context(), seconds(std::min(kMaxTickPeriod, config_.request_interval / 2)), [this] { tick(); });
 }
 
 // Stop: the EvM stops first and drains, so normally nothing is left; wait for the output to finish what it

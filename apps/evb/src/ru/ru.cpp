@@ -37,7 +37,7 @@ void RU::enable() {
     rate_.start(Clock::now(), builders_.fragments_sent(), builders_.bytes_sent());
     evm_.send_status();
   });
-  ticker_.start(context(), seconds(std::min(0.01, config_.heartbeat_interval / 2)), [this] { tick(); });
+  ticker_.start(context(), seconds(std::min(kMaxTickPeriod, config_.heartbeat_interval / 2)), [this] { tick(); });
 }
 
 void RU::stop() {
