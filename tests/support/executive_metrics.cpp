@@ -5,7 +5,6 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <thread>
 
 namespace daqx::test {
 
@@ -107,13 +106,5 @@ double receive_blocks_at_rest(const ExecutiveProcess& executive, const Transport
   return std::stod(depth) * transport_metric(executive, "incoming_connections");
 }
 
-bool wait_until(const std::function<bool()>& condition, std::chrono::milliseconds limit) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return condition();
-}
 
 }  // namespace daqx::test

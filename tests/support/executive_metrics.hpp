@@ -1,13 +1,12 @@
 // What process-level tests read from a running executive beyond its applications: pool occupancy, transport
-// counters and parameters, and waiting for a condition with a bound.
+// counters and parameters; and (wait_until.hpp) waiting for a condition with a bound.
 #pragma once
 
-#include <chrono>
-#include <functional>
 #include <string>
 
 #include "executive_process.hpp"
 #include "transport_profile.hpp"
+#include "wait_until.hpp"  // the process tests wait with it
 
 namespace daqx::test {
 
@@ -35,8 +34,5 @@ double receive_blocks_at_rest(const ExecutiveProcess& executive, const Transport
 
 // daqx_control_refused_total{reason=...} in a /metrics answer (-1 when the series is not there).
 double control_refusals(const HttpReply& metrics, const std::string& reason);
-
-// Polls condition every 20 ms until it holds or `limit` passes; returns its last value.
-bool wait_until(const std::function<bool()>& condition, std::chrono::milliseconds limit = std::chrono::seconds(20));
 
 }  // namespace daqx::test

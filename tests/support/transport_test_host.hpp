@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "daqx/api/transport.hpp"
-#include "executive_metrics.hpp"  // wait_until
+#include "wait_until.hpp"
 
 namespace daqx::test {
 

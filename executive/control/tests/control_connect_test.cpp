@@ -14,6 +14,7 @@
 #include "../../../tests/support/http_exchange.hpp"
 #include "../../../tests/support/json_reader.hpp"
 #include "../../../tests/support/raw_client.hpp"
+#include "../../../tests/support/wait_until.hpp"
 
 using namespace daqx::test;
 
@@ -79,10 +80,8 @@ TEST_CASE("connect waits leave the request threads: a server of 2 threads parks 
   // Until the server has taken in all 32 (its gauge says so), however busy the machine: a wait parked in time
   // would otherwise be refused as the 33rd. Had they kept their threads, 30 would be queued behind 2 and the
   // gauge would stay at 2 until those timed out.
-  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(15);
-  while (exposed_value(port, "daqx_control_connect_waits") != kWaits && std::chrono::steady_clock::now() < limit)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  REQUIRE(exposed_value(port, "daqx_control_connect_waits") == kWaits);
+  REQUIRE(wait_until([&] { return exposed_value(port, "daqx_control_connect_waits") == kWaits; },
+                     std::chrono::seconds(15)));
   const auto asked = std::chrono::steady_clock::now();
   const HttpAnswer extra = post(port, "/api/connect?timeout=20000", "");
   require_json_error(extra, 503);

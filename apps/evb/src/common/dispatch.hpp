@@ -49,8 +49,6 @@ inline void run_on_dispatch(ApplicationContext& context, std::function<void()> f
   finished.get();
 }
 
-// A worker that posts `tick` to the dispatch thread every period, never more than one at a time (a busy
-// dispatch thread gets one tick when it is free, not a backlog).
 // The longest period of an RU's or a BU's ticker; shorter when its heartbeat or request interval asks for it (half
 // of that). Their ticks only back up what their frame handlers and send-ready and pool-available callbacks do at
 // once (retries, pumps), and keep liveness and gauges, which live on the scale of the intervals: a tick costs a
@@ -58,6 +56,8 @@ inline void run_on_dispatch(ApplicationContext& context, std::function<void()> f
 // sharing a few cores.
 inline constexpr double kMaxTickPeriod = 0.05;
 
+// A worker that posts `tick` to the dispatch thread every period, never more than one at a time (a busy
+// dispatch thread gets one tick when it is free, not a backlog).
 class Ticker {
  public:
   void start(ApplicationContext& context, Clock::duration period, std::function<void()> tick) {
