@@ -21,6 +21,8 @@ ConnectionTransport::ConnectionTransport(TransportHost& host, Describe describe)
       describe_(describe),
       settings_(ConnectionSettings::from(host.params(), host.max_frame_size())) {
   outgoing_.reserve(kMaxPeers);
+  attention_asked_.reserve(kMaxPeers);
+  attention_taken_.reserve(kMaxPeers);
   host_.on_deliver_ready([this] { request_resume(); });
 }
 
@@ -68,7 +70,7 @@ PeerId ConnectionTransport::connect(const EndpointAddress& remote) {
     std::lock_guard lock(c->mutex);
     c->connect_requested = true;
   }
-  request_attention();
+  request_attention(*c);
   return c->id;
 }
 
@@ -85,7 +87,7 @@ std::size_t ConnectionTransport::post_batch(PeerId peer, std::span<mem::Ref> fra
     return 0;
   }
   OutgoingConnection& c = *outgoing_[peer];
-  bool attention = false;
+  bool attention = false;  // asked after the lock: the send thread opens it
   std::size_t taken = 0;
   {
     std::lock_guard lock(c.mutex);
@@ -121,7 +123,7 @@ std::size_t ConnectionTransport::post_batch(PeerId peer, std::span<mem::Ref> fra
     }
     if (taken > 0 && c.state == State::up) pump(c);
   }
-  if (attention) request_attention();
+  if (attention) request_attention(c);
   return taken;
 }
 
@@ -138,6 +140,17 @@ void ConnectionTransport::open_connections() {
 }
 
 void ConnectionTransport::request_attention() noexcept {
+  attention_all_.store(true, std::memory_order_relaxed);
+  attention_.store(true, std::memory_order_release);
+  send_waiter_.wake();
+}
+
+void ConnectionTransport::request_attention(OutgoingConnection& c) noexcept {
+  // Once on the list until the send thread takes it: the list never holds more than kMaxPeers (reserved).
+  if (!c.attention_asked.exchange(true, std::memory_order_acq_rel)) {
+    std::lock_guard lock(attention_mutex_);
+    attention_asked_.push_back(c.id);
+  }
   attention_.store(true, std::memory_order_release);
   send_waiter_.wake();
 }
@@ -147,7 +160,7 @@ bool ConnectionTransport::hold_for_packing(OutgoingConnection& c, std::size_t un
   if (c.flush_now || unsent_bytes >= pack_limit) return false;
   if (!c.timer_armed) {
     c.arm_timer(Clock::now() + settings_.pack_timeout);
-    request_attention();  // the send thread's next sleep ends at the timer
+    request_attention(c);  // the send thread's next sleep ends at the timer
   }
   return true;
 }
@@ -217,29 +230,54 @@ void ConnectionTransport::emit_notices(const OutgoingConnection& c, const Notice
   if (notices.ready) host_.send_ready(c.id);
 }
 
-void ConnectionTransport::check_outgoing(Clock::time_point now) {
-  const std::size_t peers = outgoing_count();
-  for (std::size_t i = 0; i < peers; ++i) {
-    OutgoingConnection& c = *outgoing_[i];
-    with_lock(c, [&] {
-      if (!c.failure.empty()) teardown(c, c.failure);
-      const bool retry = c.state == State::down && retries(c) && now >= c.retry_at;
-      if ((c.state == State::idle && c.connect_requested) || retry) {
-        // Asked for and started: a first-use connection whose attempt fails is tried again only when asked again
-        // (a frame, the connect command), not for ever.
-        c.connect_requested = false;
-        c.state = State::connecting;
-        start_connect(c);
-      }
-      if (c.timer_armed && now >= c.timer_due) {
-        c.timer_armed = false;
-        on_timer(c);
-      }
-      if (c.state == State::up) pump(c);
-      if (c.state == State::down && retries(c)) next_check_ = std::min(next_check_, c.retry_at);
-      if (c.timer_armed) next_check_ = std::min(next_check_, c.timer_due);
-    });
+void ConnectionTransport::check_outgoing(Clock::time_point now, bool every_connection) {
+  {
+    std::lock_guard lock(attention_mutex_);
+    attention_taken_.swap(attention_asked_);
   }
+  for (const PeerId id : attention_taken_) {
+    OutgoingConnection& c = *outgoing_[id];
+    c.attention_asked.store(false, std::memory_order_release);  // asked again from here on: listed again
+    look_at(c, now);
+  }
+  attention_taken_.clear();
+  while (!due_.empty() && due_.top().first <= now) {
+    const PeerId id = due_.top().second;
+    due_.pop();
+    look_at(*outgoing_[id], now);
+  }
+  if (!every_connection) return;
+  const std::size_t peers = outgoing_count();
+  for (std::size_t i = 0; i < peers; ++i) look_at(*outgoing_[i], now);
+}
+
+void ConnectionTransport::look_at(OutgoingConnection& c, Clock::time_point now) {
+  if (c.scheduled <= now) c.scheduled = Clock::time_point::max();  // its entry in due_ is taken or stale
+  with_lock(c, [&] {
+    if (!c.failure.empty()) teardown(c, c.failure);
+    const bool retry = c.state == State::down && retries(c) && now >= c.retry_at;
+    if ((c.state == State::idle && c.connect_requested) || retry) {
+      // Asked for and started: a first-use connection whose attempt fails is tried again only when asked again
+      // (a frame, the connect command), not for ever.
+      c.connect_requested = false;
+      c.state = State::connecting;
+      start_connect(c);
+    }
+    if (c.timer_armed && now >= c.timer_due) {
+      c.timer_armed = false;
+      on_timer(c);
+    }
+    if (c.state == State::up) pump(c);
+    // What comes due later (a retry, the timer): the send thread looks at this connection again then, and
+    // at no other for it.
+    Clock::time_point due = Clock::time_point::max();
+    if (c.state == State::down && retries(c)) due = c.retry_at;
+    if (c.timer_armed) due = std::min(due, c.timer_due);
+    if (due < c.scheduled) {
+      c.scheduled = due;
+      due_.emplace(due, c.id);
+    }
+  });
 }
 
 template <typename OnReady>
@@ -278,15 +316,18 @@ void keep_timers_exact() noexcept { prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL)
 void ConnectionTransport::send_loop(std::stop_token stop) {
   keep_timers_exact();
   auto on_ready = [this](void* tag, std::uint32_t events) { on_send_ready(tag, events); };
-  next_check_ = Clock::now();
+  next_check_ = next_scan_ = Clock::now();
   Clock::time_point idle_since = next_check_;
   while (!stop.stop_requested()) {
     const bool worked = reap_send();
     const auto now = Clock::now();
-    if (attention_.exchange(false, std::memory_order_acq_rel) || now >= next_check_) {
-      next_check_ = now + kCheckInterval;
-      check_outgoing(now);
-    }
+    // The connections that asked, and those whose retry or timer is due; every one only when asked for all
+    // (the connect command, a pool with room again) or every kCheckInterval, never per frame.
+    const bool asked = attention_.exchange(false, std::memory_order_acq_rel);
+    const bool every_connection = attention_all_.exchange(false, std::memory_order_relaxed) || now >= next_scan_;
+    if (every_connection) next_scan_ = now + kCheckInterval;
+    if (asked || every_connection || (!due_.empty() && due_.top().first <= now)) check_outgoing(now, every_connection);
+    next_check_ = due_.empty() ? next_scan_ : std::min(next_scan_, due_.top().first);
     if (worked) {
       idle_since = now;
       continue;

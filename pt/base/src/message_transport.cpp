@@ -74,7 +74,7 @@ void MessageTransport::pump(OutgoingConnection& base) noexcept {
     if (posted != Posted::ok) {
       // The wire's queue is full (messages in flight will pump again, or the send thread retries), or the post
       // failed and the send thread tears the connection down.
-      request_attention();
+      request_attention(c);
       return;
     }
     c.waiting_for_credits = false;

@@ -465,7 +465,7 @@ void ShmTransport::pump(pt::OutgoingConnection& base) noexcept {
   std::optional<std::uint64_t> room = c.frames.room();
   if (!room) {
     c.failure = "the peer's frames ring has an impossible head";
-    request_attention();
+    request_attention(c);
     return;
   }
   // Blocks the receiver gave back are taken here, on the posting thread, every kReturnsEvery posts or
@@ -480,7 +480,7 @@ void ShmTransport::pump(pt::OutgoingConnection& base) noexcept {
     c.bytes_since_returns = 0;
     bool returned = false;
     if (!take_returns(c, returned, c.failure)) {
-      request_attention();
+      request_attention(c);
       return;
     }
   }
@@ -515,7 +515,7 @@ void ShmTransport::pump(pt::OutgoingConnection& base) noexcept {
     std::string error = announce_chunks(c, chunk_count_.load(std::memory_order_acquire));
     if (error.empty()) return true;
     c.failure = error;
-    request_attention();
+    request_attention(c);
     return false;
   };
   while (!c.queue.empty()) {

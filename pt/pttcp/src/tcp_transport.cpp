@@ -129,7 +129,7 @@ void TcpTransport::pump(pt::OutgoingConnection& base) noexcept {
   std::string error;
   if (!flush(c, error)) {
     c.failure = error;
-    request_attention();
+    request_attention(c);
   }
 }
 

@@ -21,6 +21,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <queue>
 #include <string>
 #include <thread>
 #include <utility>
@@ -82,7 +83,7 @@ class ConnectionTransport : public Transport {
   // Calls connection_up() when it is up, or teardown() when it failed, now or later.
   virtual void start_connect(OutgoingConnection& c) = 0;
   // Under c.mutex, on a posting thread or the send thread: puts queued frames on the wire as far as the
-  // wire allows now. A failure is not torn down here: set c.failure and call request_attention().
+  // wire allows now. A failure is not torn down here: set c.failure and call request_attention(c).
   virtual void pump(OutgoingConnection& c) noexcept = 0;
   // Under c.mutex: closes the wire connection (after this the wire touches none of its blocks), releases
   // the frames that were on it, and returns how many of those were not known to be sent.
@@ -99,6 +100,9 @@ class ConnectionTransport : public Transport {
   void teardown(OutgoingConnection& c, std::string reason);  // by value: it may be c.failure, cleared here
   // From any thread: the send thread looks at every outgoing connection soon (connects, failures, timers).
   void request_attention() noexcept;
+  // From any thread, under c.mutex or not: the send thread looks at this connection soon (its failure, its
+  // timer, a first connect, a post the wire could not take), and at no other for it.
+  void request_attention(OutgoingConnection& c) noexcept;
   // For pump(), under c.mutex: whether what is queued and not yet sent (unsent_bytes) waits a little longer to
   // go together with more (throughput mode, until pack_limit bytes or the pack timer, which this arms). False
   // when it goes now: a frame that must not wait is queued, enough is queued, or the timer fired.
@@ -201,7 +205,11 @@ class ConnectionTransport : public Transport {
   template <typename OnReady>
   int rest(Waiter& waiter, SleepCheck (ConnectionTransport::*last_look)(), Clock::time_point deadline,
            Clock::time_point idle_since, OnReady& on_ready);
-  void check_outgoing(Clock::time_point now);
+  // The connections that asked for attention or whose retry or timer is due; all of them if every_connection.
+  void check_outgoing(Clock::time_point now, bool every_connection);
+  // One connection: tears it down if it failed, opens it, fires its timer, pumps it, and schedules the next
+  // look (retry, timer) in due_.
+  void look_at(OutgoingConnection& c, Clock::time_point now);
   void resume_incoming();
   // Whether the send thread reconnects a connection that is down: one that was up, every one with connectAt
   // start, one asked for by the connect command, and one that never came up while frames wait for it.
@@ -237,9 +245,16 @@ class ConnectionTransport : public Transport {
   std::uint64_t unlogged_over_limit_ = 0;  // receive thread
   std::atomic<std::size_t> incoming_open_{0};  // adopted and not closed (counted by the receive thread)
 
-  std::atomic<bool> attention_{false};
+  std::atomic<bool> attention_{false};      // the send thread has something to look at
+  std::atomic<bool> attention_all_{false};  // ... at every outgoing connection
+  std::mutex attention_mutex_;              // after a connection's mutex, never before
+  std::vector<PeerId> attention_asked_;     // connections that asked (once each, attention_mutex_)
+  std::vector<PeerId> attention_taken_;     // send thread: the ones it is looking at
+  using Due = std::pair<Clock::time_point, PeerId>;
+  std::priority_queue<Due, std::vector<Due>, std::greater<>> due_;  // send thread: retries and timers to come
   std::atomic<bool> resume_requested_{false};
-  Clock::time_point next_check_{};  // send thread
+  Clock::time_point next_check_{};  // send thread: its next look, the earliest of next_scan_ and due_
+  Clock::time_point next_scan_{};   // send thread: its next look at every connection
   TransportEvents events_;
 
   std::unique_ptr<CountingRegistrar> registrar_;

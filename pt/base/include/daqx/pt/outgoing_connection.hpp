@@ -46,6 +46,8 @@ struct OutgoingConnection {
   Clock::time_point timer_due;
 
   std::atomic<bool> want_ready{false};  // a poster got would_block: tell it when there is room
+  std::atomic<bool> attention_asked{false};  // on the send thread's list of connections to look at
+  Clock::time_point scheduled = Clock::time_point::max();  // send thread: its earliest entry in the due list
   OutgoingCounters counters;
 
   // What to tell the executive once the lock is released (ConnectionTransport::with_lock).
