@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <exception>
 #include <stdexcept>
 
@@ -24,8 +25,12 @@ void futex_wake(std::atomic<std::uint32_t>& word) noexcept {
   syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
 }
 
-// How long the dispatch thread polls before it sleeps: short, because the machine has few cores.
+// How long the dispatch thread polls before it sleeps: short, because the machine has few cores, and never
+// past kIdleSpinTime: where more threads are runnable than there are cores (hundreds of executives on one
+// host), a yield hands the core to another thread for its time slice, so 64 of them were 64 context switches
+// and milliseconds per wake-up, for work that a sleeper is woken for anyway.
 constexpr int kIdleSpins = 64;
+constexpr std::chrono::microseconds kIdleSpinTime{50};
 constexpr std::size_t kTaskCheckFrames = 8;        // frames between looks at waiting tasks
 constexpr std::chrono::milliseconds kTaskWait{2};  // batches of tasks at most this far apart within a round
 
@@ -520,6 +525,7 @@ bool ApplicationHost::queues_half_empty() const noexcept {
 
 void ApplicationHost::dispatch_loop(std::stop_token stop) {
   int idle = 0;
+  std::chrono::steady_clock::time_point idle_since;
   while (!stop.stop_requested()) {
     // A receive thread may be running a handler inline: never long (the inline contract), so wait by yielding.
     if (!try_enter()) {
@@ -544,7 +550,9 @@ void ApplicationHost::dispatch_loop(std::stop_token stop) {
       idle = 0;
       continue;
     }
-    if (++idle < kIdleSpins) {
+    const auto now = std::chrono::steady_clock::now();
+    if (idle == 0) idle_since = now;
+    if (++idle < kIdleSpins && now - idle_since < kIdleSpinTime) {
       std::this_thread::yield();
       continue;
     }
