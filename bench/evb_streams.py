@@ -7,6 +7,7 @@ never a test.
 Usage: python3 bench/evb_streams.py [--build BUILD] [--out DIR] [--topology 2x2] [--size 16K]
                                     [--policies block,drop-newest,...] [--subscribers 0,1,4] [--verify]
                                     [--placement own|bu] [--transport tcp|shm] [--trigger-rate HZ]
+                                    [--stream-batch-interval S] [--monitor-dispatch auto|inline|thread]
                                     [--seconds S] [--warmup S] [--repeat N] [--quick] [--pin [CPUS]]
 Every repeat measures each point once, the points taking turns, and the median by events/s is reported. The cost
 of a point is 1 - (its events/s) / (events/s without a subscriber). The issue's targets: a sampled stream costs at
@@ -31,6 +32,7 @@ from daqx.bench import (  # noqa: E402  (the repository's package, found from th
 from daqx.evb_bench import (  # noqa: E402
     BU_TID, EVB, TRANSPORT_MODULES, Setup, parse_cpus, parse_topology, run_evb)
 
+CPUS = os.cpu_count() or 1
 MONITOR_TID = 300  # monitor k of BU j: 300 + j * MONITORS_PER_BU_MAX + k
 MONITORS_PER_BU_MAX = 100
 
@@ -44,12 +46,13 @@ CSV_FIELDS = ["events_per_s", "bytes_per_s", "cost", "paired_cost", "bu_cpu_us_p
               "seconds", "repeats"]
 
 
-def monitors(bus, count, policy, verify, placement):
+def monitors(bus, count, policy, verify, placement, dispatch=None):
     """`count` evb::Monitor units per BU, each subscribed to its BU's stream `events` with `policy`: each in an
     executive of its own (placement "own"), or in its BU's (placement "bu": the records handed over as shared
     Refs, no copy and no transport)."""
     return [("monitor", "evb::Monitor", MONITOR_TID + j * MONITORS_PER_BU_MAX + k, j * count + k,
-             {"publisher": str(BU_TID + j), "policy": policy, "verify": "true" if verify else "false"},
+             {"publisher": str(BU_TID + j), "policy": policy, "verify": "true" if verify else "false",
+              **({"dispatch": dispatch} if dispatch else {})},
              BU_TID + j if placement == "bu" else None)
             for j in range(bus) for k in range(count)]
 
@@ -95,7 +98,7 @@ def cost(results, point, base):
     return None if rate is None else 1 - rate
 
 
-def table(results, policies, counts):
+def table(results, policies, counts, own_processes=True):
     """Rows: policies; columns: events/s, cost and what the subscribers received, by subscriber count."""
     base = ("none", 0)
     shown = [c for c in counts if c]
@@ -103,7 +106,7 @@ def table(results, policies, counts):
               ("cost", [f"{c} sub" for c in shown]), ("paired cost", [f"{c} sub" for c in shown]),
               ("BU CPU us/ev", [f"{c} sub" for c in counts]),
               ("BU CPU cost", [f"{c} sub" for c in shown]), ("received ev/s", [f"{c} sub" for c in shown]),
-              ("cores", [f"{c} sub" for c in counts])]
+              ("subscribers' CPU", [f"{c} sub" for c in shown]), ("cores", [f"{c} sub" for c in counts])]
     rows = []
 
     def get(point, key):
@@ -122,22 +125,27 @@ def table(results, policies, counts):
         row += ["n/a" if bu_cpu_cost(results, (p, c), base) is None else f"{100 * bu_cpu_cost(results, (p, c), base):+.1f}%"
                 for c in shown]
         row += [cell(get((p, c), "monitor_events_per_s"), 0) for c in shown]
+        row += ["n/a" if get((p, c), "cores_monitors") is None or not own_processes
+                else f"{100 * get((p, c), 'cores_monitors') / CPUS:.1f}%" for c in shown]
         row += [cell(get(x, "cores")) for x in points]
         rows.append(row)
     print_table(groups, rows)
 
 
-def write_csv(path, results, rus, bus, size):
+def write_csv(path, results, rus, bus, size, variants):
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["policy", "subscribers_per_bu", "n", "m", "size_bytes"] + CSV_FIELDS + ["note"])
-        for (policy, count), r in results.items():
-            r = dict(r, cost=cost(results, (policy, count), ("none", 0)) if count else 0.0,
+        writer.writerow(["policy", "stream_batch_interval_s", "subscribers_per_bu", "n", "m", "size_bytes"]
+                        + CSV_FIELDS + ["note"])
+        for (label, count), r in results.items():
+            policy, interval = variants.get(label, (label, None))
+            r = dict(r, cost=cost(results, (label, count), ("none", 0)) if count else 0.0,
                      bu_cpu_us_per_event=bu_cpu_per_event(r),
-                     bu_cpu_cost=bu_cpu_cost(results, (policy, count), ("none", 0)) if count else 0.0)
+                     bu_cpu_cost=bu_cpu_cost(results, (label, count), ("none", 0)) if count else 0.0)
             cells = ["" if r.get(k) is None else (f"{r[k]:.6g}" if isinstance(r[k], float) else r[k])
                      for k in CSV_FIELDS]
-            writer.writerow([policy, count, rus, bus, size] + cells + [r.get("na", r.get("note", ""))])
+            writer.writerow([policy, "" if interval is None or not count else f"{interval:g}", count, rus, bus,
+                             size] + cells + [r.get("na", r.get("note", ""))])
     print(f"wrote {path}")
 
 
@@ -197,6 +205,13 @@ def main():
     parser.add_argument("--trigger-rate", type=float,
                         help="events/s the EvM triggers at (default: none, the builder runs as fast as it can); below "
                              "the machine's limit, a subscriber that slows nothing leaves the rate where it was")
+    parser.add_argument("--stream-batch-interval", metavar="S[,S...]",
+                        help="the BUs' streamBatchInterval: s a sampled subscriber's records wait to go as a batch "
+                             "(0: each at once; default the BU's, 0.1); several: each policy's rows at each, side "
+                             "by side in the run (e.g. 0,0.02)")
+    parser.add_argument("--monitor-dispatch", choices=["auto", "inline", "thread"],
+                        help="the monitors' dispatch parameter (default auto: records handled on the receiving "
+                             "thread; thread: handed to the monitor's dispatch thread)")
     parser.add_argument("--pin", nargs="?", const="", metavar="CPUS",
                         help="pin each context's threads to one CPU, contexts round-robin over CPUS")
     parser.add_argument("--quick", action="store_true",
@@ -215,6 +230,13 @@ def main():
         parser.error("--subscribers: a list of counts such as 0,1,4")
     if 0 not in counts or any(c < 0 or c >= MONITORS_PER_BU_MAX for c in counts):
         parser.error(f"--subscribers: counts from 0 to {MONITORS_PER_BU_MAX - 1}, 0 among them (the reference)")
+    try:
+        intervals = ([float(i) for i in args.stream_batch_interval.split(",")] if args.stream_batch_interval
+                     else [None])
+    except ValueError:
+        parser.error("--stream-batch-interval: seconds, or a list of them such as 0,0.02")
+    # The table's rows: a policy, at each batch interval asked for (its label then says which).
+    variants = {(f"{p} @{i:g}s" if len(intervals) > 1 else p): (p, i) for p in policies for i in intervals}
     # What run_evb reads of the event builder's options, as bench/evb_efficiency.py has them by default.
     args.events_per_request = None
     args.fixed_events = None
@@ -241,20 +263,24 @@ def main():
         print(f"cannot run: {missing} (build with: ninja -C {build} daqx-executive daqx_evb daqx_pt{args.transport})")
         return 2
 
-    points = [("none", 0)] + [(p, c) for p in policies for c in counts if c]
+    points = [("none", 0)] + [(v, c) for v in variants for c in counts if c]
     progress = Progress(args.repeat * len(points))
     tries, results = {}, {}
     started = time.monotonic()
     try:
         for n_try in range(args.repeat):
-            for policy, count in points:
-                def one(policy=policy, count=count):
-                    suffix = "-streams-none" if count == 0 else f"-streams-{count}x{policy.replace(':', '')}"
+            for variant, count in points:
+                policy, args.stream_batch_interval = variants.get(variant, (variant, intervals[0]))
+
+                def one(policy=policy, count=count, variant=variant):
+                    suffix = ("-streams-none" if count == 0 else
+                              f"-streams-{count}x{variant.replace(':', '').replace(' @', '-')}")
                     return run_evb(setup, rus, bus, size,
-                                   others=monitors(bus, count, policy, args.verify, args.placement),
+                                   others=monitors(bus, count, policy, args.verify, args.placement,
+                                                  args.monitor_dispatch),
                                    name_suffix=suffix)
-                r = attempt(f"{point_name(policy, count)} #{n_try + 1}", one, progress, summary)
-                tries.setdefault((policy, count), []).append(r)
+                r = attempt(f"{point_name(variant, count)} #{n_try + 1}", one, progress, summary)
+                tries.setdefault((variant, count), []).append(r)
         for point in points:
             results[point] = median_run(tries[point], "events_per_s")
         for point in points[1:]:
@@ -268,15 +294,20 @@ def main():
     repeats = f"median of {args.repeat} runs" if args.repeat > 1 else "one run"
     print()
     print(f"== Event builder {rus}x{bus} with subscribers of its BUs' streams; {repeats}; {conditions_line(start_load)}")
-    table(results, policies, counts)
+    table(results, list(variants), counts, own_processes=args.placement == "own")
     where = "in its BU's executive (records as shared Refs)" if args.placement == "bu" else "in an executive of its own"
+    batching = ("the BUs' default streamBatchInterval" if intervals == [None] else
+                f"streamBatchInterval {intervals[0]:g} s" if len(intervals) == 1 else
+                "streamBatchInterval per row after @")
     print_notes(f"subscribers per BU, each an evb::Monitor {where} (verify "
-                f"{'on' if args.verify else 'off'}); events/s from the EvM's events_completed over a {args.seconds:g} s "
+                f"{'on' if args.verify else 'off'}, dispatch {args.monitor_dispatch or 'auto'}, {batching}); events/s from the EvM's events_completed over a {args.seconds:g} s "
                 f"window after {args.warmup:g} s; cost = 1 - events/s / events/s without a subscriber (the same "
                 f"'no subscriber' run for every row); paired cost: the median of each repeat's cost against the "
                 f"'no subscriber' run of the same repeat; BU CPU us/ev: the BUs' processes' CPU per built event, what "
                 f"publishing costs the publisher apart from the CPU its subscribers take from the same cores; "
-                f"received ev/s: the sum over the subscribers; cores: every "
+                f"received ev/s: the sum over the subscribers; subscribers' CPU: what the monitors' own "
+                f"executives used, in % of the machine's {CPUS} CPUs (n/a with --placement bu: they are the BUs' "
+                f"processes); cores: every "
                 f"process of the run. Targets: a sampled stream at most 2 %, a block subscriber that keeps up at "
                 f"most 5 %. BU output discard, slots {args.slots}, RU sources 1, fragmentSize S-32, pt{args.transport} throughput, "
                 f"EvM trigger rate {f'{args.trigger_rate:g} /s' if args.trigger_rate else 'none (as fast as it goes)'}.")
@@ -292,8 +323,8 @@ def main():
             print(f"  n/a {point_name(*point)}: {r['na']}")
         elif r.get("note"):
             print(f"  note {point_name(*point)}: {r['note']}")
-    write_csv(os.path.join(out, "evb_streams.csv"), results, rus, bus, size)
-    plot(os.path.join(out, "evb_streams.png"), results, policies, counts,
+    write_csv(os.path.join(out, "evb_streams.csv"), results, rus, bus, size, variants)
+    plot(os.path.join(out, "evb_streams.png"), results, list(variants), counts,
          f"{rus}x{bus}, S = {size_name(size)}, {'shm' if args.transport == 'shm' else 'loopback'}, {os.cpu_count()} CPUs shared by all processes; {repeats}")
     print(f"{time.monotonic() - started:.0f} s in all; logs in {log_dir}")
     return 0

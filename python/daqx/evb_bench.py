@@ -295,6 +295,8 @@ def evb_units(args, rus, bus, size, integrity, events_per_request, workload=None
     if workload:
         ru.update(workload)
     bu = {"slots": args.slots, "checkData": "true" if integrity else "false", "output": "discard"}
+    if getattr(args, "stream_batch_interval", None) is not None:  # s; unset: the BU's default
+        bu["streamBatchInterval"] = args.stream_batch_interval
     spec = [("bu", "evb::BU", BU_TID + j, j, bu) for j in range(bus)]
     spec += list(others)
     spec += [("ru", "evb::RU", RU_TID + i, i, ru) for i in range(rus)]

@@ -66,6 +66,7 @@ struct Subscription {
   double tokens = 0;                     // sample with a rate: events it may still take
   Clock::time_point refilled{};
   Clock::time_point heard{};   // subscribed, acknowledged or probed last
+  Clock::time_point held_since{};  // when the oldest record held back for a batch was taken
   SubscriptionCounters counters;
 
   std::uint64_t unacknowledged() const noexcept { return sent - std::min(sent, acked.load(std::memory_order_acquire)); }
@@ -105,7 +106,7 @@ struct Publisher::Core final : StreamDirectory, std::enable_shared_from_this<Pub
   Core(ApplicationContext& owner, PublisherOptions limits) : context(owner), options(limits) {}
 
   ApplicationContext& context;
-  const PublisherOptions options;
+  PublisherOptions options;  // batch_interval changes under the mutex (set_batch_interval)
 
   // Guards the subscriptions (their lists, queues and policy state), the streams' names and the callbacks. Held
   // on the publish path only when the stream has a subscription, and never while a callback runs.
@@ -231,6 +232,26 @@ struct Publisher::Core final : StreamDirectory, std::enable_shared_from_this<Pub
     return alive_subscriber;
   }
 
+  // Whether s's queued records go now (PublisherOptions::batch_interval): a block subscription's always,
+  // another's once a batch waits or the oldest has waited the interval. `now` is read here only if `clock` (or
+  // already read): the publish path reads it for the subscription that took the event, not for every one.
+  bool due(const Subscription& s, Clock::time_point& now, bool clock) const {
+    if (s.count == 0) return false;
+    if (s.policy.kind == PolicyKind::block || options.batch_interval.count() == 0) return true;
+    if (s.count >= std::max<std::uint32_t>(1, s.policy.depth / 4)) return true;
+    if (now == Clock::time_point{}) {
+      if (!clock) return false;
+      now = Clock::now();
+    }
+    return now - s.held_since >= options.batch_interval;
+  }
+  // flush(s) if its records are due; false when s ended (as flush). Its gauges are brought up to date either way.
+  bool send_due(Subscription& s, Clock::time_point& now, bool clock = true) {
+    if (due(s, now, clock)) return flush(s);
+    s.update_gauges();
+    return true;
+  }
+
   // A full subscription not heard from for probe_interval gets a record of no event: false when it cannot be sent
   // (the subscriber is gone).
   bool probe(Subscription& s, Clock::time_point& now) {
@@ -314,6 +335,10 @@ bool Publisher::Core::take(Subscription& s, std::uint64_t key, mem::Ref& bytes, 
     }
   }
   if (!have_bytes()) return false;
+  if (s.count == 0 && p.kind != PolicyKind::block && options.batch_interval.count() != 0) {
+    if (now == Clock::time_point{}) now = Clock::now();
+    s.held_since = now;
+  }
   s.push(Pending{key, bytes.share()});
   return true;
 }
@@ -389,9 +414,10 @@ void Publisher::Core::settle(std::uint64_t id, bool cancel) {
     auto it = by_id.find(id);
     if (it == by_id.end()) return;
     const SubscriptionPtr s = it->second;
+    Clock::time_point now{};
     if (cancel) {
       remove(s, true);
-    } else if (!flush(*s)) {
+    } else if (!send_due(*s, now)) {
       remove(s, true);
     }
     callback = ready_if_room();
@@ -474,7 +500,8 @@ void Publisher::Core::on_control(Frame&& frame) {
       const std::uint64_t sequence = std::min(message.sequence, s->sent);
       if (sequence > s->acked.load(std::memory_order_relaxed)) s->acked.store(sequence, std::memory_order_release);
       s->heard = Clock::now();
-      if (!flush(*s)) remove(s, true);
+      Clock::time_point now = s->heard;
+      if (!send_due(*s, now)) remove(s, true);
     }
     callback = ready_if_room();
   }
@@ -505,6 +532,11 @@ Publisher::~Publisher() {
     core_->by_id.clear();
   }
   for (const auto& sink : sinks) sink->close("the publishing application is gone");
+}
+
+void Publisher::set_batch_interval(std::chrono::milliseconds interval) {
+  std::lock_guard lock(core_->mutex);
+  core_->options.batch_interval = interval;
 }
 
 StreamId Publisher::offer(const std::string& name) {
@@ -566,12 +598,28 @@ Published Publisher::publish_to_subscriptions(StreamId stream, std::uint64_t key
     Clock::time_point now{};
     for (const SubscriptionPtr& s : list) {
       if (std::find(gone.begin(), gone.end(), s) != gone.end()) continue;
+      const std::size_t queued = s->count;
       core_->take(*s, key, bytes, made, make, now);
-      if (!core_->flush(*s) || !core_->probe(*s, now)) gone.push_back(s);
+      // What is due goes (records left by a full connection included); only a subscription that took this event
+      // reads the clock for its batch's age: records held while none comes are send_held()'s.
+      if (!core_->send_due(*s, now, s->count != queued) || !core_->probe(*s, now)) gone.push_back(s);
     }
     for (const SubscriptionPtr& g : gone) core_->remove(g, true);
   }
   return Published::offered;
+}
+
+void Publisher::send_held(bool all) {
+  std::vector<SubscriptionPtr> gone;
+  std::lock_guard lock(core_->mutex);
+  Clock::time_point now = Clock::now();
+  for (std::size_t i = 0; i < core_->stream_count.load(std::memory_order_relaxed); ++i) {
+    for (const SubscriptionPtr& s : core_->table[i].subscriptions) {
+      const bool alive = all ? s->count == 0 || core_->flush(*s) : core_->send_due(*s, now);
+      if (!alive) gone.push_back(s);
+    }
+  }
+  for (const SubscriptionPtr& g : gone) core_->remove(g, true);
 }
 
 void Publisher::on_ready(std::function<void()> callback) {

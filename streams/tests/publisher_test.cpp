@@ -85,9 +85,10 @@ struct RawSubscriber {
 };
 
 struct Setup {
+  explicit Setup(PublisherOptions options = {3, std::chrono::milliseconds(0)}) : publisher(context, options) {}
   Bus bus;
   LoopContext context{bus, kPublisher, "publisher"};
-  Publisher publisher{context, PublisherOptions{3, std::chrono::milliseconds(0)}};
+  Publisher publisher;
   StreamId events = publisher.offer("events");
   std::size_t made = 0;
 
@@ -199,6 +200,62 @@ TEST_CASE("a rate-limited sample takes at most about its rate, and never more th
   // earned: far fewer than 1000.
   CHECK(sub.records.size() >= 1);
   CHECK(sub.records.size() < 1000);
+}
+
+TEST_CASE("with a batch interval a sampled subscription's records go a quarter of its depth at a time, or once "
+          "they waited the interval, a block subscription's at once",
+          "[streams]") {
+  using std::chrono::milliseconds;
+  SECTION("a batch goes when it is full, what is left when send_held(true) says") {
+    Setup s({3, milliseconds(0), std::chrono::hours(1)});
+    RawSubscriber sub(s.bus, 20);
+    sub.control(ControlKind::subscribe, "sample:1,depth:16");  // batches of 4
+    s.bus.pump();
+    for (std::uint64_t i = 1; i <= 3; ++i) s.publish(i);
+    s.bus.pump();
+    CHECK(sub.records.empty());
+    CHECK(s.metric("subscriber_queued", "tid 20") == 3);
+    s.publish(4);
+    s.bus.pump();
+    CHECK(sub.keys() == range(1, 4));
+    // An acknowledgement sends nothing that is not due either.
+    s.publish(5);
+    sub.control(ControlKind::acknowledge, "", "", 4);
+    s.bus.pump();
+    s.publisher.send_held();  // the hour has not passed
+    s.bus.pump();
+    CHECK(sub.keys() == range(1, 4));
+    s.publisher.send_held(true);
+    s.bus.pump();
+    CHECK(sub.keys() == range(1, 5));
+    CHECK(sub.records.back().sequence == 5);
+    CHECK(s.metric("subscriber_queued", "tid 20") == 0);
+    CHECK(s.metric("subscriber_dropped", "tid 20") == 0);
+  }
+  SECTION("a record that waited the interval goes at the next send_held()") {
+    Setup s({3, milliseconds(0), milliseconds(1)});
+    RawSubscriber sub(s.bus, 20);
+    sub.control(ControlKind::subscribe, "sample:2");
+    s.bus.pump();
+    s.publish(1);
+    s.publish(2);
+    s.bus.pump();
+    const auto held = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - held < milliseconds(2)) std::this_thread::sleep_for(milliseconds(1));
+    CHECK(sub.records.empty());
+    s.publisher.send_held();
+    s.bus.pump();
+    CHECK(sub.keys() == std::vector<std::uint64_t>{2});
+  }
+  SECTION("a block subscription is never held back") {
+    Setup s({3, milliseconds(0), std::chrono::hours(1)});
+    RawSubscriber sub(s.bus, 20);
+    sub.control(ControlKind::subscribe, "block,depth:16");
+    s.bus.pump();
+    s.publish(1);
+    s.bus.pump();
+    CHECK(sub.keys() == std::vector<std::uint64_t>{1});
+  }
 }
 
 TEST_CASE("block: the publisher is held back at depth and told when the subscriber made room", "[streams]") {

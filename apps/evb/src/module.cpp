@@ -48,6 +48,7 @@ DAQX_MODULE {
                .help = "subscriber of a BU's stream of built events: counts and verifies them, with the policy it is given",
                .params = daqx::evb::monitor::Monitor::parameters(),
                .create = make<daqx::evb::monitor::Monitor>,
+               .handlers_may_run_inline = true,  // counting (and verifying) a record neither blocks nor waits
                .workers = 1},  // its subscriber's ticker (subscribing again, acknowledging when idle)
           },
       .transports = {},

@@ -57,7 +57,8 @@ void BU::configure() {
     contributors_.insert(contributors_.end(), config_.rus.begin(), config_.rus.end());
     contributor_index_ = TidIndex(contributors_);
     slots_.configure(config_.slots);
-    stream_.configure();
+    stream_.configure(std::chrono::round<std::chrono::milliseconds>(
+        std::chrono::duration<double>(config_.stream_batch_interval)));
   });
 }
 

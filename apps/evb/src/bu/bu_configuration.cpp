@@ -52,6 +52,10 @@ std::vector<ParamSpec> bu_parameters() {
             "a request goes at least this often, with or without free slots (liveness)", 0.005, 60),
       param("evmTimeout", ParamType::real, to_text(d.evm_timeout), "s",
             "EvM silence after which this unit fails (the EvM is presumed dead)", 0.05, 3600),
+      param("streamBatchInterval", ParamType::real, to_text(d.stream_batch_interval), "s",
+            "the stream's records for a subscriber that is not block go together once a quarter of its depth waits "
+            "or the oldest waited this long (0: each at once)",
+            0, 1),
   };
 }
 
@@ -75,6 +79,7 @@ BuConfiguration read_bu_configuration(const ParamSet& p) {
   c.memory_budget = p.unsigned_integer("memoryBudget");
   c.request_interval = p.real("requestInterval");
   c.evm_timeout = p.real("evmTimeout");
+  c.stream_batch_interval = p.real("streamBatchInterval");
   return c;
 }
 

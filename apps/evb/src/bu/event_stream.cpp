@@ -12,7 +12,10 @@ EventStream::EventStream(ApplicationContext& context, SlotTable& slots, const st
   publisher_.on_ready([this] { offer_waiting(); });
 }
 
-void EventStream::configure() { stream_ = publisher_.offer(kEventStreamName); }
+void EventStream::configure(std::chrono::milliseconds batch_interval) {
+  publisher_.set_batch_interval(batch_interval);
+  stream_ = publisher_.offer(kEventStreamName);
+}
 
 void EventStream::take(std::uint32_t index) {
   slots_.slot(index).state = BuilderSlot::State::output;  // the output's, as far as the slot table is concerned
@@ -84,6 +87,7 @@ mem::Ref EventStream::make_record(const BuilderSlot& s, std::uint32_t i) {
 }
 
 void EventStream::release(const std::function<void(std::uint32_t index)>& finished) {
+  publisher_.send_held(true);
   std::deque<std::uint32_t> left;
   left.swap(waiting_);
   for (std::size_t k = 0; k < left.size(); ++k) {

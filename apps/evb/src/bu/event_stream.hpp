@@ -6,6 +6,7 @@
 // With nobody subscribed a slot costs one check per event. Dispatch thread only.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -29,8 +30,10 @@ class EventStream {
   // References into the BU that owns it: they outlive it.
   EventStream(ApplicationContext& context, SlotTable& slots, const std::vector<Tid>& contributors, Offered offered);
 
-  // Configure: the stream is offered (again: a configure after halt).
-  void configure();
+  // Configure: the stream is offered (again: a configure after halt); a sampled subscriber's records go in
+  // batches at most `batch_interval` apart (streamBatchInterval: a monitor wakes, and acknowledges, once per
+  // batch), the BU's tick sending what waited longer.
+  void configure(std::chrono::milliseconds batch_interval);
   // Enable: nothing withheld in this run yet.
   void reset_counts() noexcept { run_counters_.reset(); }
   // A built slot: its events are offered in order, then it goes on (offered(index)), now or once a block
@@ -40,9 +43,11 @@ class EventStream {
   // block subscriber that goes away (lost, unsubscribed) makes room without acknowledging anything.
   void tick() {
     if (!waiting_.empty()) offer_waiting();
+    publisher_.send_held();
   }
-  // Stop and halt, once the output is stopped: the slots still waiting for a block subscriber are let go without
-  // being offered further (finished(index) for each); their events are counted withheld.
+  // Stop and halt, once the output is stopped: the records held for a batch are sent, and the slots still waiting
+  // for a block subscriber are let go without being offered further (finished(index) for each); their events are
+  // counted withheld.
   void release(const std::function<void(std::uint32_t index)>& finished);
   // Halt: every subscription ends (the subscribers are told, and subscribe again when the BU is back).
   void halt();

@@ -38,6 +38,12 @@ struct PublisherOptions {
   // most this often while events come for it: a probe that cannot be sent ends it, counted as lost (a subscriber
   // killed while its window was full sends nothing again, and is found this way).
   std::chrono::milliseconds probe_interval{1000};
+  // Records for a subscription whose policy is not `block` are sent together: once max(1, depth / 4) of them
+  // wait, or the oldest has waited this long (checked when the subscription takes a record, and by send_held()).
+  // A sampled subscriber then wakes once per batch, not once per record, and so does the publisher for its
+  // acknowledgement: on a busy host that is what a sampled stream costs. 0: every record is sent at once. A
+  // `block` subscription's records always go at once: the publisher waits for its room.
+  std::chrono::milliseconds batch_interval{0};
 };
 
 enum class Published {
@@ -54,6 +60,9 @@ class Publisher {
   Publisher(const Publisher&) = delete;
   Publisher& operator=(const Publisher&) = delete;
 
+  // Configure: PublisherOptions::batch_interval from now on.
+  void set_batch_interval(std::chrono::milliseconds interval);
+
   // Configure: a stream to offer (a stream name, check_stream_name; offered once). Throws std::invalid_argument.
   StreamId offer(const std::string& name);
 
@@ -67,6 +76,11 @@ class Publisher {
     if (!count_offer(stream)) return Published::offered;
     return publish_to_subscriptions(stream, key, MakeRef(make));
   }
+
+  // Dispatch thread: sends the records that have waited batch_interval (all == true: every record held back for
+  // a batch, as at the end of a run). With a batch_interval, call it at least that often (the application's
+  // ticker), so that the last records before a quiet time are not held until the next event.
+  void send_held(bool all = false);
 
   // Dispatch thread: called when a `block` subscription that made publish() say would_block has room again.
   void on_ready(std::function<void()> callback);
