@@ -232,12 +232,12 @@ struct Publisher::Core final : StreamDirectory, std::enable_shared_from_this<Pub
     return alive_subscriber;
   }
 
-  // Whether s's queued records go now (PublisherOptions::batch_interval): a block subscription's always,
-  // another's once a batch waits or the oldest has waited the interval. `now` is read here only if `clock` (or
+  // Whether s's queued records go now (PublisherOptions::batch_interval): a sampling subscription's once a batch
+  // waits or the oldest has waited the interval, any other's at once. `now` is read here only if `clock` (or
   // already read): the publish path reads it for the subscription that took the event, not for every one.
   bool due(const Subscription& s, Clock::time_point& now, bool clock) const {
     if (s.count == 0) return false;
-    if (s.policy.kind == PolicyKind::block || options.batch_interval.count() == 0) return true;
+    if (s.policy.kind != PolicyKind::sample || options.batch_interval.count() == 0) return true;
     if (s.count >= std::max<std::uint32_t>(1, s.policy.depth / 4)) return true;
     if (now == Clock::time_point{}) {
       if (!clock) return false;
@@ -335,7 +335,7 @@ bool Publisher::Core::take(Subscription& s, std::uint64_t key, mem::Ref& bytes, 
     }
   }
   if (!have_bytes()) return false;
-  if (s.count == 0 && p.kind != PolicyKind::block && options.batch_interval.count() != 0) {
+  if (s.count == 0 && p.kind == PolicyKind::sample && options.batch_interval.count() != 0) {
     if (now == Clock::time_point{}) now = Clock::now();
     s.held_since = now;
   }

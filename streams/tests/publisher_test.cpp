@@ -203,7 +203,7 @@ TEST_CASE("a rate-limited sample takes at most about its rate, and never more th
 }
 
 TEST_CASE("with a batch interval a sampled subscription's records go a quarter of its depth at a time, or once "
-          "they waited the interval, a block subscription's at once",
+          "they waited the interval, any other policy's at once",
           "[streams]") {
   using std::chrono::milliseconds;
   SECTION("a batch goes when it is full, what is left when send_held(true) says") {
@@ -247,14 +247,17 @@ TEST_CASE("with a batch interval a sampled subscription's records go a quarter o
     s.bus.pump();
     CHECK(sub.keys() == std::vector<std::uint64_t>{2});
   }
-  SECTION("a block subscription is never held back") {
-    Setup s({3, milliseconds(0), std::chrono::hours(1)});
-    RawSubscriber sub(s.bus, 20);
-    sub.control(ControlKind::subscribe, "block,depth:16");
-    s.bus.pump();
-    s.publish(1);
-    s.bus.pump();
-    CHECK(sub.keys() == std::vector<std::uint64_t>{1});
+  SECTION("a block, drop-newest, drop-oldest or keep-last subscription is never held back") {
+    for (const char* policy : {"block,depth:16", "drop-newest,depth:16", "drop-oldest,depth:16", "keep-last,depth:16"}) {
+      INFO(policy);
+      Setup s({3, milliseconds(0), std::chrono::hours(1)});
+      RawSubscriber sub(s.bus, 20);
+      sub.control(ControlKind::subscribe, policy);
+      s.bus.pump();
+      s.publish(1);
+      s.bus.pump();
+      CHECK(sub.keys() == std::vector<std::uint64_t>{1});
+    }
   }
 }
 

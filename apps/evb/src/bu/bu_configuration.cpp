@@ -53,8 +53,8 @@ std::vector<ParamSpec> bu_parameters() {
       param("evmTimeout", ParamType::real, to_text(d.evm_timeout), "s",
             "EvM silence after which this unit fails (the EvM is presumed dead)", 0.05, 3600),
       param("streamBatchInterval", ParamType::real, to_text(d.stream_batch_interval), "s",
-            "the stream's records for a subscriber that is not block go together once a quarter of its depth waits "
-            "or the oldest waited this long (0: each at once)",
+            "the stream's records for a sampling subscriber (sample:N, rate:R) go together once a quarter of its "
+            "depth waits or the oldest waited this long (0: each at once)",
             0, 1),
   };
 }

@@ -27,7 +27,7 @@ struct BuConfiguration {
   std::uint64_t memory_budget = 128ull << 20;  // received blocks the slots in use may hold (transport pool: 256 MiB)
   double request_interval = 0.1;    // s between requests when nothing else prompts one (liveness)
   double evm_timeout = 5.0;         // s of EvM silence after which this unit fails
-  // s a sampled subscriber's records of the stream wait to go as a batch (streams::PublisherOptions): a monitor
+  // s a sampling subscriber's records of the stream wait to go as a batch (streams::PublisherOptions): a monitor
   // then wakes once per batch, not per record; 0 sends each at once
   double stream_batch_interval = 0.1;
 };

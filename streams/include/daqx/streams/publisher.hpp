@@ -38,11 +38,12 @@ struct PublisherOptions {
   // most this often while events come for it: a probe that cannot be sent ends it, counted as lost (a subscriber
   // killed while its window was full sends nothing again, and is found this way).
   std::chrono::milliseconds probe_interval{1000};
-  // Records for a subscription whose policy is not `block` are sent together: once max(1, depth / 4) of them
+  // Records for a subscription that samples (sample:N, rate:R) are sent together: once max(1, depth / 4) of them
   // wait, or the oldest has waited this long (checked when the subscription takes a record, and by send_held()).
   // A sampled subscriber then wakes once per batch, not once per record, and so does the publisher for its
-  // acknowledgement: on a busy host that is what a sampled stream costs. 0: every record is sent at once. A
-  // `block` subscription's records always go at once: the publisher waits for its room.
+  // acknowledgement: on a busy host that is what a sampled stream costs. 0: every record is sent at once. Every
+  // other policy's records go at once: a `block` subscriber's hold the publisher back, and one that takes every
+  // event it can keep up with would hold up to a quarter of its depth of events' memory.
   std::chrono::milliseconds batch_interval{0};
 };
 
