@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <span>
 
 #include "daqx/mempool/block.hpp"
@@ -31,8 +32,25 @@ std::size_t for_each_piece(const mem::Block* head, std::size_t offset, std::size
 }
 
 // Copies n bytes at offset of the chain to out; false (out partly written) when the chain is shorter.
-bool copy_from_chain(const mem::Block* head, std::size_t offset, std::byte* out, std::size_t n) noexcept;
+bool copy_from_chain_pieces(const mem::Block* head, std::size_t offset, std::byte* out, std::size_t n) noexcept;
 // Copies n bytes from in to offset of the chain; false when the chain is shorter.
-bool copy_to_chain(const mem::Block* head, std::size_t offset, const std::byte* in, std::size_t n) noexcept;
+bool copy_to_chain_pieces(const mem::Block* head, std::size_t offset, const std::byte* in, std::size_t n) noexcept;
+
+// The same, inline for the common case of bytes within the head block: a header of a known size is then copied
+// with a few moves instead of a call per frame (the data headers of small frames, tens of millions a second).
+inline bool copy_from_chain(const mem::Block* head, std::size_t offset, std::byte* out, std::size_t n) noexcept {
+  if (head != nullptr && offset <= head->size() && n <= head->size() - offset) {
+    std::memcpy(out, head->data() + offset, n);
+    return true;
+  }
+  return copy_from_chain_pieces(head, offset, out, n);
+}
+inline bool copy_to_chain(const mem::Block* head, std::size_t offset, const std::byte* in, std::size_t n) noexcept {
+  if (head != nullptr && offset <= head->size() && n <= head->size() - offset) {
+    std::memcpy(head->data() + offset, in, n);
+    return true;
+  }
+  return copy_to_chain_pieces(head, offset, in, n);
+}
 
 }  // namespace daqx::nton

@@ -56,10 +56,14 @@ Receiver::Receiver(ApplicationContext& context) : Application(context) {
 void Receiver::bind_data(bool batches) {
   if (batches) {
     context().bind_batch(function::data, [this](std::span<Frame> frames) {
+      note_handler_thread();  // once a batch: a thread-local lookup in a loaded module is a call
       for (Frame& frame : frames) on_data(std::move(frame));
     });
   } else {
-    context().bind(function::data, [this](Frame&& frame) { on_data(std::move(frame)); });
+    context().bind(function::data, [this](Frame&& frame) {
+      note_handler_thread();
+      on_data(std::move(frame));
+    });
   }
 }
 
@@ -137,10 +141,14 @@ void Receiver::end_hold() {
   }
 }
 
-void Receiver::on_data(Frame&& frame) {
-  // Which thread handles data: the application's dispatch thread, or a transport's receive thread (inline).
+void Receiver::note_handler_thread() noexcept {
+  // Which thread handles data: the application's dispatch thread, a transport's receive thread or a local
+  // sender's worker (inline).
   static thread_local const int this_thread = static_cast<int>(gettid());
   handler_thread_.store(this_thread, std::memory_order_relaxed);
+}
+
+void Receiver::on_data(Frame&& frame) {
   if (hold_ != Hold::over) {
     if (hold_ == Hold::not_started) start_hold();
     held_.push_back(std::move(frame));

@@ -67,6 +67,7 @@ class Receiver final : public Application {
   void bind_data(bool batches);
   // Dispatch thread.
   void on_data(Frame&& frame);
+  void note_handler_thread() noexcept;  // handler_thread_, from a data handler
   // holdFor: keeps frames (and so the blocks they hold) until the hold ends, then takes them in order.
   void start_hold();
   void end_hold();

@@ -34,6 +34,12 @@ constexpr std::chrono::microseconds kIdleSpinTime{50};
 constexpr std::size_t kTaskCheckFrames = 8;        // frames between looks at waiting tasks
 constexpr std::chrono::milliseconds kTaskWait{2};  // batches of tasks at most this far apart within a round
 
+// Whether this thread may run a local target's handlers in place of queueing its frames: true on an
+// application's worker threads (start_worker), which run no handlers of their own, and false while one of them
+// runs handlers in place. So handlers never nest (what a handler sends locally is queued), and a worker that
+// sends while holding its own application's lock never runs that application's handlers under it.
+thread_local bool t_hands_over_in_place = false;
+
 }  // namespace
 
 std::string hierarchical_name(const std::string& class_name, std::uint32_t instance) {
@@ -91,9 +97,15 @@ void ApplicationHost::read_transport_mode() {
 void ApplicationHost::start() {
   application_ = class_.create(*this);
   dispatcher_ = services_.threads.start(name_ + "/dispatch", [this](std::stop_token stop) { dispatch_loop(stop); });
+  takes_local_in_place_.store(inline_, std::memory_order_release);
 }
 
 void ApplicationHost::finish() {
+  // No worker of another application hands frames over in place from now on: it checks after it has entered,
+  // and one that entered before has left once we can enter.
+  takes_local_in_place_.store(false, std::memory_order_release);
+  while (!try_enter()) std::this_thread::yield();
+  leave();
   if (dispatcher_.joinable()) {
     dispatcher_.request_stop();
     wake();
@@ -257,7 +269,10 @@ bool ApplicationHost::post_task(std::function<void()> fn) {
 }
 
 std::jthread ApplicationHost::start_worker(const std::string& suffix, std::function<void(std::stop_token)> body) {
-  return services_.threads.start(name_ + "/" + suffix, std::move(body));
+  return services_.threads.start(name_ + "/" + suffix, [body = std::move(body)](std::stop_token stop) {
+    t_hands_over_in_place = true;
+    body(stop);
+  });
 }
 
 std::vector<ApplicationInfo> ApplicationHost::applications() const {
@@ -299,6 +314,9 @@ SendStatus ApplicationHost::enqueue(const FrameHeader& header, mem::Ref& data, A
 
 std::size_t ApplicationHost::enqueue(std::span<const FrameHeader> headers, std::span<mem::Ref> data,
                                      ApplicationHost* waiting_sender) noexcept {
+  if (waiting_sender != nullptr && t_hands_over_in_place && takes_local_in_place_.load(std::memory_order_relaxed) &&
+      handle_in_place(headers, data))
+    return data.size();
   // Frames go into the inbox a batch at a time (one exchange of its index for the lot); what does not fit goes
   // back to the caller's Refs.
   auto push_from = [&](std::size_t i) {
@@ -482,6 +500,30 @@ bool ApplicationHost::try_dispatch_inline(Frame& frame) noexcept {
   apply_new_handlers();
   dispatch(frame);
   counters_.frames_dispatched_inline.add();
+  leave();
+  return true;
+}
+
+bool ApplicationHost::handle_in_place(std::span<const FrameHeader> headers, std::span<mem::Ref> data) noexcept {
+  if (!try_enter()) return false;  // busy: queue them for whoever runs the handlers
+  // Never ahead of a frame queued before (ours among them: queued when we found the application busy, and still
+  // there, or taken and not yet handled, which cannot be while we hold the right to run handlers), nor ahead of
+  // waiting tasks, nor once finish() has begun.
+  if (!takes_local_in_place_.load(std::memory_order_acquire) || has_tasks_.load(std::memory_order_acquire) ||
+      inbox_.size_approx() != 0) {
+    leave();
+    return false;
+  }
+  t_hands_over_in_place = false;  // what our handlers send locally is queued
+  apply_new_handlers();
+  for (std::size_t i = 0; i < data.size();) {
+    const std::size_t n = std::min(data.size() - i, taken_.size());
+    for (std::size_t j = 0; j < n; ++j) taken_[j] = Frame{headers[i + j], std::move(data[i + j])};
+    dispatch(std::span(taken_).first(n), false);
+    i += n;
+  }
+  counters_.frames_dispatched_inline.add(data.size());
+  t_hands_over_in_place = true;
   leave();
   return true;
 }

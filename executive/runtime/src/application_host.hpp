@@ -34,7 +34,7 @@ mem::PoolConfig application_pool_config(const std::string& name);
 struct HostCounters : CounterSet {
   Counter frames_dispatched{*this, "frames_dispatched", "frames handed to a handler of this application"};
   Counter frames_dispatched_inline{*this, "frames_dispatched_inline",
-                                   "of those, frames handled on a transport's receive thread (inline dispatch)"};
+                                   "of those, frames handled on a transport's receive thread or a local sender's worker (inline dispatch)"};
   Counter batches_dispatched{*this, "batches_dispatched",
                              "calls of batch handlers (bind_batch): frames_dispatched / this is the mean batch"};
   Counter frames_unhandled{*this, "frames_unhandled", "frames for a function code with no handler (dropped)"};
@@ -124,6 +124,10 @@ class ApplicationHost final : public ApplicationContext {
   // were taken, in order; status says why the next was not.
   std::size_t deliver_run(const Route& route, std::span<const FrameHeader> headers, std::span<mem::Ref> frames,
                           SendStatus& status) noexcept;
+  // A worker of a local application hands frames over in place (enqueue): with inline dispatch, when the
+  // application is idle and nothing queued would be overtaken, their handlers run on the calling thread, a batch
+  // at a time. False: nothing was handled, queue them.
+  bool handle_in_place(std::span<const FrameHeader> headers, std::span<mem::Ref> data) noexcept;
   void dispatch_loop(std::stop_token stop);
   bool run_tasks();
   void run_overdue_tasks();  // dispatch thread, between frames
@@ -169,6 +173,7 @@ class ApplicationHost final : public ApplicationContext {
   std::array<Frame, kMaxBatchFrames> taken_;
   std::vector<std::unique_ptr<DeliveryLane>> lanes_;  // one per transport binding
   bool inline_ = false;                               // the dispatch parameter, read at construction
+  std::atomic<bool> takes_local_in_place_{false};     // inline_, from start() until finish()
   std::atomic<bool> in_handlers_{false};
   std::mutex tasks_mutex_;
   std::deque<std::function<void()>> tasks_;

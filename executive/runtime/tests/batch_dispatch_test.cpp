@@ -19,6 +19,7 @@
 
 #include "application_host.hpp"  // the executive's own (executive/runtime/src)
 #include "context_services.hpp"
+#include "host_probes.hpp"
 #include "module_loader.hpp"
 #include "pool_registry.hpp"
 #include "route_table.hpp"
@@ -86,18 +87,6 @@ class Recorder final : public Application {
   Seen& seen_;
 };
 
-// A partition of one context holding one application, the Recorder.
-config::Partition one_application() {
-  config::Partition partition;
-  partition.name = "batches";
-  config::ContextConfig& context = partition.contexts.emplace_back();
-  context.url = "http://127.0.0.1:1";
-  config::ApplicationConfig& app = context.applications.emplace_back();
-  app.class_name = "test::Recorder";
-  app.id = kTid;
-  return partition;
-}
-
 // One ApplicationHost with what the executive gives it, its application a Recorder, dispatching on its own thread.
 struct HostUnderTest {
   explicit HostUnderTest(BatchHandling handling) {
@@ -139,22 +128,10 @@ struct HostUnderTest {
     REQUIRE(taken == functions.size());
   }
 
-  // Waits (bounded) until the dispatch thread is through with what it took before: a task posted now runs once
-  // the frames of its earlier rounds are handled and released.
-  bool settled() {
-    auto done = std::make_shared<std::promise<void>>();
-    std::future<void> ran = done->get_future();
-    return host->post_task([done] { done->set_value(); }) && ran.wait_for(kPatience) == std::future_status::ready;
-  }
+  bool settled() { return host_settled(*host); }
+  double metric(const std::string& name) const { return host_metric(*host, name); }
 
-  double metric(const std::string& name) const {
-    for (const Metric& m : host->status().metrics)
-      if (m.name == name) return m.value;
-    FAIL("no metric " << name);
-    return 0;
-  }
-
-  config::Partition partition = one_application();
+  config::Partition partition = one_context("batches", {{kTid, "test::Recorder"}});
   Policy policy;
   ThreadRegistry threads{policy};
   PoolRegistry pools{policy};

@@ -50,8 +50,11 @@ struct ApplicationInfo {
 // - it may send (send() never blocks: would_block and on_send_ready as always), allocate, keep or forward the
 //   frame, post tasks and touch the application's state as any handler does;
 // - it must not rely on which thread it runs on (no thread_local state shared with the dispatch thread).
-// Frames from local applications and tasks always go through the dispatch thread, and tasks posted before a
-// frame arrives run before its handler (the frame then waits for the dispatch thread too).
+// The same holds for frames a local application sends from one of its worker threads (start_worker): when the
+// target is idle, its handlers run on that worker, a batch at a time, as if the worker were a receive thread.
+// Frames that local applications send from anywhere else (their handlers, tasks, hooks) and tasks always go
+// through the dispatch thread, so handlers never nest; and tasks posted before a frame arrives run before its
+// handler (the frame then waits for the dispatch thread too).
 class ApplicationContext {
  public:
   virtual ~ApplicationContext() = default;
@@ -113,6 +116,8 @@ class ApplicationContext {
   virtual bool post_task(std::function<void()> fn) = 0;
 
   // Starts a worker named "<name>/<suffix>", pinned as the policy says; it must return when stop() says so.
+  // What it sends to a local application with inline dispatch may be handled on it (above): so it must not hold
+  // a lock while it sends that the target's handlers could want.
   virtual std::jthread start_worker(const std::string& suffix, std::function<void(std::stop_token)> body) = 0;
 
   // The partition's applications, for finding peers; resolved selectors are in params().applications().
