@@ -9,11 +9,14 @@ namespace daqx::streams {
 
 Subscriber::Subscriber(ApplicationContext& context, Handler handler) : context_(context), handler_(std::move(handler)) {
   context_.bind(function::reply, [this](Frame&& frame) { on_reply(std::move(frame)); });
-  // A batch at a time, so that what the handler consumed is acknowledged after the last record of each batch.
+  // A batch at a time, so that what the handler consumed is acknowledged after the last record of a batch (if the
+  // last acknowledgement is kAckInterval old: one clock read a batch).
   context_.bind_batch(function::data, [this](std::span<Frame> frames) {
     for (Frame& frame : frames) on_data(frame);
+    const auto now = std::chrono::steady_clock::now();
     for (Wanted& w : wanted_)
-      if (w.subscription != 0 && w.consumed > w.acknowledged) acknowledge(w);
+      if (w.subscription != 0 && w.consumed > w.acknowledged && now - w.acknowledged_at >= kAckInterval)
+        acknowledge(w, now);
   });
 }
 
@@ -37,9 +40,10 @@ void Subscriber::send_control(const Wanted& w, ControlKind kind, std::uint64_t t
   context_.send(w.publisher, function::control, transaction, frame);
 }
 
-void Subscriber::acknowledge(Wanted& w) {
+void Subscriber::acknowledge(Wanted& w, std::chrono::steady_clock::time_point now) {
   send_control(w, ControlKind::acknowledge, 0);
   w.acknowledged = w.consumed;
+  w.acknowledged_at = now;
 }
 
 void Subscriber::subscribe(Tid publisher, const std::string& stream, const Policy& policy) {
@@ -75,8 +79,8 @@ void Subscriber::retry_now() {
     if (w.subscription == 0) {
       w.transaction = next_transaction_++;
       send_control(w, ControlKind::subscribe, w.transaction);
-    } else if (w.consumed > w.acknowledged) {  // an acknowledgement whose frame the pool had no block for
-      acknowledge(w);
+    } else if (w.consumed > w.acknowledged) {  // idle since, or the pool had no block for the acknowledgement
+      acknowledge(w, std::chrono::steady_clock::now());
     }
   }
 }
@@ -162,7 +166,7 @@ void Subscriber::on_data(Frame& frame) {
   w = std::find_if(wanted_.begin(), wanted_.end(),
                    [&](const Wanted& x) { return x.subscription == h.subscription && x.publisher == publisher; });
   if (w != wanted_.end() && w->consumed - w->acknowledged >= std::max<std::uint32_t>(1, w->policy.depth / 4))
-    acknowledge(*w);
+    acknowledge(*w, std::chrono::steady_clock::now());
 }
 
 void Subscriber::report(MetricSink& sink) const {

@@ -106,6 +106,8 @@ TEST_CASE("2x2 with two monitors on a BU's stream: the block one gets every even
        << " events, the publisher dropped " << dropped_while_stopped << " for it");
   CHECK(dropped_while_stopped > 0);
   run.require_progress(sampler, "events_received", received_before + 5);
+  // The drops reach it with the first record sent after them (its backlog from before the stop goes first).
+  run.require_progress(sampler, "events_dropped_by_publisher", 1);
 
   // Stopped in the launcher's order, the monitors once the block one has every event its BU built.
   run.process(kEvm).transition("stop");

@@ -1,8 +1,11 @@
 // streams::Subscriber, owned by an application that subscribes to streams of publishers in any context: it
 // subscribes (again every second until accepted, and after the publisher ended the subscription), hands each
 // event to the handler on the dispatch thread and acknowledges what it consumed so that the publisher may send
-// more: every max(1, depth/4) records, and after the last record of a batch of arrivals, so that a subscriber
-// that went idle holds nothing unacknowledged. Dispatch thread, except report() and last_refusal().
+// more: every max(1, depth/4) records, after the last record of a batch of arrivals once kAckInterval has passed
+// since the last acknowledgement, and within a second of going idle (the worker below), so that a subscriber holds
+// nothing unacknowledged for long. Not after every batch: records of a sampled stream (16 KiB events, a few
+// hundred a second) arrive one read at a time, and an acknowledgement each was as many frames back, each a
+// wake-up of both sides' transport threads. Dispatch thread, except report() and last_refusal().
 //
 // The retries need a clock, and an application has none on its dispatch thread: the Subscriber starts one worker
 // (from its first subscribe) that sleeps a second at a time and posts retry_now() to the dispatch thread when
@@ -36,6 +39,8 @@ struct StreamEvent {
 class Subscriber {
  public:
   using Handler = std::function<void(const StreamEvent&)>;
+  // After a batch of arrivals, what was consumed is acknowledged if the last acknowledgement is this old.
+  static constexpr std::chrono::milliseconds kAckInterval{50};
   Subscriber(ApplicationContext& context, Handler handler);
   ~Subscriber();
   Subscriber(const Subscriber&) = delete;
@@ -63,11 +68,12 @@ class Subscriber {
     std::uint64_t transaction = 0;   // of the last subscribe sent
     std::uint64_t consumed = 0;      // last sequence handed to the handler
     std::uint64_t acknowledged = 0;
+    std::chrono::steady_clock::time_point acknowledged_at{};
     std::uint64_t dropped = 0;       // the publisher's `dropped` in the last record
   };
   void on_reply(Frame&& frame);
   void on_data(Frame& frame);
-  void acknowledge(Wanted& w);
+  void acknowledge(Wanted& w, std::chrono::steady_clock::time_point now);
   void send_control(const Wanted& w, ControlKind kind, std::uint64_t transaction);
 
   ApplicationContext& context_;
