@@ -38,15 +38,18 @@ bool copy_to_chain_pieces(const mem::Block* head, std::size_t offset, const std:
 
 // The same, inline for the common case of bytes within the head block: a header of a known size is then copied
 // with a few moves instead of a call per frame (the data headers of small frames, tens of millions a second).
+inline bool within_head(const mem::Block* head, std::size_t offset, std::size_t n) noexcept {
+  return head != nullptr && offset <= head->size() && n <= head->size() - offset;
+}
 inline bool copy_from_chain(const mem::Block* head, std::size_t offset, std::byte* out, std::size_t n) noexcept {
-  if (head != nullptr && offset <= head->size() && n <= head->size() - offset) {
+  if (within_head(head, offset, n)) {
     std::memcpy(out, head->data() + offset, n);
     return true;
   }
   return copy_from_chain_pieces(head, offset, out, n);
 }
 inline bool copy_to_chain(const mem::Block* head, std::size_t offset, const std::byte* in, std::size_t n) noexcept {
-  if (head != nullptr && offset <= head->size() && n <= head->size() - offset) {
+  if (within_head(head, offset, n)) {
     std::memcpy(head->data() + offset, in, n);
     return true;
   }

@@ -314,7 +314,8 @@ SendStatus ApplicationHost::enqueue(const FrameHeader& header, mem::Ref& data, A
 
 std::size_t ApplicationHost::enqueue(std::span<const FrameHeader> headers, std::span<mem::Ref> data,
                                      ApplicationHost* waiting_sender) noexcept {
-  if (waiting_sender != nullptr && t_hands_over_in_place && takes_local_in_place_.load(std::memory_order_relaxed) &&
+  // The thread-local last: in a shared library its lookup is a call, and most targets do not take frames in place.
+  if (waiting_sender != nullptr && takes_local_in_place_.load(std::memory_order_relaxed) && t_hands_over_in_place &&
       handle_in_place(headers, data))
     return data.size();
   // Frames go into the inbox a batch at a time (one exchange of its index for the lot); what does not fit goes
@@ -489,15 +490,20 @@ void ApplicationHost::apply_new_handlers() {
   handlers_changed_.store(false, std::memory_order_relaxed);
 }
 
-bool ApplicationHost::try_dispatch_inline(Frame& frame) noexcept {
-  if (!try_enter()) return false;  // busy: the caller queues the frame for the dispatch thread
-  // Tasks posted before this frame came (a run's counters reset at enable, say) run before its handler, as
+bool ApplicationHost::enter_inline() noexcept {
+  if (!try_enter()) return false;  // busy: the caller queues the frames for whoever runs the handlers
+  // Tasks posted before these frames came (a run's counters reset at enable, say) run before their handlers, as
   // they would on the dispatch thread: while any wait, frames queue behind them.
   if (has_tasks_.load(std::memory_order_acquire)) {
     leave();
     return false;
   }
   apply_new_handlers();
+  return true;
+}
+
+bool ApplicationHost::try_dispatch_inline(Frame& frame) noexcept {
+  if (!enter_inline()) return false;
   dispatch(frame);
   counters_.frames_dispatched_inline.add();
   leave();
@@ -505,17 +511,15 @@ bool ApplicationHost::try_dispatch_inline(Frame& frame) noexcept {
 }
 
 bool ApplicationHost::handle_in_place(std::span<const FrameHeader> headers, std::span<mem::Ref> data) noexcept {
-  if (!try_enter()) return false;  // busy: queue them for whoever runs the handlers
+  if (!enter_inline()) return false;
   // Never ahead of a frame queued before (ours among them: queued when we found the application busy, and still
-  // there, or taken and not yet handled, which cannot be while we hold the right to run handlers), nor ahead of
-  // waiting tasks, nor once finish() has begun.
-  if (!takes_local_in_place_.load(std::memory_order_acquire) || has_tasks_.load(std::memory_order_acquire) ||
-      inbox_.size_approx() != 0) {
+  // there, or taken and not yet handled, which cannot be while we hold the right to run handlers), nor once
+  // finish() has begun.
+  if (!takes_local_in_place_.load(std::memory_order_acquire) || inbox_.size_approx() != 0) {
     leave();
     return false;
   }
   t_hands_over_in_place = false;  // what our handlers send locally is queued
-  apply_new_handlers();
   for (std::size_t i = 0; i < data.size();) {
     const std::size_t n = std::min(data.size() - i, taken_.size());
     for (std::size_t j = 0; j < n; ++j) taken_[j] = Frame{headers[i + j], std::move(data[i + j])};
@@ -529,12 +533,7 @@ bool ApplicationHost::handle_in_place(std::span<const FrameHeader> headers, std:
 }
 
 bool ApplicationHost::dispatch_lane_inline(std::size_t binding) noexcept {
-  if (!try_enter()) return false;
-  if (has_tasks_.load(std::memory_order_acquire)) {
-    leave();
-    return false;
-  }
-  apply_new_handlers();
+  if (!enter_inline()) return false;
   DeliveryLane& lane = *lanes_[binding];
   lane.publish();  // staged by this same thread: the consumer side (ours now) sees it once published
   std::size_t frames = 0;

@@ -143,6 +143,9 @@ class ApplicationHost final : public ApplicationContext {
   // Handlers, tasks and callbacks run one at a time: whoever runs them holds this (the dispatch thread, or a
   // receive thread dispatching inline). Never held across a wait.
   bool try_enter() noexcept { return !in_handlers_.exchange(true, std::memory_order_acquire); }
+  // For handling frames off the dispatch thread (inline or in place): enters, unless busy or tasks wait (they go
+  // first), and applies handlers bound meanwhile. False: not entered, queue the frames.
+  bool enter_inline() noexcept;
   void leave() noexcept { in_handlers_.store(false, std::memory_order_release); }
   void apply_new_handlers();  // with the right to run handlers held
 
