@@ -39,6 +39,14 @@ int FrameReader::read_target(iovec* vectors, int max_vectors) noexcept {
       block = block->next();
       filled = 0;
     }
+    // The next frame's header with the end of this one's payload: a stream of large frames then takes one
+    // read each, not two. The staging buffer is empty while a frame is read in place (start_frame moved what
+    // it held into the frame).
+    if (left == 0 && count < max_vectors) {
+      vectors[count].iov_base = staging_.get() + end_;
+      vectors[count].iov_len = kFrameHeaderSize;
+      ++count;
+    }
     return count;
   }
   // Taken at the first read, not at accept, and not zeroed: a connection that carries nothing costs no memory.
@@ -56,6 +64,10 @@ void FrameReader::advance(std::size_t bytes) noexcept {
     end_ += bytes;
     return;
   }
+  // Past the frame's end: the start of the next frame's header, in the staging buffer (read_target).
+  const std::size_t past_end = bytes > remaining_ ? bytes - remaining_ : 0;
+  end_ += past_end;
+  bytes -= past_end;
   remaining_ -= bytes;
   while (bytes > 0 && block_ != nullptr) {
     std::size_t room = block_->size() - block_filled_;

@@ -2,7 +2,8 @@
 // copied out of a staging buffer (one read serves many frames), large payloads are read straight into
 // their blocks (no copy). A large frame's blocks are taken as its bytes come, one block (at most the pool's
 // largest) ahead of them: a peer that announces 64 MiB and sends little holds little, never what it only
-// announced.
+// announced. The next frame's header is read with the end of a large frame's payload, so that a stream of large
+// frames takes one read(2) per frame.
 #pragma once
 
 #include <sys/uio.h>

@@ -27,9 +27,10 @@ std::vector<std::byte> make_frame(std::uint32_t total, std::uint32_t target, std
   return bytes;
 }
 
-// Feeds `stream` to the reader in reads of random sizes (as a socket would) and collects the frames.
+// Feeds `stream` to the reader in reads of random sizes up to max_read (as a socket would), or of max_read when
+// `whole` (a socket that always has the bytes), and collects the frames; `reads` counts the reads.
 std::vector<Frame> feed(FrameReader& reader, const std::vector<std::byte>& stream, std::size_t max_read,
-                        FrameReader::Result* last = nullptr) {
+                        FrameReader::Result* last = nullptr, std::size_t* reads = nullptr, bool whole = false) {
   std::mt19937 random(42);
   std::vector<Frame> frames;
   std::size_t at = 0;
@@ -46,7 +47,8 @@ std::vector<Frame> feed(FrameReader& reader, const std::vector<std::byte>& strea
     }
     iovec vectors[64];
     int count = reader.read_target(vectors, 64);
-    std::size_t want = std::uniform_int_distribution<std::size_t>(1, max_read)(random);
+    std::size_t want = whole ? max_read : std::uniform_int_distribution<std::size_t>(1, max_read)(random);
+    if (reads != nullptr) ++*reads;
     std::size_t moved = 0;
     for (int v = 0; v < count && at < stream.size() && moved < want; ++v) {
       std::size_t n = std::min({vectors[v].iov_len, stream.size() - at, want - moved});
@@ -103,6 +105,28 @@ TEST_CASE("a large frame is read into its own blocks, chained past the largest b
   REQUIRE(frames.size() == 1);
   CHECK(frames[0].data.chain_length() == 5);
   CHECK(chain_bytes(frames[0].data) == frame);
+}
+
+TEST_CASE("a stream of large frames takes one read per frame: the next header comes with a payload's end",
+          "[pttcp][reader]") {
+  mem::Pool pool(pool_config(), std::make_shared<mem::HeapAllocator>());
+  FrameReader reader(pool, 64 * 1024, 16 * 1024, kDefaultMaxFrameSize);
+  std::vector<std::byte> stream;
+  std::vector<std::vector<std::byte>> sent;
+  for (int i = 0; i < 40; ++i) {
+    sent.push_back(make_frame(i % 2 == 0 ? 40000 : 17000, static_cast<Tid>(i + 1), static_cast<std::uint8_t>(i)));
+    stream.insert(stream.end(), sent.back().begin(), sent.back().end());
+  }
+  std::size_t reads = 0;
+  std::vector<Frame> frames = feed(reader, stream, 1u << 20, nullptr, &reads, true);
+  REQUIRE(frames.size() == sent.size());
+  for (std::size_t i = 0; i < frames.size(); ++i) CHECK(chain_bytes(frames[i].data) == sent[i]);
+  // The first read fills the staging buffer (a frame and a half), then one read per frame: the rest of its
+  // payload and the next header. Reading the header on its own would take two per frame.
+  CHECK(reads <= sent.size() + 1);
+  CHECK_FALSE(reader.mid_frame());
+  frames.clear();
+  CHECK(pool.blocks_in_use() == 0);
 }
 
 TEST_CASE("a stream that is not daqx frames is refused with the reason", "[pttcp][reader]") {
