@@ -37,7 +37,9 @@ void Subscriber::send_control(const Wanted& w, ControlKind kind, std::uint64_t t
   mem::Ref frame = context_.allocate_frame(control_bytes(m));
   if (!frame) return;  // a subscribe is sent again by the retry, an acknowledgement with the next one
   encode(m, frame.data() + kFrameHeaderSize);
-  context_.send(w.publisher, function::control, transaction, frame);
+  // At once, whatever the endpoint's mode: a lone small message has nothing to be packed with, and in throughput
+  // mode it would wait packTimeout for the send thread instead of being written by this thread.
+  context_.send(w.publisher, function::control, transaction, frame, frame_flags::send_now);
 }
 
 void Subscriber::acknowledge(Wanted& w, std::chrono::steady_clock::time_point now) {

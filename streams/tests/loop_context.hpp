@@ -32,7 +32,8 @@ class Bus {
   void room(Tid target, std::size_t frames) { room_[target] = frames; }
   void unlimited_room(Tid target) { room_.erase(target); }
   void lose(Tid target) { lost_.insert(target); }
-  SendStatus send(Tid from, Tid target, std::uint16_t function, std::uint64_t transaction, mem::Ref& data) {
+  SendStatus send(Tid from, Tid target, std::uint16_t function, std::uint64_t transaction, mem::Ref& data,
+                  std::uint8_t flags = 0) {
     if (lost_.count(target) != 0 || contexts_.count(target) == 0) {
       data.reset();
       return SendStatus::error;
@@ -47,8 +48,10 @@ class Bus {
     frame.header.initiator = from;
     frame.header.function = function;
     frame.header.transaction = transaction;
+    frame.header.flags = flags;
     frame.data = std::move(data);
     std::lock_guard lock(mutex_);
+    flags_sent_[function].push_back(flags);
     queue_.push_back({target, std::move(frame)});
     return SendStatus::ok;
   }
@@ -58,6 +61,11 @@ class Bus {
     std::lock_guard lock(mutex_);
     return queue_.size();
   }
+  // The header flags of every frame sent with `function`, in order.
+  std::vector<std::uint8_t> flags_sent(std::uint16_t function) {
+    std::lock_guard lock(mutex_);
+    return flags_sent_[function];
+  }
 
  private:
   std::map<Tid, LoopContext*> contexts_;
@@ -65,6 +73,7 @@ class Bus {
   std::set<Tid> lost_;
   std::mutex mutex_;
   std::deque<InFlight> queue_;
+  std::map<std::uint16_t, std::vector<std::uint8_t>> flags_sent_;
 };
 
 class LoopContext final : public ApplicationContext {
@@ -86,8 +95,8 @@ class LoopContext final : public ApplicationContext {
     return pool_.allocate_chain(kFrameHeaderSize + payload_bytes);
   }
   SendStatus send(Tid target, std::uint16_t function, std::uint64_t transaction, mem::Ref& frame,
-                  std::uint8_t) noexcept override {
-    return bus_.send(tid_, target, function, transaction, frame);
+                  std::uint8_t flags) noexcept override {
+    return bus_.send(tid_, target, function, transaction, frame, flags);
   }
   void on_send_ready(std::function<void()>) override {}
   void on_pool_available(std::function<void()>) override {}

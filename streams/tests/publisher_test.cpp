@@ -2,6 +2,7 @@
 // bound, back-pressure, subscribers that go away, refusals, external sinks, and every block back to its pool.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -519,6 +520,15 @@ TEST_CASE("a Subscriber acknowledges every quarter of its depth, after a batch o
     CHECK(lag() == 0);
   }
   CHECK(events == 42);
+  // Its subscribe and acknowledgements go at once in any endpoint mode (a lone small frame held for packTimeout
+  // would wait for the transport's send thread), and so do the publisher's replies.
+  const auto all_send_now = [](const std::vector<std::uint8_t>& flags) {
+    return !flags.empty() && std::all_of(flags.begin(), flags.end(),
+                                         [](std::uint8_t f) { return (f & frame_flags::send_now) != 0; });
+  };
+  CHECK(s.bus.flags_sent(function::control).size() >= 4);
+  CHECK(all_send_now(s.bus.flags_sent(function::control)));
+  CHECK(all_send_now(s.bus.flags_sent(function::reply)));
 }
 
 TEST_CASE("a Subscriber sees the publisher's drops in each record and counts them, never a gap", "[streams]") {
