@@ -74,8 +74,9 @@ std::vector<ParamSpec> connection_parameter_specs() {
        {"epoll", "busy"}},
       {"pollTime", ParamType::string, "auto", "microseconds",
        "waitMode=epoll: after the last work, poll this long before sleeping (what comes meanwhile costs no "
-       "wake-up, the time is spent on a core); auto: 50 when every application of the executive handles its "
-       "frames inline, else 0", {}, {}, {}, PeerUse::sends_to, check_poll_time},
+       "wake-up, the time is spent on a core); auto: up to 50 when every application of the executive handles "
+       "its frames inline (each thread halves its window after a longer sleep and doubles it after a shorter "
+       "one), else 0", {}, {}, {}, PeerUse::sends_to, check_poll_time},
       {"mode", ParamType::string, "latency", "",
        "latency: send each frame at once; throughput: let frames wait for each other and send them together "
        "(an application's transportMode overrides it frame by frame)", {}, {}, {"latency", "throughput"}},

@@ -282,7 +282,7 @@ void ConnectionTransport::look_at(OutgoingConnection& c, Clock::time_point now) 
 
 template <typename OnReady>
 int ConnectionTransport::rest(Waiter& waiter, SleepCheck (ConnectionTransport::*last_look)(), Clock::time_point deadline,
-                              Clock::time_point idle_since, OnReady& on_ready) {
+                              Clock::time_point idle_since, PollWindow& window, OnReady& on_ready) {
   // Polling yields when it found nothing: with more polling threads than free cores (two executives pinned
   // to one CPU, or busy mode on a small node), the thread whose turn it is runs now instead of after this
   // one's time slice or poll period. Without it round trips grow to milliseconds in busy mode, and to twice
@@ -293,15 +293,24 @@ int ConnectionTransport::rest(Waiter& waiter, SleepCheck (ConnectionTransport::*
     return ready;
   };
   if (busy_polling()) return poll_once();
-  // Adaptive: poll a little before sleeping, since what comes soon after work costs no wake-up then.
-  const auto poll_time = !settings_.automatic_poll_time ? settings_.poll_time
-                         : host_.handlers_inline()      ? kAutomaticPollTime
-                                                        : std::chrono::microseconds(0);
-  if (Clock::now() - idle_since < poll_time) return poll_once();
+  // Poll a little before sleeping, since what comes soon after work costs no wake-up then; with pollTime=auto
+  // as long as this thread's sleeps show that work comes that soon (PollWindow).
+  const bool adaptive = settings_.automatic_poll_time && host_.handlers_inline();
+  const Clock::duration poll_time = !settings_.automatic_poll_time ? Clock::duration(settings_.poll_time)
+                                    : adaptive                     ? Clock::duration(window.current())
+                                                                   : Clock::duration::zero();
+  const Clock::time_point now = Clock::now();
+  if (now - idle_since < poll_time) return poll_once();
   const SleepCheck check = (this->*last_look)();
   if (check == SleepCheck::look_again) return 0;
-  return waiter.wait_until(check == SleepCheck::sleep ? deadline : std::min(deadline, Clock::now() + kBriefSleep),
-                           on_ready);
+  const Clock::time_point until = check == SleepCheck::sleep ? deadline : std::min(deadline, now + kBriefSleep);
+  const int ready = waiter.wait_until(until, on_ready);
+  if (adaptive) {
+    // Woken before the deadline: by a descriptor, or by a wake-up (work handed over, which `ready` leaves out).
+    const Clock::time_point woke = Clock::now();
+    window.after_sleep(woke - now, ready > 0 || woke < until);
+  }
+  return ready;
 }
 
 namespace {
@@ -318,6 +327,7 @@ void ConnectionTransport::send_loop(std::stop_token stop) {
   auto on_ready = [this](void* tag, std::uint32_t events) { on_send_ready(tag, events); };
   next_check_ = next_scan_ = Clock::now();
   Clock::time_point idle_since = next_check_;
+  PollWindow window(kAutomaticPollTime);
   while (!stop.stop_requested()) {
     const bool worked = reap_send();
     const auto now = Clock::now();
@@ -333,7 +343,7 @@ void ConnectionTransport::send_loop(std::stop_token stop) {
       continue;
     }
     // Descriptors that were ready are work too (a socket's events are handled in on_send_ready).
-    if (rest(send_waiter_, &ConnectionTransport::ready_to_sleep_send, next_check_, idle_since, on_ready) > 0)
+    if (rest(send_waiter_, &ConnectionTransport::ready_to_sleep_send, next_check_, idle_since, window, on_ready) > 0)
       idle_since = Clock::now();
   }
 }
@@ -459,6 +469,7 @@ void ConnectionTransport::receive_loop(std::stop_token stop) {
   keep_timers_exact();  // its housekeeping deadlines (receive retries) likewise
   auto on_ready = [this](void* tag, std::uint32_t events) { on_receive_ready(tag, events); };
   Clock::time_point idle_since = Clock::now();
+  PollWindow window(kAutomaticPollTime);
   while (!stop.stop_requested()) {
     const bool worked = reap_receive();
     // Pauses can also end without a wake-up having been seen (it raced with the pause): look every round.
@@ -473,7 +484,8 @@ void ConnectionTransport::receive_loop(std::stop_token stop) {
       idle_since = now;
       continue;
     }
-    if (rest(receive_waiter_, &ConnectionTransport::ready_to_sleep_receive, now + kCheckInterval, idle_since, on_ready) > 0)
+    if (rest(receive_waiter_, &ConnectionTransport::ready_to_sleep_receive, now + kCheckInterval, idle_since, window,
+             on_ready) > 0)
       idle_since = Clock::now();
   }
 }

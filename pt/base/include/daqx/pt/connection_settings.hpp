@@ -30,8 +30,9 @@ struct ConnectionSettings {
   std::chrono::milliseconds reconnect_min{50};
   std::chrono::milliseconds reconnect_max{2000};
   WaitMode wait_mode = WaitMode::epoll;
-  // epoll mode: poll this long after the last work before sleeping; automatic: kAutomaticPollTime when every
-  // application dispatches inline (no dispatch thread to starve), else not at all.
+  // epoll mode: poll this long after the last work before sleeping; automatic: up to kAutomaticPollTime when
+  // every application dispatches inline (no dispatch thread to starve), as each thread's PollWindow finds
+  // worth it, else not at all.
   std::chrono::microseconds poll_time{0};
   bool automatic_poll_time = true;
   std::uint32_t max_frame_size = kDefaultMaxFrameSize;

@@ -32,6 +32,7 @@
 #include "daqx/pt/counting_registrar.hpp"
 #include "daqx/pt/incoming_connection.hpp"
 #include "daqx/pt/outgoing_connection.hpp"
+#include "daqx/pt/poll_window.hpp"
 #include "daqx/pt/transport_counters.hpp"
 #include "daqx/pt/waiter.hpp"
 
@@ -199,12 +200,12 @@ class ConnectionTransport : public Transport {
  private:
   void send_loop(std::stop_token stop);
   void receive_loop(std::stop_token stop);
-  // A round found nothing to do: poll once (busy polling, or within pollTime of the last work), or sleep until
-  // deadline after the wire's last look.
+  // A round found nothing to do: poll once (busy polling, or within pollTime of the last work: the thread's
+  // `window` with pollTime=auto), or sleep until deadline after the wire's last look.
   // Returns how many of the waiter's descriptors were ready.
   template <typename OnReady>
   int rest(Waiter& waiter, SleepCheck (ConnectionTransport::*last_look)(), Clock::time_point deadline,
-           Clock::time_point idle_since, OnReady& on_ready);
+           Clock::time_point idle_since, PollWindow& window, OnReady& on_ready);
   // The connections that asked for attention or whose retry or timer is due; all of them if every_connection.
   void check_outgoing(Clock::time_point now, bool every_connection);
   // One connection: tears it down if it failed, opens it, fires its timer, pumps it, and schedules the next
