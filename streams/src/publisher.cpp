@@ -196,7 +196,9 @@ struct Publisher::Core final : StreamDirectory, std::enable_shared_from_this<Pub
     mem::Ref frame = context.allocate_frame(reply_bytes(message));
     if (!frame) return;  // the pool is dry: a subscriber asks again
     encode(message, frame.data() + kFrameHeaderSize);
-    context.send(to, function::reply, transaction, frame, static_cast<std::uint8_t>(frame_flags::reply | frame_flags::send_now));
+    // At once in any endpoint mode, as the Subscriber's control messages.
+    constexpr auto flags = static_cast<std::uint8_t>(frame_flags::reply | frame_flags::send_now);
+    context.send(to, function::reply, transaction, frame, flags);
   }
 
   // Sends what s's depth allows. False when s ended (its subscriber is gone): the caller removes it.
